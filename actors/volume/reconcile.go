@@ -1,0 +1,143 @@
+package volume
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Force-detach reasons.
+const (
+	ForceTimeout      = "timeout"
+	ForceOutOfService = "out-of-service"
+)
+
+// reconcile starts the operations the state calls for: detaches first (they
+// free an exclusive volume for its next node), then attaches in the order
+// the nodes were desired.
+func (v *Volume) reconcile(now time.Time) []Effect {
+	if !v.restored {
+		return nil
+	}
+	var effs []Effect
+	for _, n := range sortedNodes(v.att) {
+		effs = append(effs, v.maybeDetach(now, n)...)
+	}
+	for _, n := range v.desired {
+		effs = append(effs, v.maybeAttach(now, n)...)
+	}
+	return effs
+}
+
+func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
+	a := v.att[n]
+	if v.isDesired(n) {
+		a.DetachRequested = time.Time{}
+		return nil
+	}
+	if a.DetachRequested.IsZero() {
+		a.DetachRequested = now
+	}
+	if a.op != 0 || !v.canStart(n) {
+		return nil
+	}
+	if b := v.backoff(n, opDetach); !b.Ready(now) {
+		return []Effect{WakeAt{At: b.RetryAt()}}
+	}
+	force, ok, wake := v.detachAllowed(now, n, a)
+	if !ok {
+		if wake.IsZero() {
+			return nil
+		}
+		return []Effect{WakeAt{At: wake}}
+	}
+	v.nextOp++
+	a.op = v.opBase + v.nextOp
+	a.prev, a.prepared, a.force = a.State, false, force
+	v.set(a, Detaching, now)
+	effs := []Effect{PrepareDetach{Node: n, Op: a.op}}
+	if force != "" {
+		effs = append(effs, Record{Type: EventForceDetach, Node: n, Warning: true,
+			Message: fmt.Sprintf("force detaching volume %q from node %q, still in use there (reason: %s)", v.id, n, force)})
+	}
+	return effs
+}
+
+// detachAllowed applies I2: a volume in use on a node is detached only if
+// the node is out of service, or (force detach enabled) the node has been
+// NotReady and the detach requested for at least MaxWaitForUnmount. When
+// waiting on that deadline it returns it as wake.
+func (v *Volume) detachAllowed(now time.Time, n NodeName, a *Attachment) (force string, ok bool, wake time.Time) {
+	info := v.nodes[n]
+	switch {
+	case !info.InUse:
+		return "", true, time.Time{}
+	case info.OutOfService:
+		return ForceOutOfService, true, time.Time{}
+	case info.Ready || v.cfg.DisableForceDetach:
+		return "", false, time.Time{}
+	}
+	since := a.DetachRequested
+	if info.NotReadySince.After(since) {
+		since = info.NotReadySince
+	}
+	deadline := since.Add(v.cfg.MaxWaitForUnmount)
+	if now.Before(deadline) {
+		return "", false, deadline
+	}
+	return ForceTimeout, true, time.Time{}
+}
+
+func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
+	a := v.att[n]
+	if a != nil && a.State != Uncertain {
+		return nil
+	}
+	if !v.canStart(n) {
+		return nil
+	}
+	if v.mode == cloud.Exclusive {
+		if other, busy := v.attachedElsewhere(n); busy {
+			if v.multiAttach[n] {
+				return nil
+			}
+			v.multiAttach[n] = true
+			return []Effect{Record{Type: EventMultiAttach, Node: n, Warning: true,
+				Message: fmt.Sprintf("Multi-Attach error for volume %q: volume is already exclusively attached to node %q and can only be attached to one node at a time; not attaching to %q", v.id, other, n)}}
+		}
+	}
+	if b := v.backoff(n, opAttach); !b.Ready(now) {
+		return []Effect{WakeAt{At: b.RetryAt()}}
+	}
+	if a == nil {
+		a = &Attachment{}
+		v.att[n] = a
+	}
+	v.nextOp++
+	a.op = v.opBase + v.nextOp
+	v.set(a, Attaching, now)
+	return []Effect{CallAttach{Node: n, Op: a.op}}
+}
+
+// canStart: one operation at a time for the whole volume when exclusive,
+// one per node when multi-node.
+func (v *Volume) canStart(n NodeName) bool {
+	for m, a := range v.att {
+		if a.op != 0 && (m == n || v.mode == cloud.Exclusive) {
+			return false
+		}
+	}
+	return true
+}
+
+// attachedElsewhere reports a node other than n holding an attachment in
+// any state (an Uncertain one may be real: I1 errs on the safe side).
+func (v *Volume) attachedElsewhere(n NodeName) (NodeName, bool) {
+	for _, m := range sortedNodes(v.att) {
+		if m != n {
+			return m, true
+		}
+	}
+	return "", false
+}

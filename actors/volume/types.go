@@ -1,0 +1,109 @@
+// Package volume is the pure state machine of one volume on the controller
+// side: where it is wanted, where it is attached, and which cloud operation
+// to start next. It never calls the cloud, never reads the clock, never
+// starts goroutines and never sees protobuf: its caller (the volume actor)
+// feeds it events with the current time and carries out the effects it
+// returns, in order.
+//
+// The rules it enforces (DESIGN.md):
+//   - I1: an exclusive volume is attached to a second node only when no
+//     attachment of any state exists elsewhere (Multi-Attach otherwise).
+//   - I2: a volume the node reports in use is detached only when the node is
+//     out of service, or NotReady (and detach requested) for longer than
+//     MaxWaitForUnmount, unless force detach is disabled.
+//   - I4: a detach starts with PrepareDetach; CallDetach follows only after
+//     DetachPrepared{OK}.
+//   - I6: a failed attach or detach leaves the attachment Uncertain.
+//   - one cloud operation at a time for an exclusive volume, one per node
+//     for a multi-node volume; failures back off per (node, operation).
+package volume
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/cloud"
+)
+
+// State of one attachment.
+type State int
+
+const (
+	Attaching State = iota + 1 // CallAttach in flight
+	Attached                   // confirmed by the cloud; reported in the node's VolumesAttached
+	Uncertain                  // an operation failed or its outcome is unknown; not reported
+	Detaching                  // PrepareDetach or CallDetach in flight
+)
+
+func (s State) String() string {
+	switch s {
+	case Attaching:
+		return "Attaching"
+	case Attached:
+		return "Attached"
+	case Uncertain:
+		return "Uncertain"
+	case Detaching:
+		return "Detaching"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Attachment is the state of the volume on one node.
+type Attachment struct {
+	State      State
+	DevicePath string
+	// Since is when the state last changed; cloud truth older than this is
+	// stale and ignored.
+	Since time.Time
+	// DetachRequested is when the node stopped being desired (zero while
+	// desired).
+	DetachRequested time.Time
+
+	op       uint64 // operation in flight (Attaching, Detaching)
+	prepared bool   // Detaching: node status persisted, CallDetach sent
+	force    string // Detaching: force reason, "" when not forced
+	prev     State  // Detaching: state to fall back to if the prepare fails
+}
+
+// NodeInfo is what the volume knows about a node, from the node actor.
+type NodeInfo struct {
+	InUse         bool // the node reports the volume in VolumesInUse (mounted or mounting)
+	Ready         bool
+	NotReadySince time.Time
+	OutOfService  bool
+}
+
+// Config holds the timing rules. Zero values are not defaults: use
+// DefaultConfig.
+type Config struct {
+	MaxWaitForUnmount  time.Duration
+	DisableForceDetach bool
+	Backoff            backoff.Policy
+	// Rand draws the backoff jitter in [0,1); nil means no jitter.
+	Rand func() float64
+}
+
+// DefaultConfig is Kubernetes' values.
+func DefaultConfig() Config {
+	return Config{MaxWaitForUnmount: 6 * time.Minute, Backoff: backoff.Default}
+}
+
+// Event types, in Kubernetes' words.
+const (
+	EventSuccessfulAttach   = "SuccessfulAttachVolume"
+	EventFailedAttach       = "FailedAttachVolume"
+	EventMultiAttach        = "Multi-Attach"
+	EventSuccessfulDetach   = "SuccessfulDetachVolume"
+	EventFailedDetach       = "FailedDetachVolume"
+	EventForceDetach        = "ForceDetach"
+	EventAttachmentLost     = "AttachmentLost"
+	EventDanglingAttachment = "DanglingAttachment"
+)
+
+// NodeName and VolumeID are re-exported for brevity inside this package.
+type (
+	NodeName = cloud.NodeName
+	VolumeID = cloud.VolumeID
+)

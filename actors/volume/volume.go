@@ -1,0 +1,283 @@
+package volume
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/cloud"
+)
+
+type opKind int
+
+const (
+	opAttach opKind = iota
+	opDetach
+)
+
+type opKey struct {
+	node NodeName
+	kind opKind
+}
+
+// Volume is the state machine of one volume. The zero value is not usable:
+// use New. Until Restored arrives it starts no operation.
+type Volume struct {
+	id       VolumeID
+	cfg      Config
+	mode     cloud.AccessMode
+	restored bool
+	desired  []NodeName
+	att      map[NodeName]*Attachment
+	nodes    map[NodeName]NodeInfo
+	backoffs map[opKey]*backoff.Backoff
+	// multiAttach remembers the nodes told about a Multi-Attach refusal, so
+	// that the event is recorded once per volume and node.
+	multiAttach map[NodeName]bool
+	nextOp      uint64
+	opBase      uint64
+}
+
+// New returns the machine for volume id. opBase makes operation numbers of
+// this incarnation distinct from those of earlier ones (the shell passes a
+// random or time-derived value).
+func New(id VolumeID, cfg Config, opBase uint64) *Volume {
+	return &Volume{
+		id:          id,
+		cfg:         cfg,
+		att:         map[NodeName]*Attachment{},
+		nodes:       map[NodeName]NodeInfo{},
+		backoffs:    map[opKey]*backoff.Backoff{},
+		multiAttach: map[NodeName]bool{},
+		opBase:      opBase,
+	}
+}
+
+// Step applies one event at time now and returns the effects to carry out,
+// in order. It never blocks and never reads the clock.
+func (v *Volume) Step(now time.Time, ev Event) []Effect {
+	var effs []Effect
+	switch e := ev.(type) {
+	case Restored:
+		effs = v.onRestored(now, e)
+	case DesiredChanged:
+		v.onDesired(e)
+	case NodeChanged:
+		v.nodes[e.Node] = e.Info
+	case AttachDone:
+		effs = v.onAttachDone(now, e)
+	case DetachPrepared:
+		effs = v.onDetachPrepared(now, e)
+	case DetachDone:
+		effs = v.onDetachDone(now, e)
+	case Verified:
+		effs = v.onVerified(now, e)
+	case Tick:
+	default:
+		panic(fmt.Sprintf("volume: unknown event %T", ev))
+	}
+	return coalesceWakes(append(effs, v.reconcile(now)...))
+}
+
+// coalesceWakes keeps only the earliest WakeAt, last: the shell needs one
+// timer per volume, not one per blocked operation.
+func coalesceWakes(effs []Effect) []Effect {
+	var earliest time.Time
+	out := effs[:0]
+	for _, e := range effs {
+		if w, ok := e.(WakeAt); ok {
+			if earliest.IsZero() || w.At.Before(earliest) {
+				earliest = w.At
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	if !earliest.IsZero() {
+		out = append(out, WakeAt{At: earliest})
+	}
+	return out
+}
+
+func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
+	v.restored = true
+	v.onDesired(DesiredChanged{Mode: e.Mode, Desired: e.Desired})
+	for n, info := range e.Nodes {
+		v.nodes[n] = info
+	}
+	for n, dev := range e.Listed {
+		v.att[n] = &Attachment{State: Attached, DevicePath: dev}
+	}
+	if e.Truth == nil {
+		return nil
+	}
+	var effs []Effect
+	for _, n := range sortedNodes(e.Truth) {
+		effs = append(effs, v.onVerified(now, Verified{Node: n, Attached: e.Truth[n], DevicePath: e.Listed[n], AsOf: e.AsOf})...)
+	}
+	return effs
+}
+
+func (v *Volume) onDesired(e DesiredChanged) {
+	v.mode = e.Mode
+	v.desired = slices.Clone(e.Desired)
+	for n := range v.multiAttach {
+		if !v.isDesired(n) {
+			delete(v.multiAttach, n)
+		}
+	}
+}
+
+func (v *Volume) onAttachDone(now time.Time, e AttachDone) []Effect {
+	a := v.att[e.Node]
+	if a == nil || a.State != Attaching || a.op != e.Op {
+		return []Effect{VerifyNode{Node: e.Node}}
+	}
+	a.op = 0
+	if e.Err != cloud.KindNone {
+		v.set(a, Uncertain, now)
+		return v.failed(now, e.Node, opAttach, EventFailedAttach, e.Msg)
+	}
+	v.set(a, Attached, now)
+	a.DevicePath = e.DevicePath
+	v.backoff(e.Node, opAttach).Reset()
+	delete(v.multiAttach, e.Node)
+	return []Effect{
+		ReportAttached{Node: e.Node, DevicePath: e.DevicePath},
+		Record{Type: EventSuccessfulAttach, Node: e.Node,
+			Message: fmt.Sprintf("AttachVolume.Attach succeeded for volume %q on node %q (device %s)", v.id, e.Node, e.DevicePath)},
+	}
+}
+
+func (v *Volume) onDetachPrepared(now time.Time, e DetachPrepared) []Effect {
+	a := v.att[e.Node]
+	if a == nil || a.State != Detaching || a.op != e.Op || a.prepared {
+		return nil
+	}
+	if !e.OK {
+		// The status still lists the volume (the failed write changed
+		// nothing), so nothing was detached: back to where we were.
+		a.op = 0
+		v.set(a, a.prev, now)
+		return v.failed(now, e.Node, opDetach, EventFailedDetach, "persisting node status before detach: "+e.Msg)
+	}
+	if v.isDesired(e.Node) && a.force == "" {
+		// Wanted again while the status was being written: keep it.
+		a.op = 0
+		v.set(a, Attached, now)
+		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
+	}
+	a.prepared = true
+	return []Effect{CallDetach{Node: e.Node, Op: a.op, Force: a.force}}
+}
+
+func (v *Volume) onDetachDone(now time.Time, e DetachDone) []Effect {
+	a := v.att[e.Node]
+	if a == nil || a.State != Detaching || a.op != e.Op {
+		return []Effect{VerifyNode{Node: e.Node}}
+	}
+	a.op = 0
+	if e.Err != cloud.KindNone && e.Err != cloud.KindNotFound {
+		v.set(a, Uncertain, now)
+		return v.failed(now, e.Node, opDetach, EventFailedDetach, e.Msg)
+	}
+	delete(v.att, e.Node)
+	v.backoff(e.Node, opDetach).Reset()
+	return []Effect{Record{Type: EventSuccessfulDetach, Node: e.Node,
+		Message: fmt.Sprintf("DetachVolume.Detach succeeded for volume %q from node %q", v.id, e.Node)}}
+}
+
+// onVerified applies the cloud's truth for one node. Truth about a node with
+// an operation in flight, or older than the attachment's last change, is
+// stale and ignored: the operation's own result decides.
+func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
+	a := v.att[e.Node]
+	if a != nil && (a.op != 0 || e.AsOf.Before(a.Since)) {
+		return nil
+	}
+	switch {
+	case e.Attached && a == nil:
+		a = &Attachment{DevicePath: e.DevicePath}
+		v.att[e.Node] = a
+		v.set(a, Attached, now)
+		effs := []Effect{ReportAttached{Node: e.Node, DevicePath: e.DevicePath}}
+		if !v.isDesired(e.Node) {
+			effs = append(effs, Record{Type: EventDanglingAttachment, Node: e.Node, Warning: true,
+				Message: fmt.Sprintf("volume %q is attached to node %q but no workload wants it there: detaching", v.id, e.Node)})
+		}
+		return effs
+	case e.Attached && a.State == Uncertain:
+		v.set(a, Attached, now)
+		if e.DevicePath != "" {
+			a.DevicePath = e.DevicePath
+		}
+		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
+	case !e.Attached && a != nil && a.State == Attached:
+		delete(v.att, e.Node)
+		return []Effect{ReportDetached{Node: e.Node}, Record{Type: EventAttachmentLost, Node: e.Node, Warning: true,
+			Message: fmt.Sprintf("the cloud reports volume %q no longer attached to node %q", v.id, e.Node)}}
+	case !e.Attached && a != nil && a.State == Uncertain:
+		delete(v.att, e.Node)
+	}
+	return nil
+}
+
+func (v *Volume) failed(now time.Time, n NodeName, k opKind, typ, msg string) []Effect {
+	u := 0.0
+	if v.cfg.Rand != nil {
+		u = v.cfg.Rand()
+	}
+	b := v.backoff(n, k)
+	at := b.Fail(now, v.cfg.Backoff, u)
+	return []Effect{Record{Type: typ, Node: n, Warning: true,
+		Message: fmt.Sprintf("%s (failure %d; no retry for %s, until %s)", msg, b.Failures(), at.Sub(now), at.UTC().Format(time.RFC3339Nano))}}
+}
+
+func (v *Volume) backoff(n NodeName, k opKind) *backoff.Backoff {
+	key := opKey{n, k}
+	b := v.backoffs[key]
+	if b == nil {
+		b = &backoff.Backoff{}
+		v.backoffs[key] = b
+	}
+	return b
+}
+
+func (v *Volume) set(a *Attachment, s State, now time.Time) {
+	a.State = s
+	a.Since = now
+}
+
+func (v *Volume) isDesired(n NodeName) bool { return slices.Contains(v.desired, n) }
+
+func sortedNodes[T any](m map[NodeName]T) []NodeName {
+	out := make([]NodeName, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Status is a read-only view of the machine for status queries and tests.
+type Status struct {
+	Mode        cloud.AccessMode
+	Restored    bool
+	Desired     []NodeName
+	Attachments map[NodeName]Attachment
+}
+
+// Status returns a copy of the machine's state.
+func (v *Volume) Status() Status {
+	st := Status{Mode: v.mode, Restored: v.restored, Desired: slices.Clone(v.desired), Attachments: map[NodeName]Attachment{}}
+	for n, a := range v.att {
+		st.Attachments[n] = *a
+	}
+	return st
+}
+
+// Idle reports that the volume is wanted nowhere and attached nowhere: its
+// actor may stop.
+func (v *Volume) Idle() bool { return v.restored && len(v.desired) == 0 && len(v.att) == 0 }
