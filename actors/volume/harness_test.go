@@ -80,8 +80,10 @@ func (h *harness) attached(n NodeName) AttachDone {
 func (h *harness) attachFailed(n NodeName, k cloud.Kind) AttachDone {
 	return AttachDone{Node: n, Op: h.ops[n], Err: k, Msg: "boom"}
 }
-func (h *harness) prepared(n NodeName) DetachPrepared { return DetachPrepared{Node: n, Op: h.ops[n], OK: true} }
-func (h *harness) detached(n NodeName) DetachDone     { return DetachDone{Node: n, Op: h.ops[n]} }
+func (h *harness) prepared(n NodeName) DetachPrepared {
+	return DetachPrepared{Node: n, Op: h.ops[n], OK: true}
+}
+func (h *harness) detached(n NodeName) DetachDone { return DetachDone{Node: n, Op: h.ops[n]} }
 
 func (h *harness) state(n NodeName) string {
 	a, ok := h.v.Status().Attachments[n]

@@ -82,7 +82,7 @@ func TestDetachWaitsWhileInUse(t *testing.T) {
 func TestForceDetachOnlyNotReadyAfterMaxWait(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}}, )
+	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}})
 	h.advance(time.Minute)
 	// Deadline counts from the later of NotReady and the detach request.
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "wake +6m0s")
