@@ -1,0 +1,96 @@
+// Package nodestatus is the pure state machine of one node's status on the
+// controller side: VolumesAttached (what the controller reports attached, so
+// the node may mount it), VolumesInUse (what the node agent reports mounted
+// or mounting), heartbeat health and the out-of-service mark. It never does
+// I/O, never reads the clock and never sees protobuf.
+//
+// Every change that others rely on is persisted before anyone is told of it:
+// the Persist effect comes first, and the shell drops the effects after a
+// failed Persist and steps PersistFailed, which restores the last persisted
+// status and refuses pending detach preparations (I4: no detach unless the
+// volume's removal from VolumesAttached is durable).
+package nodestatus
+
+import (
+	"maps"
+	"sort"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Status is the persisted node status.
+type Status struct {
+	Name            cloud.NodeName
+	VolumesAttached map[cloud.VolumeID]string // volume -> device path
+	VolumesInUse    map[cloud.VolumeID]bool
+	Ready           bool
+	NotReadySince   time.Time
+	OutOfService    bool
+}
+
+// Clone returns a deep copy.
+func (s Status) Clone() Status {
+	c := s
+	c.VolumesAttached = maps.Clone(s.VolumesAttached)
+	c.VolumesInUse = maps.Clone(s.VolumesInUse)
+	if c.VolumesAttached == nil {
+		c.VolumesAttached = map[cloud.VolumeID]string{}
+	}
+	if c.VolumesInUse == nil {
+		c.VolumesInUse = map[cloud.VolumeID]bool{}
+	}
+	return c
+}
+
+// VolumeInfo is what a volume actor is told about this node.
+type VolumeInfo struct {
+	InUse         bool
+	Ready         bool
+	NotReadySince time.Time
+	OutOfService  bool
+}
+
+// Info returns what volume vol should know about this node.
+func (s Status) Info(vol cloud.VolumeID) VolumeInfo {
+	return VolumeInfo{InUse: s.VolumesInUse[vol], Ready: s.Ready, NotReadySince: s.NotReadySince, OutOfService: s.OutOfService}
+}
+
+// Config: NotReadyAfter is how long without a heartbeat makes a node
+// NotReady (Kubernetes: 40 s).
+type Config struct {
+	NotReadyAfter time.Duration
+}
+
+// DefaultConfig is Kubernetes' value.
+func DefaultConfig() Config { return Config{NotReadyAfter: 40 * time.Second} }
+
+// Node is the machine. Use New, then step Restored first.
+type Node struct {
+	cfg           Config
+	cur           Status
+	saved         Status
+	lastHeartbeat time.Time
+	pending       []PrepareAnswer // answered OK after Persisted, refused after PersistFailed
+}
+
+// New returns a node machine holding an empty status for name.
+func New(name cloud.NodeName, cfg Config) *Node {
+	st := Status{Name: name}.Clone()
+	return &Node{cfg: cfg, cur: st, saved: st.Clone()}
+}
+
+// Status returns a copy of the current status.
+func (n *Node) Status() Status { return n.cur.Clone() }
+
+// LastHeartbeat returns when the agent last reported.
+func (n *Node) LastHeartbeat() time.Time { return n.lastHeartbeat }
+
+func sortedVolumes[T any](m map[cloud.VolumeID]T) []cloud.VolumeID {
+	out := make([]cloud.VolumeID, 0, len(m))
+	for v := range m {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,104 @@
+package nodestatus
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func render(now time.Time, effs []Effect) []string {
+	var out []string
+	for _, e := range effs {
+		switch e := e.(type) {
+		case Persist:
+			out = append(out, fmt.Sprintf("persist attached=%v inuse=%v ready=%v oos=%v",
+				sortedVolumes(e.Status.VolumesAttached), sortedVolumes(e.Status.VolumesInUse), e.Status.Ready, e.Status.OutOfService))
+		case PrepareAnswer:
+			out = append(out, fmt.Sprintf("answer %s ok=%v", e.Volume, e.OK))
+		case NotifyVolume:
+			out = append(out, fmt.Sprintf("notify %s inuse=%v ready=%v oos=%v", e.Volume, e.Info.InUse, e.Info.Ready, e.Info.OutOfService))
+		case WakeAt:
+			out = append(out, fmt.Sprintf("wake +%s", e.At.Sub(now)))
+		}
+	}
+	return out
+}
+
+type step struct {
+	advance time.Duration
+	ev      Event
+	want    []string
+}
+
+func run(t *testing.T, n *Node, steps []step) {
+	t.Helper()
+	now := t0
+	for i, s := range steps {
+		now = now.Add(s.advance)
+		got := render(now, n.Step(now, s.ev))
+		if !slices.Equal(got, s.want) {
+			t.Fatalf("step %d (%T%+v):\n got  %q\n want %q", i, s.ev, s.ev, got, s.want)
+		}
+	}
+}
+
+func TestStatusRules(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"attach then detach persists before answering (I4)", []step{
+			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Persisted{}, nil},
+			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, []string{"persist attached=[v1] inuse=[] ready=true oos=false"}},
+			{0, Persisted{}, nil},
+			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, nil},
+			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
+			{0, Persisted{}, nil},
+			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"answer v1 ok=true"}},
+		}},
+		{"failed persist refuses the detach and restores the status", []step{
+			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, Ready: true}}, []string{"wake +40s"}},
+			{0, DetachRequested{Volume: "v1", Op: 9}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
+			{0, PersistFailed{Msg: "disk"}, []string{"answer v1 ok=false"}},
+			{0, DetachRequested{Volume: "v1", Op: 10}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
+		}},
+		{"in-use changes notify only the changed volumes", []step{
+			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, InUseReported{Volumes: []cloud.VolumeID{"v1", "v2"}}, []string{"persist attached=[] inuse=[v1 v2] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "notify v2 inuse=true ready=true oos=false"}},
+			{0, InUseReported{Volumes: []cloud.VolumeID{"v2", "v1"}}, nil},
+			{0, InUseReported{Volumes: []cloud.VolumeID{"v2"}}, []string{"persist attached=[] inuse=[v2] ready=true oos=false", "notify v1 inuse=false ready=true oos=false"}},
+		}},
+		{"missed heartbeats make the node NotReady; a heartbeat makes it Ready", []step{
+			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, InUseReported{Volumes: []cloud.VolumeID{"v1"}}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "notify v1 inuse=true ready=true oos=false"}},
+			{10 * time.Second, HeartbeatReceived{}, []string{"wake +40s"}},
+			{39 * time.Second, Tick{}, []string{"wake +1s"}},
+			{time.Second, Tick{}, []string{"persist attached=[] inuse=[v1] ready=false oos=false", "notify v1 inuse=true ready=false oos=false"}},
+			{time.Minute, Tick{}, nil},
+			{0, HeartbeatReceived{}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "wake +40s"}},
+		}},
+		{"out of service notifies attached and in-use volumes", []step{
+			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, VolumesInUse: map[cloud.VolumeID]bool{"v2": true}, Ready: true}}, []string{"wake +40s"}},
+			{0, OutOfServiceSet{OutOfService: true}, []string{"persist attached=[v1] inuse=[v2] ready=true oos=true", "notify v1 inuse=false ready=true oos=true", "notify v2 inuse=true ready=true oos=true"}},
+			{0, OutOfServiceSet{OutOfService: true}, nil},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { run(t, New("n1", DefaultConfig()), tt.steps) })
+	}
+}
+
+func TestNotReadySinceIsHeartbeatExpiry(t *testing.T) {
+	n := New("n1", DefaultConfig())
+	n.Step(t0, Restored{})
+	n.Step(t0.Add(5*time.Minute), Tick{})
+	if got, want := n.Status().NotReadySince, t0.Add(40*time.Second); !got.Equal(want) {
+		t.Fatalf("NotReadySince = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,236 @@
+package nodestatus
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Event is an input to Step.
+type Event interface{ isEvent() }
+
+// Restored loads the persisted status (found=false: a new node, Ready until
+// it misses heartbeats). The heartbeat clock starts at the restore, so a
+// restarted controller gives every agent a full NotReadyAfter to report.
+type Restored struct {
+	Status Status
+	Found  bool
+}
+
+type (
+	// VolumeAttached: add to VolumesAttached.
+	VolumeAttached struct {
+		Volume     cloud.VolumeID
+		DevicePath string
+	}
+	// VolumeDetached: remove from VolumesAttached.
+	VolumeDetached struct{ Volume cloud.VolumeID }
+	// DetachRequested: remove from VolumesAttached, persist, then answer.
+	DetachRequested struct {
+		Volume cloud.VolumeID
+		Op     uint64
+	}
+	// InUseReported replaces VolumesInUse.
+	InUseReported struct{ Volumes []cloud.VolumeID }
+	// HeartbeatReceived: the agent is alive.
+	HeartbeatReceived struct{}
+	// OutOfServiceSet marks or unmarks the node.
+	OutOfServiceSet struct{ OutOfService bool }
+	// Tick re-checks heartbeat health.
+	Tick struct{}
+	// Persisted: the last Persist succeeded.
+	Persisted struct{}
+	// PersistFailed: the last Persist failed; nothing it carried happened.
+	PersistFailed struct{ Msg string }
+)
+
+func (Restored) isEvent()          {}
+func (VolumeAttached) isEvent()    {}
+func (VolumeDetached) isEvent()    {}
+func (DetachRequested) isEvent()   {}
+func (InUseReported) isEvent()     {}
+func (HeartbeatReceived) isEvent() {}
+func (OutOfServiceSet) isEvent()   {}
+func (Tick) isEvent()              {}
+func (Persisted) isEvent()         {}
+func (PersistFailed) isEvent()     {}
+
+// Effect is an output of Step, carried out in order.
+type Effect interface{ isEffect() }
+
+type (
+	// Persist writes Status. Effects after it depend on it: on failure the
+	// shell drops them and steps PersistFailed; on success it steps
+	// Persisted and carries them out.
+	Persist struct{ Status Status }
+	// PrepareAnswer answers a DetachRequested to the volume actor.
+	PrepareAnswer struct {
+		Volume cloud.VolumeID
+		Op     uint64
+		OK     bool
+		Msg    string
+	}
+	// NotifyVolume tells a volume actor what it should know about the node.
+	NotifyVolume struct {
+		Volume cloud.VolumeID
+		Info   VolumeInfo
+	}
+	// WakeAt: deliver Tick at At.
+	WakeAt struct{ At time.Time }
+)
+
+func (Persist) isEffect()       {}
+func (PrepareAnswer) isEffect() {}
+func (NotifyVolume) isEffect()  {}
+func (WakeAt) isEffect()        {}
+
+// Step applies one event at time now.
+func (n *Node) Step(now time.Time, ev Event) []Effect {
+	switch e := ev.(type) {
+	case Restored:
+		return n.onRestored(now, e)
+	case VolumeAttached:
+		if dev, ok := n.cur.VolumesAttached[e.Volume]; ok && dev == e.DevicePath {
+			return nil
+		}
+		n.cur.VolumesAttached[e.Volume] = e.DevicePath
+		return n.persist()
+	case VolumeDetached:
+		if _, ok := n.cur.VolumesAttached[e.Volume]; !ok {
+			return nil
+		}
+		delete(n.cur.VolumesAttached, e.Volume)
+		return n.persist()
+	case DetachRequested:
+		return n.onDetachRequested(e)
+	case InUseReported:
+		return n.onInUse(e)
+	case HeartbeatReceived:
+		n.lastHeartbeat = now
+		return n.setReady(now, true)
+	case OutOfServiceSet:
+		if n.cur.OutOfService == e.OutOfService {
+			return nil
+		}
+		n.cur.OutOfService = e.OutOfService
+		return append(n.persist(), n.notifyAll()...)
+	case Tick:
+		return n.onTick(now)
+	case Persisted:
+		n.saved = n.cur.Clone()
+		n.pending = nil
+		return nil
+	case PersistFailed:
+		n.cur = n.saved.Clone()
+		var effs []Effect
+		for _, p := range n.pending {
+			effs = append(effs, PrepareAnswer{Volume: p.Volume, Op: p.Op, OK: false, Msg: e.Msg})
+		}
+		n.pending = nil
+		return effs
+	}
+	panic(fmt.Sprintf("nodestatus: unknown event %T", ev))
+}
+
+func (n *Node) onRestored(now time.Time, e Restored) []Effect {
+	n.lastHeartbeat = now
+	if !e.Found {
+		n.cur.Ready = true
+		return append(n.persist(), WakeAt{At: now.Add(n.cfg.NotReadyAfter)})
+	}
+	n.cur = e.Status.Clone()
+	n.cur.Name = n.saved.Name
+	n.saved = n.cur.Clone()
+	return []Effect{WakeAt{At: now.Add(n.cfg.NotReadyAfter)}}
+}
+
+func (n *Node) onDetachRequested(e DetachRequested) []Effect {
+	ans := PrepareAnswer{Volume: e.Volume, Op: e.Op, OK: true}
+	if _, ok := n.cur.VolumesAttached[e.Volume]; !ok && len(n.pending) == 0 {
+		// Already out of the persisted status: nothing to write.
+		return []Effect{ans}
+	}
+	delete(n.cur.VolumesAttached, e.Volume)
+	n.pending = append(n.pending, ans)
+	return append(n.persist(), ans)
+}
+
+func (n *Node) onInUse(e InUseReported) []Effect {
+	next := map[cloud.VolumeID]bool{}
+	for _, v := range e.Volumes {
+		next[v] = true
+	}
+	var changed []cloud.VolumeID
+	for v := range next {
+		if !n.cur.VolumesInUse[v] {
+			changed = append(changed, v)
+		}
+	}
+	for v := range n.cur.VolumesInUse {
+		if !next[v] {
+			changed = append(changed, v)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	n.cur.VolumesInUse = next
+	effs := n.persist()
+	for _, v := range sortedVolumes(setOf(changed)) {
+		effs = append(effs, NotifyVolume{Volume: v, Info: n.cur.Info(v)})
+	}
+	return effs
+}
+
+func (n *Node) onTick(now time.Time) []Effect {
+	deadline := n.lastHeartbeat.Add(n.cfg.NotReadyAfter)
+	if now.Before(deadline) {
+		return []Effect{WakeAt{At: deadline}}
+	}
+	return n.setReady(deadline, false)
+}
+
+// setReady changes health; at is when the change took effect (for NotReady:
+// the moment the last heartbeat expired).
+func (n *Node) setReady(at time.Time, ready bool) []Effect {
+	if n.cur.Ready == ready {
+		if ready {
+			return []Effect{WakeAt{At: n.lastHeartbeat.Add(n.cfg.NotReadyAfter)}}
+		}
+		return nil
+	}
+	n.cur.Ready = ready
+	n.cur.NotReadySince = time.Time{}
+	if !ready {
+		n.cur.NotReadySince = at
+	}
+	effs := append(n.persist(), n.notifyAll()...)
+	if ready {
+		effs = append(effs, WakeAt{At: n.lastHeartbeat.Add(n.cfg.NotReadyAfter)})
+	}
+	return effs
+}
+
+// notifyAll tells every volume attached to or in use on the node.
+func (n *Node) notifyAll() []Effect {
+	all := setOf(sortedVolumes(n.cur.VolumesInUse))
+	for v := range n.cur.VolumesAttached {
+		all[v] = true
+	}
+	var effs []Effect
+	for _, v := range sortedVolumes(all) {
+		effs = append(effs, NotifyVolume{Volume: v, Info: n.cur.Info(v)})
+	}
+	return effs
+}
+
+func (n *Node) persist() []Effect { return []Effect{Persist{Status: n.cur.Clone()}} }
+
+func setOf(vs []cloud.VolumeID) map[cloud.VolumeID]bool {
+	m := map[cloud.VolumeID]bool{}
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}

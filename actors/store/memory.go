@@ -1,0 +1,192 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/cloud"
+)
+
+// Memory is an in-process Store. It loses everything with the process: use
+// it for tests and for the embedded mode's first stage.
+type Memory struct {
+	mu         sync.Mutex
+	volumes    map[cloud.VolumeID]VolumeSpec
+	nodes      map[cloud.NodeName]NodeSpec
+	workloads  map[string]Workload
+	statuses   map[cloud.NodeName]nodestatus.Status
+	seq        uint64
+	failStatus int
+}
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{
+		volumes:   map[cloud.VolumeID]VolumeSpec{},
+		nodes:     map[cloud.NodeName]NodeSpec{},
+		workloads: map[string]Workload{},
+		statuses:  map[cloud.NodeName]nodestatus.Status{},
+	}
+}
+
+// FailNodeStatusWrites makes the next n PutNodeStatus calls fail with
+// ErrInjected, changing nothing (tests of I4).
+func (m *Memory) FailNodeStatusWrites(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failStatus = n
+}
+
+func (m *Memory) PutVolume(v VolumeSpec) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.volumes[v.ID] = v
+	return nil
+}
+
+func (m *Memory) DeleteVolume(id cloud.VolumeID) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.volumes, id)
+	return nil
+}
+
+func (m *Memory) Volume(id cloud.VolumeID) (VolumeSpec, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.volumes[id]
+	return v, ok, nil
+}
+
+func (m *Memory) Volumes() ([]VolumeSpec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]VolumeSpec, 0, len(m.volumes))
+	for _, v := range m.volumes {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (m *Memory) PutNode(n NodeSpec) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.nodes[n.Name] = n
+	return nil
+}
+
+func (m *Memory) DeleteNode(name cloud.NodeName) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.nodes, name)
+	return nil
+}
+
+func (m *Memory) Nodes() ([]NodeSpec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]NodeSpec, 0, len(m.nodes))
+	for _, n := range m.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (m *Memory) PutWorkload(w Workload) error {
+	if w.UID == "" {
+		return fmt.Errorf("store: workload without a UID")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.workloads[w.UID]; ok {
+		w.Seq = old.Seq
+	} else {
+		m.seq++
+		w.Seq = m.seq
+	}
+	w.Volumes = slices.Clone(w.Volumes)
+	m.workloads[w.UID] = w
+	return nil
+}
+
+func (m *Memory) DeleteWorkload(uid string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.workloads, uid)
+	return nil
+}
+
+func (m *Memory) Workload(uid string) (Workload, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.workloads[uid]
+	w.Volumes = slices.Clone(w.Volumes)
+	return w, ok, nil
+}
+
+func (m *Memory) Workloads() ([]Workload, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.workloadsLocked(), nil
+}
+
+func (m *Memory) workloadsLocked() []Workload {
+	out := make([]Workload, 0, len(m.workloads))
+	for _, w := range m.workloads {
+		w.Volumes = slices.Clone(w.Volumes)
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out
+}
+
+func (m *Memory) DesiredNodes(vol cloud.VolumeID) ([]cloud.NodeName, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return DesiredNodesOf(m.workloadsLocked(), vol), nil
+}
+
+// DesiredNodesOf computes DesiredNodes from workloads sorted by Seq.
+func DesiredNodesOf(workloads []Workload, vol cloud.VolumeID) []cloud.NodeName {
+	var out []cloud.NodeName
+	for _, w := range workloads {
+		if slices.Contains(w.Volumes, vol) && !slices.Contains(out, w.Node) {
+			out = append(out, w.Node)
+		}
+	}
+	return out
+}
+
+func (m *Memory) NodeStatus(name cloud.NodeName) (nodestatus.Status, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.statuses[name]
+	return s.Clone(), ok, nil
+}
+
+func (m *Memory) PutNodeStatus(s nodestatus.Status) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failStatus > 0 {
+		m.failStatus--
+		return fmt.Errorf("store: put status of node %q: %w", s.Name, ErrInjected)
+	}
+	m.statuses[s.Name] = s.Clone()
+	return nil
+}
+
+func (m *Memory) NodeStatuses() ([]nodestatus.Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]nodestatus.Status, 0, len(m.statuses))
+	for _, s := range m.statuses {
+		out = append(out, s.Clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

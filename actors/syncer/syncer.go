@@ -1,0 +1,62 @@
+// Package syncer is the pure core of the sync actor: it splits the nodes to
+// verify into batches of the size the cloud allows (one cloud call per
+// batch, never one per volume) and compares what the controller believes
+// attached with what the cloud says each instance has. It does no I/O.
+package syncer
+
+import (
+	"sort"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Batches splits nodes (sorted for determinism) into groups of at most size.
+func Batches(nodes []cloud.NodeName, size int) [][]cloud.NodeName {
+	if size < 1 {
+		size = 1
+	}
+	sorted := append([]cloud.NodeName(nil), nodes...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	var out [][]cloud.NodeName
+	for len(sorted) > 0 {
+		n := min(size, len(sorted))
+		out = append(out, sorted[:n:n])
+		sorted = sorted[n:]
+	}
+	return out
+}
+
+// Finding is a difference between belief and truth, to tell the volume's
+// actor.
+type Finding struct {
+	Volume     cloud.VolumeID
+	Node       cloud.NodeName
+	Attached   bool // false: believed attached, the cloud says not (lost); true: attached but not believed (unknown to the controller)
+	DevicePath string
+}
+
+// Compare returns the findings for the nodes present in actual (nodes whose
+// cloud call failed are absent and change nothing), sorted by node then
+// volume.
+func Compare(believed map[cloud.NodeName]map[cloud.VolumeID]bool, actual map[cloud.NodeName]map[cloud.VolumeID]string) []Finding {
+	var out []Finding
+	for node, has := range actual {
+		for vol := range believed[node] {
+			if _, ok := has[vol]; !ok {
+				out = append(out, Finding{Volume: vol, Node: node})
+			}
+		}
+		for vol, dev := range has {
+			if !believed[node][vol] {
+				out = append(out, Finding{Volume: vol, Node: node, Attached: true, DevicePath: dev})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].Volume < out[j].Volume
+	})
+	return out
+}
