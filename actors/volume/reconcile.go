@@ -22,6 +22,9 @@ func (v *Volume) reconcile(now time.Time) []Effect {
 	}
 	var effs []Effect
 	for _, n := range sortedNodes(v.att) {
+		effs = append(effs, v.checkPrepare(now, n)...)
+	}
+	for _, n := range sortedNodes(v.att) {
 		effs = append(effs, v.maybeDetach(now, n)...)
 	}
 	for _, n := range v.desired {
@@ -56,7 +59,7 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 	a.op = v.opBase + v.nextOp
 	a.prev, a.prepared, a.force = a.State, false, force
 	v.set(a, Detaching, now)
-	effs := []Effect{PrepareDetach{Node: n, Op: a.op}}
+	effs := []Effect{PrepareDetach{Node: n, Op: a.op}, WakeAt{At: now.Add(v.cfg.PrepareTimeout)}}
 	if force != "" {
 		effs = append(effs, Record{Type: EventForceDetach, Node: n, Warning: true,
 			Message: fmt.Sprintf("force detaching volume %q from node %q, still in use there (reason: %s)", v.id, n, force)})
@@ -140,4 +143,13 @@ func (v *Volume) attachedElsewhere(n NodeName) (NodeName, bool) {
 		}
 	}
 	return "", false
+}
+
+// checkPrepare fails a PrepareDetach that got no answer in PrepareTimeout.
+func (v *Volume) checkPrepare(now time.Time, n NodeName) []Effect {
+	a := v.att[n]
+	if a.State != Detaching || a.prepared || a.op == 0 || now.Before(a.Since.Add(v.cfg.PrepareTimeout)) {
+		return nil
+	}
+	return v.onDetachPrepared(now, DetachPrepared{Node: n, Op: a.op, Msg: "node actor did not answer in " + v.cfg.PrepareTimeout.String()})
 }

@@ -12,20 +12,31 @@ import (
 func TestPrepareBeforeDetachAndFailedPrepare(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.wantState("n1", "Detaching")
 	h.expect(DetachPrepared{Node: "n1", Op: h.ops["n1"], OK: false, Msg: "disk full"}, "event FailedDetachVolume n1", "wake +500ms")
 	h.wantState("n1", "Attached")
 	h.advance(500 * time.Millisecond)
-	h.expect(Tick{}, "prepare n1")
+	h.expect(Tick{}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
 	h.expect(h.prepared("n1")) // a duplicate answer starts nothing
+}
+
+func TestPrepareWithoutAnswerTimesOut(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.attachedOn(cloud.Exclusive, "n1")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
+	h.advance(30 * time.Second)
+	h.expect(Tick{}, "event FailedDetachVolume n1", "wake +500ms")
+	h.wantState("n1", "Attached")
+	h.advance(500 * time.Millisecond)
+	h.expect(Tick{}, "prepare n1", "wake +30s")
 }
 
 func TestWantedAgainWhilePreparing(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n1")})
 	h.expect(h.prepared("n1"), "report-attached n1 /dev/xn1")
 	h.wantState("n1", "Attached")
@@ -36,12 +47,12 @@ func TestWantedAgainWhilePreparing(t *testing.T) {
 func TestFailedDetachIsUncertain(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
 	h.expect(DetachDone{Node: "n1", Op: h.ops["n1"], Err: cloud.KindRetryable, Msg: "boom"}, "event FailedDetachVolume n1", "wake +500ms")
 	h.wantState("n1", "Uncertain")
 	h.advance(500 * time.Millisecond)
-	h.expect(Tick{}, "prepare n1")
+	h.expect(Tick{}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
 	// Not found: the volume is not attached there; done (I7).
 	h.expect(DetachDone{Node: "n1", Op: h.ops["n1"], Err: cloud.KindNotFound}, "event SuccessfulDetachVolume n1")
@@ -52,7 +63,7 @@ func TestAttachmentLostIsHealed(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.advance(time.Second)
-	h.expect(Verified{Node: "n1", Attached: true, AsOf: h.now})
+	h.expect(Verified{Node: "n1", Attached: true, AsOf: h.now}, "report-attached n1 /dev/xn1")
 	h.expect(Verified{Node: "n1", Attached: false, AsOf: h.now},
 		"report-detached n1", "event AttachmentLost n1", "attach n1")
 	// Truth about a node with an operation in flight is ignored.
@@ -69,7 +80,7 @@ func TestDanglingAttachmentIsDetached(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.expect(restored(cloud.Exclusive, ""))
 	h.expect(Verified{Node: "n9", Attached: true, DevicePath: "/dev/d", AsOf: h.now},
-		"report-attached n9 /dev/d", "event DanglingAttachment n9", "prepare n9")
+		"report-attached n9 /dev/d", "event DanglingAttachment n9", "prepare n9", "wake +30s")
 }
 
 func TestUncertainResolvedByTruth(t *testing.T) {
@@ -90,7 +101,7 @@ func TestRestoredWithTruth(t *testing.T) {
 		Nodes:   map[NodeName]NodeInfo{"n1": ready(true)},
 		Truth:   map[NodeName]bool{"n1": true, "n2": false},
 		AsOf:    h.now,
-	}, "event Multi-Attach n2")
+	}, "report-attached n1 /dev/a", "event Multi-Attach n2")
 	h.wantState("n1", "Attached")
 	// The listed attachment the cloud no longer has is dropped, and the
 	// desired node gets it.
@@ -119,7 +130,7 @@ func TestIdleAfterEverythingDetached(t *testing.T) {
 	if h.v.Idle() {
 		t.Fatal("idle while attached")
 	}
-	h.expect(DesiredChanged{Mode: cloud.MultiNode}, "prepare n1", "prepare n2")
+	h.expect(DesiredChanged{Mode: cloud.MultiNode}, "prepare n1", "prepare n2", "wake +30s")
 	h.step(h.prepared("n1"))
 	h.step(h.prepared("n2"))
 	h.step(h.detached("n1"))

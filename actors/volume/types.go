@@ -80,6 +80,9 @@ type NodeInfo struct {
 type Config struct {
 	MaxWaitForUnmount  time.Duration
 	DisableForceDetach bool
+	// PrepareTimeout bounds the wait for DetachPrepared: a node actor that
+	// died may never answer. Past it the detach counts as failed.
+	PrepareTimeout time.Duration
 	Backoff            backoff.Policy
 	// Rand draws the backoff jitter in [0,1); nil means no jitter.
 	Rand func() float64
@@ -87,7 +90,7 @@ type Config struct {
 
 // DefaultConfig is Kubernetes' values.
 func DefaultConfig() Config {
-	return Config{MaxWaitForUnmount: 6 * time.Minute, Backoff: backoff.Default}
+	return Config{MaxWaitForUnmount: 6 * time.Minute, PrepareTimeout: 30 * time.Second, Backoff: backoff.Default}
 }
 
 // Event types, in Kubernetes' words.

@@ -208,6 +208,10 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 				Message: fmt.Sprintf("volume %q is attached to node %q but no workload wants it there: detaching", v.id, e.Node)})
 		}
 		return effs
+	case e.Attached && a.State == Attached:
+		// The node status may have missed the report (its actor died
+		// before persisting it): report again; the node ignores repeats.
+		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
 	case e.Attached && a.State == Uncertain:
 		v.set(a, Attached, now)
 		if e.DevicePath != "" {

@@ -35,7 +35,7 @@ func TestExclusiveOnTwoNodes(t *testing.T) {
 	h.expect(NodeChanged{Node: "n1", Info: ready(true)})
 	// The workload leaves n1: detach waits for n1 to stop using it.
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")})
-	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1")
+	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1", "wake +30s")
 	h.expect(Tick{}) // no attach to n2 while the detach is in flight
 	h.expect(h.prepared("n1"), "detach n1")
 	h.expect(h.detached("n1"), "event SuccessfulDetachVolume n1", "attach n2")
@@ -62,7 +62,7 @@ func TestMultiNodeOnThreeNodesAtOnce(t *testing.T) {
 	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
 	h.expect(h.attached("n3"), "report-attached n3 /dev/xn3", "event SuccessfulAttachVolume n3")
 	// Detaching from one node does not block the others.
-	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3")}, "prepare n2")
+	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3")}, "prepare n2", "wake +30s")
 	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3 n4")}, "attach n4")
 }
 
@@ -75,7 +75,7 @@ func TestDetachWaitsWhileInUse(t *testing.T) {
 		h.advance(time.Hour) // a Ready node is never force detached
 		h.expect(Tick{})
 	}
-	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1")
+	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
 }
 
@@ -89,7 +89,7 @@ func TestForceDetachOnlyNotReadyAfterMaxWait(t *testing.T) {
 	h.advance(6*time.Minute - time.Nanosecond)
 	h.expect(Tick{}, "wake +1ns")
 	h.advance(time.Nanosecond)
-	h.expect(Tick{}, "prepare n1", "event ForceDetach n1")
+	h.expect(Tick{}, "prepare n1", "event ForceDetach n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1 force=timeout")
 }
 
@@ -124,7 +124,7 @@ func TestOutOfServiceDetachesAtOnce(t *testing.T) {
 	h.expect(NodeChanged{Node: "n1", Info: ready(true)})
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")}, "event Multi-Attach n2")
 	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, Ready: true, OutOfService: true}},
-		"prepare n1", "event ForceDetach n1")
+		"prepare n1", "event ForceDetach n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1 force=out-of-service")
 	h.expect(h.detached("n1"), "event SuccessfulDetachVolume n1", "attach n2")
 }
@@ -144,7 +144,7 @@ func TestAttachBackoffDoubles(t *testing.T) {
 	}
 	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
 	// Success resets the backoff: the next failure waits 500 ms again.
-	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
 	h.expect(h.detached("n1"), "event SuccessfulDetachVolume n1")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n1")}, "attach n1")
