@@ -1,9 +1,6 @@
 package cloud
 
-import (
-	"context"
-	"errors"
-)
+import "errors"
 
 // Sentinel errors. Providers wrap them (fmt.Errorf("...: %w", ErrThrottled))
 // so that callers can classify any error with errors.Is or Classify.
@@ -33,7 +30,7 @@ const (
 var kindNames = [...]string{"none", "retryable", "throttled", "terminal", "attached-elsewhere", "limit-reached", "not-found"}
 
 func (k Kind) String() string {
-	if int(k) < len(kindNames) {
+	if k >= 0 && int(k) < len(kindNames) {
 		return kindNames[k]
 	}
 	return "unknown"
@@ -56,8 +53,7 @@ func Classify(err error) Kind {
 		return KindNotFound
 	case errors.Is(err, ErrTerminal):
 		return KindTerminal
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return KindRetryable
 	}
+	// Context errors and anything unclassified: the outcome is unknown.
 	return KindRetryable
 }

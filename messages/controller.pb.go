@@ -1592,6 +1592,52 @@ func (x *SyncPassFinished) GetDangling() int32 {
 	return 0
 }
 
+// Crash makes the receiving actor panic (chaos testing; the supervisor
+// restarts it).
+type Crash struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Crash) Reset() {
+	*x = Crash{}
+	mi := &file_controller_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Crash) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Crash) ProtoMessage() {}
+
+func (x *Crash) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Crash.ProtoReflect.Descriptor instead.
+func (*Crash) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Crash) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_controller_proto protoreflect.FileDescriptor
 
 const file_controller_proto_rawDesc = "" +
@@ -1718,7 +1764,9 @@ const file_controller_proto_rawDesc = "" +
 	"\x05calls\x18\x03 \x01(\x05R\x05calls\x12\x16\n" +
 	"\x06errors\x18\x04 \x01(\x05R\x06errors\x12\x12\n" +
 	"\x04lost\x18\x05 \x01(\x05R\x04lost\x12\x1a\n" +
-	"\bdangling\x18\x06 \x01(\x05R\bdangling*C\n" +
+	"\bdangling\x18\x06 \x01(\x05R\bdangling\"\x1f\n" +
+	"\x05Crash\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason*C\n" +
 	"\n" +
 	"AccessMode\x12\x19\n" +
 	"\x15ACCESS_MODE_EXCLUSIVE\x10\x00\x12\x1a\n" +
@@ -1737,7 +1785,7 @@ func file_controller_proto_rawDescGZIP() []byte {
 }
 
 var file_controller_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_controller_proto_goTypes = []any{
 	(AccessMode)(0),                // 0: tether.messages.AccessMode
 	(*SetDesiredNodes)(nil),        // 1: tether.messages.SetDesiredNodes
@@ -1764,18 +1812,19 @@ var file_controller_proto_goTypes = []any{
 	(*SyncBatchFinished)(nil),      // 22: tether.messages.SyncBatchFinished
 	(*NodeVolumes)(nil),            // 23: tether.messages.NodeVolumes
 	(*SyncPassFinished)(nil),       // 24: tether.messages.SyncPassFinished
-	nil,                            // 25: tether.messages.VolumeRestored.AttachedEntry
-	nil,                            // 26: tether.messages.SyncBatchFinished.ActualEntry
-	nil,                            // 27: tether.messages.NodeVolumes.VolumesEntry
+	(*Crash)(nil),                  // 25: tether.messages.Crash
+	nil,                            // 26: tether.messages.VolumeRestored.AttachedEntry
+	nil,                            // 27: tether.messages.SyncBatchFinished.ActualEntry
+	nil,                            // 28: tether.messages.NodeVolumes.VolumesEntry
 }
 var file_controller_proto_depIdxs = []int32{
 	0,  // 0: tether.messages.SetDesiredNodes.access_mode:type_name -> tether.messages.AccessMode
-	25, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
+	26, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
 	0,  // 2: tether.messages.VolumeStatus.access_mode:type_name -> tether.messages.AccessMode
 	10, // 3: tether.messages.VolumeStatus.attachments:type_name -> tether.messages.VolumeAttachment
 	19, // 4: tether.messages.NodeStatus.volumes_attached:type_name -> tether.messages.AttachedVolume
-	26, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
-	27, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
+	27, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
+	28, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
 	23, // 7: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
 	8,  // [8:8] is the sub-list for method output_type
 	8,  // [8:8] is the sub-list for method input_type
@@ -1795,7 +1844,7 @@ func file_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_controller_proto_rawDesc), len(file_controller_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

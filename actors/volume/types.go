@@ -83,7 +83,7 @@ type Config struct {
 	// PrepareTimeout bounds the wait for DetachPrepared: a node actor that
 	// died may never answer. Past it the detach counts as failed.
 	PrepareTimeout time.Duration
-	Backoff            backoff.Policy
+	Backoff        backoff.Policy
 	// Rand draws the backoff jitter in [0,1); nil means no jitter.
 	Rand func() float64
 }

@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/actors/supervisor"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// Controller is the controller side of one tether process: it owns the
+// actors and is the entry point for changes of the desired state. Desired
+// state changes are written to the store first, then told to the volume
+// actors, under one lock so that they arrive in the order they were made.
+type Controller struct {
+	env    *env
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+// New builds a controller on sys. Nothing runs before Start.
+func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, rec *events.Recorder) *Controller {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &env{sys: sys, cfg: cfg, cloud: p, store: st, events: rec, inst: newInstances(p), log: cfg.Log, clock: cfg.Clock, ctx: ctx}
+	scfg := cfg.Supervisor
+	if scfg.Clock == nil {
+		scfg.Clock = cfg.Clock
+	}
+	guardian := actor.WithGuardian(supervisor.NewStrategy(scfg))
+	e.lookup = &localLookup{
+		sys: sys, clock: cfg.Clock, respawn: cfg.Respawn, quiet: cfg.RespawnQuiet,
+		retiring: map[string]bool{}, deaths: map[string]*death{}, timers: map[string]clock.Timer{}, spawned: map[string]bool{},
+		props: func(name string) *actor.Props {
+			var producer actor.Producer
+			switch {
+			case strings.HasPrefix(name, volumePrefix):
+				id := cloud.VolumeID(strings.TrimPrefix(name, volumePrefix))
+				producer = func() actor.Actor { return newVolumeActor(e, id) }
+			case strings.HasPrefix(name, nodePrefix):
+				n := cloud.NodeName(strings.TrimPrefix(name, nodePrefix))
+				producer = func() actor.Actor { return newNodeActor(e, n) }
+			default:
+				producer = func() actor.Actor { return newSyncActor(e) }
+			}
+			return actor.PropsFromProducer(producer, guardian)
+		},
+		wanted: e.wanted,
+	}
+	return &Controller{env: e, cancel: cancel}
+}
+
+// wanted says whether an actor that stopped on its own must come back.
+func (e *env) wanted(name string) bool {
+	switch {
+	case strings.HasPrefix(name, volumePrefix):
+		id := cloud.VolumeID(strings.TrimPrefix(name, volumePrefix))
+		if _, ok, err := e.store.Volume(id); ok || err != nil {
+			return true
+		}
+		sts, err := e.store.NodeStatuses()
+		if err != nil {
+			return true
+		}
+		for _, st := range sts {
+			if _, ok := st.VolumesAttached[id]; ok {
+				return true
+			}
+		}
+		return false
+	case strings.HasPrefix(name, nodePrefix):
+		n := cloud.NodeName(strings.TrimPrefix(name, nodePrefix))
+		nodes, err := e.store.Nodes()
+		return err != nil || slices.ContainsFunc(nodes, func(s store.NodeSpec) bool { return s.Name == n })
+	}
+	return true
+}
+
+// Lookup resolves identities to actors.
+func (c *Controller) Lookup() Lookup { return c.env.lookup }
+
+// Start spawns the sync actor and an actor for every node and volume the
+// store knows; each rebuilds itself from the store and the cloud.
+func (c *Controller) Start() error {
+	e := c.env
+	e.lookup.Sync()
+	nodes, err := e.store.Nodes()
+	if err != nil {
+		return fmt.Errorf("controller: start: %w", err)
+	}
+	for _, n := range nodes {
+		e.sys.Root.Send(e.lookup.Node(n.Name), wake)
+	}
+	vols, err := e.store.Volumes()
+	if err != nil {
+		return fmt.Errorf("controller: start: %w", err)
+	}
+	for _, v := range vols {
+		e.sys.Root.Send(e.lookup.Volume(v.ID), wake)
+	}
+	return nil
+}
+
+// Stop stops every actor of the controller and waits for them (bounded by
+// timeout). Cloud calls in flight are cancelled.
+func (c *Controller) Stop(timeout time.Duration) error {
+	e := c.env
+	e.lookup.close()
+	c.cancel()
+	var futures []*actor.Future
+	for _, name := range e.lookup.names() {
+		futures = append(futures, e.sys.Root.StopFuture(actor.NewPID(e.sys.Address(), name)))
+	}
+	deadline := time.Now().Add(timeout)
+	var errs []error
+	for _, f := range futures {
+		if _, err := f.Result(); err != nil && time.Now().After(deadline) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SyncNow starts a verification pass at once.
+func (c *Controller) SyncNow() { c.env.sys.Root.Send(c.env.lookup.Sync(), &messages.SyncNow{}) }
+
+// VolumeStatus asks a volume actor for its state.
+func (c *Controller) VolumeStatus(id cloud.VolumeID, timeout time.Duration) (*messages.VolumeStatus, error) {
+	res, err := c.env.sys.Root.RequestFuture(c.env.lookup.Volume(id), &messages.GetVolumeStatus{}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("controller: status of volume %q: %w", id, err)
+	}
+	return res.(*messages.VolumeStatus), nil
+}
+
+// NodeStatus asks a node actor for its status.
+func (c *Controller) NodeStatus(name cloud.NodeName, timeout time.Duration) (*messages.NodeStatus, error) {
+	res, err := c.env.sys.Root.RequestFuture(c.env.lookup.Node(name), &messages.GetNodeStatus{}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("controller: status of node %q: %w", name, err)
+	}
+	return res.(*messages.NodeStatus), nil
+}

@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// ErrInvalid is wrapped by every refusal of a desired-state change.
+var ErrInvalid = errors.New("controller: invalid request")
+
+// ApplyVolume creates or updates a volume.
+func (c *Controller) ApplyVolume(v store.VolumeSpec) error {
+	if v.ID == "" {
+		return fmt.Errorf("%w: volume without an ID", ErrInvalid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.env.store.PutVolume(v); err != nil {
+		return err
+	}
+	return c.tellDesired(v.ID)
+}
+
+// DeleteVolume removes a volume no workload uses; its actor detaches it
+// from wherever it still is, then stops.
+func (c *Controller) DeleteVolume(id cloud.VolumeID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	nodes, err := c.env.store.DesiredNodes(id)
+	if err != nil {
+		return err
+	}
+	if len(nodes) > 0 {
+		return fmt.Errorf("%w: volume %q is used by workloads on %v", ErrInvalid, id, nodes)
+	}
+	if err := c.env.store.DeleteVolume(id); err != nil {
+		return err
+	}
+	return c.tellDesired(id)
+}
+
+// ApplyNode registers a node; its actor starts and keeps its status.
+func (c *Controller) ApplyNode(n store.NodeSpec) error {
+	if n.Name == "" {
+		return fmt.Errorf("%w: node without a name", ErrInvalid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.env.store.PutNode(n); err != nil {
+		return err
+	}
+	c.env.sys.Root.Send(c.env.lookup.Node(n.Name), wake)
+	return nil
+}
+
+// ApplyWorkload creates or replaces a workload. Its node and volumes must
+// exist. An exclusive volume claimed on two nodes is accepted: the second
+// node waits (Multi-Attach), as in Kubernetes.
+func (c *Controller) ApplyWorkload(w store.Workload) error {
+	if w.UID == "" {
+		return fmt.Errorf("%w: workload without a UID", ErrInvalid)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkRefs(w); err != nil {
+		return err
+	}
+	old, _, err := c.env.store.Workload(w.UID)
+	if err != nil {
+		return err
+	}
+	if err := c.env.store.PutWorkload(w); err != nil {
+		return err
+	}
+	return c.tellDesired(union(old.Volumes, w.Volumes)...)
+}
+
+// DeleteWorkload removes a workload; volumes it alone used get detached
+// from its node once the node stops using them.
+func (c *Controller) DeleteWorkload(uid string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok, err := c.env.store.Workload(uid)
+	if err != nil || !ok {
+		return err
+	}
+	if err := c.env.store.DeleteWorkload(uid); err != nil {
+		return err
+	}
+	return c.tellDesired(old.Volumes...)
+}
+
+func (c *Controller) checkRefs(w store.Workload) error {
+	nodes, err := c.env.store.Nodes()
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(nodes, func(n store.NodeSpec) bool { return n.Name == w.Node }) {
+		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
+	}
+	for _, v := range w.Volumes {
+		if _, ok, err := c.env.store.Volume(v); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("%w: workload %q names unknown volume %q", ErrInvalid, w.UID, v)
+		}
+	}
+	return nil
+}
+
+// tellDesired sends each volume actor its desired nodes as the store now
+// has them. Caller holds c.mu.
+func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
+	for _, id := range ids {
+		spec, ok, err := c.env.store.Volume(id)
+		if err != nil {
+			return err
+		}
+		nodes, err := c.env.store.DesiredNodes(id)
+		if err != nil {
+			return err
+		}
+		msg := &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode), Deleted: !ok}
+		for _, n := range nodes {
+			msg.Nodes = append(msg.Nodes, string(n))
+		}
+		c.env.sys.Root.Send(c.env.lookup.Volume(id), msg)
+	}
+	return nil
+}
+
+// The node agent's side of the protocol, for embedded agents and tests.
+
+// ReportVolumesInUse forwards the node's VolumesInUse to its node actor.
+func (c *Controller) ReportVolumesInUse(node cloud.NodeName, vols []cloud.VolumeID) {
+	msg := &messages.ReportVolumesInUse{Node: string(node)}
+	for _, v := range vols {
+		msg.VolumeIds = append(msg.VolumeIds, string(v))
+	}
+	c.env.sys.Root.Send(c.env.lookup.Node(node), msg)
+}
+
+// Heartbeat tells the node actor its agent is alive.
+func (c *Controller) Heartbeat(node cloud.NodeName) {
+	c.env.sys.Root.Send(c.env.lookup.Node(node), &messages.Heartbeat{Node: string(node)})
+}
+
+// SetOutOfService marks a node out of service (or not).
+func (c *Controller) SetOutOfService(node cloud.NodeName, oos bool) {
+	c.env.sys.Root.Send(c.env.lookup.Node(node), &messages.SetOutOfService{Node: string(node), OutOfService: oos})
+}
+
+func union(a, b []cloud.VolumeID) []cloud.VolumeID {
+	out := slices.Clone(a)
+	for _, v := range b {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

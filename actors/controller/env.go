@@ -1,0 +1,134 @@
+package controller
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/actors/supervisor"
+	"github.com/tether/tether/actors/volume"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// Config of the controller. Start from DefaultConfig.
+type Config struct {
+	Volume     volume.Config
+	Node       nodestatus.Config
+	SyncPeriod time.Duration
+	// SyncConcurrency bounds the sync actor's cloud calls in flight.
+	SyncConcurrency int
+	// CloudTimeout bounds every cloud call.
+	CloudTimeout time.Duration
+	Supervisor   supervisor.Config
+	// Respawn is the delay curve for actors that stopped without being
+	// asked to; RespawnQuiet resets it.
+	Respawn      backoff.Policy
+	RespawnQuiet time.Duration
+	Clock        clock.Clock
+	Log          logrus.FieldLogger
+	// Seed seeds the backoff jitter (0: random).
+	Seed uint64
+}
+
+// DefaultConfig is DESIGN.md's defaults.
+func DefaultConfig() Config {
+	vc := volume.DefaultConfig()
+	vc.Backoff.Jitter = 0.1
+	return Config{
+		Volume:          vc,
+		Node:            nodestatus.DefaultConfig(),
+		SyncPeriod:      time.Minute,
+		SyncConcurrency: 4,
+		CloudTimeout:    time.Minute,
+		Supervisor:      supervisor.DefaultConfig(),
+		Respawn:         backoff.Policy{Initial: 500 * time.Millisecond, Factor: 2, Max: 2 * time.Minute},
+		RespawnQuiet:    5 * time.Minute,
+		Clock:           clock.Real(),
+		Log:             logrus.StandardLogger(),
+	}
+}
+
+// env is what every actor of one controller shares. Nothing in it is
+// mutable actor state: the cloud, the store and the recorder are safe for
+// concurrent use.
+type env struct {
+	sys    *actor.ActorSystem
+	cfg    Config
+	cloud  cloud.Provider
+	store  store.Store
+	events *events.Recorder
+	lookup *localLookup
+	inst   *instances
+	log    logrus.FieldLogger
+	clock  clock.Clock
+	ctx    context.Context // cancelled when the controller stops
+}
+
+var wake = &messages.Wake{}
+
+// cloudCtx bounds one cloud call.
+func (e *env) cloudCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.ctx, e.cfg.CloudTimeout)
+}
+
+func (e *env) record(obj events.Ref, typ, node string, warning bool, msg string) {
+	e.events.Record(events.Event{Time: e.clock.Now(), Object: obj, Type: typ, Node: node, Warning: warning, Message: msg})
+	f := e.log.WithFields(logrus.Fields{string(obj.Kind): obj.Name, "event": typ})
+	if node != "" {
+		f = f.WithField("node", node)
+	}
+	if warning {
+		f.Warn(msg)
+	} else {
+		f.Info(msg)
+	}
+}
+
+func newRand(seed uint64) func() float64 {
+	if seed == 0 {
+		return rand.Float64
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return r.Float64 // used from one goroutine per actor: each actor gets its own
+}
+
+// timer keeps at most one pending Wake for an actor: the earliest asked for.
+type timer struct {
+	t  clock.Timer
+	at time.Time
+}
+
+func (tm *timer) wakeAt(e *env, self *actor.PID, at time.Time) {
+	if tm.t != nil && !tm.at.After(at) {
+		return
+	}
+	if tm.t != nil {
+		tm.t.Stop()
+	}
+	tm.at = at
+	d := at.Sub(e.clock.Now())
+	tm.t = e.clock.AfterFunc(d, func() { e.sys.Root.Send(self, wake) })
+}
+
+// fired forgets the timer once its Wake arrived.
+func (tm *timer) fired(now time.Time) {
+	if tm.t != nil && !now.Before(tm.at) {
+		tm.t = nil
+	}
+}
+
+func (tm *timer) stop() {
+	if tm.t != nil {
+		tm.t.Stop()
+		tm.t = nil
+	}
+}

@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/cloud"
+)
+
+// Lookup resolves identities to live actors. Callers look up at every send
+// and never keep a PID: a PID may die at any moment, the identity does not.
+// Embedded mode spawns a local actor on first use; distributed mode will
+// resolve through the cluster.
+type Lookup interface {
+	Volume(id cloud.VolumeID) *actor.PID
+	Node(name cloud.NodeName) *actor.PID
+	Sync() *actor.PID
+}
+
+// Actor names in the local process registry.
+const (
+	volumePrefix = "volume/"
+	nodePrefix   = "node/"
+	syncName     = "sync"
+)
+
+// localLookup spawns named actors from the root context on first use. Their
+// guardian is our supervisor strategy, so a panicking actor is restarted
+// with exponential backoff. An actor that stops without being asked to
+// (chaos, a Stop from outside) is spawned again after a growing delay, if it
+// is still wanted.
+type localLookup struct {
+	sys      *actor.ActorSystem
+	clock    clock.Clock
+	respawn  backoff.Policy
+	quiet    time.Duration
+	props    func(name string) *actor.Props
+	wanted   func(name string) bool
+	mu       sync.Mutex
+	closing  bool
+	retiring map[string]bool
+	deaths   map[string]*death
+	timers   map[string]clock.Timer
+	spawned  map[string]bool
+}
+
+type death struct {
+	count int
+	last  time.Time
+}
+
+func (l *localLookup) Volume(id cloud.VolumeID) *actor.PID { return l.get(volumePrefix + string(id)) }
+func (l *localLookup) Node(name cloud.NodeName) *actor.PID { return l.get(nodePrefix + string(name)) }
+func (l *localLookup) Sync() *actor.PID                    { return l.get(syncName) }
+
+func (l *localLookup) get(name string) *actor.PID {
+	if _, ok := l.sys.ProcessRegistry.GetLocal(name); ok {
+		return actor.NewPID(l.sys.Address(), name)
+	}
+	l.mu.Lock()
+	closing := l.closing
+	l.mu.Unlock()
+	if closing {
+		// Shutting down: sends go to dead letters instead of spawning.
+		return actor.NewPID(l.sys.Address(), name)
+	}
+	pid, err := l.sys.Root.SpawnNamed(l.props(name), name)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		panic("controller: spawn " + name + ": " + err.Error())
+	}
+	l.mu.Lock()
+	l.spawned[name] = true
+	l.mu.Unlock()
+	return pid
+}
+
+// names lists every actor name spawned so far.
+func (l *localLookup) names() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.spawned))
+	for n := range l.spawned {
+		out = append(out, n)
+	}
+	return out
+}
+
+// retire marks name as stopping on purpose: no respawn.
+func (l *localLookup) retire(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retiring[name] = true
+}
+
+// stopped is called by an actor when it has stopped. Unless it was retired
+// or the lookup is closing, it is spawned again after a growing delay and
+// woken up.
+func (l *localLookup) stopped(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.retiring[name] {
+		delete(l.retiring, name)
+		return
+	}
+	if l.closing || !l.wanted(name) {
+		return
+	}
+	now := l.clock.Now()
+	d := l.deaths[name]
+	if d == nil || now.Sub(d.last) > l.quiet {
+		d = &death{}
+		l.deaths[name] = d
+	}
+	d.count++
+	d.last = now
+	delay := l.respawn.Delay(d.count, 0)
+	l.timers[name] = l.clock.AfterFunc(delay, func() {
+		l.mu.Lock()
+		delete(l.timers, name)
+		l.mu.Unlock()
+		l.sys.Root.Send(l.get(name), wake)
+	})
+}
+
+// close stops respawning and returns the names of the live actors.
+func (l *localLookup) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closing = true
+	for name, t := range l.timers {
+		t.Stop()
+		delete(l.timers, name)
+	}
+}

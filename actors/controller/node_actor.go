@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// nodeActor owns one node's status. Every change is persisted to the store
+// before anybody hears of it (see nodestatus).
+type nodeActor struct {
+	env   *env
+	name  cloud.NodeName
+	ref   events.Ref
+	core  *nodestatus.Node
+	self  *actor.PID
+	timer timer
+}
+
+func newNodeActor(e *env, name cloud.NodeName) actor.Actor {
+	return &nodeActor{env: e, name: name, ref: events.Ref{Kind: events.KindNode, Name: string(name)}}
+}
+
+func (a *nodeActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.onStarted(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		a.timer.stop()
+	case *actor.Stopped:
+		a.env.lookup.stopped(nodePrefix + string(a.name))
+	case *messages.Crash:
+		panic("node " + string(a.name) + ": crash requested: " + m.Reason)
+	case *messages.GetNodeStatus:
+		ctx.Respond(a.status())
+	case *messages.MarkVolumeAttached:
+		a.step(ctx, nodestatus.VolumeAttached{Volume: cloud.VolumeID(m.VolumeId), DevicePath: m.DevicePath})
+	case *messages.MarkVolumeDetached:
+		a.step(ctx, nodestatus.VolumeDetached{Volume: cloud.VolumeID(m.VolumeId)})
+	case *messages.PrepareDetach:
+		a.step(ctx, nodestatus.DetachRequested{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op})
+	case *messages.ReportVolumesInUse:
+		vols := make([]cloud.VolumeID, len(m.VolumeIds))
+		for i, v := range m.VolumeIds {
+			vols[i] = cloud.VolumeID(v)
+		}
+		a.step(ctx, nodestatus.InUseReported{Volumes: vols})
+	case *messages.Heartbeat:
+		a.step(ctx, nodestatus.HeartbeatReceived{})
+	case *messages.SetOutOfService:
+		a.step(ctx, nodestatus.OutOfServiceSet{OutOfService: m.OutOfService})
+	case *messages.Wake:
+		a.timer.fired(a.env.clock.Now())
+		a.step(ctx, nodestatus.Tick{})
+	}
+}
+
+func (a *nodeActor) onStarted(ctx actor.Context) {
+	a.self = ctx.Self()
+	a.core = nodestatus.New(a.name, a.env.cfg.Node)
+	st, found, err := a.env.store.NodeStatus(a.name)
+	if err != nil {
+		panic(fmt.Sprintf("node %s: rebuild from store: %v", a.name, err))
+	}
+	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
+}
+
+func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
+	before := a.core.Status()
+	a.runAll(ctx, a.core.Step(a.env.clock.Now(), ev))
+	after := a.core.Status()
+	if before.Ready != after.Ready {
+		if after.Ready {
+			a.env.record(a.ref, "NodeReady", string(a.name), false, fmt.Sprintf("node %q is Ready", a.name))
+		} else {
+			a.env.record(a.ref, "NodeNotReady", string(a.name), true, fmt.Sprintf("node %q missed heartbeats for %s: NotReady", a.name, a.env.cfg.Node.NotReadyAfter))
+		}
+	}
+}
+
+// runAll carries out effects in order. A failed Persist drops the effects
+// after it and runs what the core returns for the failure instead.
+func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
+	for _, eff := range effs {
+		switch f := eff.(type) {
+		case nodestatus.Persist:
+			if err := a.env.store.PutNodeStatus(f.Status); err != nil {
+				a.env.record(a.ref, "FailedPersistStatus", string(a.name), true, err.Error())
+				a.runAll(ctx, a.core.Step(a.env.clock.Now(), nodestatus.PersistFailed{Msg: err.Error()}))
+				return
+			}
+			a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
+		case nodestatus.PrepareAnswer:
+			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
+		case nodestatus.NotifyVolume:
+			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.NodeVolumeStateChanged{
+				VolumeId: string(f.Volume), Node: string(a.name), InUse: f.Info.InUse, Ready: f.Info.Ready,
+				NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
+		case nodestatus.WakeAt:
+			a.timer.wakeAt(a.env, a.self, f.At)
+		default:
+			panic(fmt.Sprintf("controller: unknown node effect %T", eff))
+		}
+	}
+}
+
+func (a *nodeActor) status() *messages.NodeStatus {
+	st := a.core.Status()
+	out := &messages.NodeStatus{Node: string(a.name), Ready: st.Ready, NotReadySinceUnixNano: toNanos(st.NotReadySince),
+		OutOfService: st.OutOfService, LastHeartbeatUnixNano: toNanos(a.core.LastHeartbeat())}
+	for _, v := range sortedKeys(st.VolumesAttached) {
+		out.VolumesAttached = append(out.VolumesAttached, &messages.AttachedVolume{VolumeId: string(v), DevicePath: st.VolumesAttached[v]})
+	}
+	for _, v := range sortedKeys(st.VolumesInUse) {
+		out.VolumesInUse = append(out.VolumesInUse, string(v))
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/syncer"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// syncActor owns the verification ticker. Every SyncPeriod it reads what
+// the node statuses believe attached, asks the cloud what each instance has
+// in ONE call per batch of nodes (at most SyncConcurrency calls in flight),
+// and tells each volume actor the truth about the differences. A failed
+// call changes nothing: the belief is kept and the error logged and counted.
+type syncActor struct {
+	env      *env
+	self     *actor.PID
+	timer    timer
+	sem      chan struct{}
+	pass     uint64
+	inflight int
+	rerun    bool
+	believed map[cloud.NodeName]map[cloud.VolumeID]bool
+	stats    *messages.SyncPassFinished
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+func newSyncActor(e *env) actor.Actor {
+	return &syncActor{env: e, sem: make(chan struct{}, max(1, e.cfg.SyncConcurrency))}
+}
+
+func (a *syncActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.self = ctx.Self()
+		a.ctx, a.cancel = context.WithCancel(a.env.ctx)
+		a.timer.wakeAt(a.env, a.self, a.env.clock.Now().Add(a.env.cfg.SyncPeriod))
+	case *actor.Restarting, *actor.Stopping:
+		a.timer.stop()
+		a.cancel()
+	case *actor.Stopped:
+		a.env.lookup.stopped(syncName)
+	case *messages.Crash:
+		panic("sync: crash requested: " + m.Reason)
+	case *messages.Wake:
+		a.timer.fired(a.env.clock.Now())
+		a.start()
+	case *messages.SyncNow:
+		a.start()
+	case *messages.SyncBatchFinished:
+		a.onBatch(ctx, m)
+	}
+}
+
+func (a *syncActor) start() {
+	if a.inflight > 0 {
+		a.rerun = true
+		return
+	}
+	a.pass++
+	a.stats = &messages.SyncPassFinished{Pass: a.pass}
+	nodes, err := a.readBelief()
+	if err != nil {
+		a.env.log.Errorf("sync: reading node statuses: %v", err)
+		a.schedule()
+		return
+	}
+	a.stats.Nodes = int32(len(nodes))
+	batches := syncer.Batches(nodes, a.env.cloud.BatchSize())
+	a.inflight = len(batches)
+	if a.inflight == 0 {
+		a.finish()
+		return
+	}
+	for _, b := range batches {
+		go a.query(a.ctx, a.pass, b)
+	}
+}
+
+// readBelief snapshots VolumesAttached of every known node.
+func (a *syncActor) readBelief() ([]cloud.NodeName, error) {
+	statuses, err := a.env.store.NodeStatuses()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := a.env.store.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	a.believed = map[cloud.NodeName]map[cloud.VolumeID]bool{}
+	for _, s := range specs {
+		a.believed[s.Name] = map[cloud.VolumeID]bool{}
+	}
+	for _, st := range statuses {
+		m := map[cloud.VolumeID]bool{}
+		for v := range st.VolumesAttached {
+			m[v] = true
+		}
+		a.believed[st.Name] = m
+	}
+	return sortedKeys(a.believed), nil
+}
+
+// query runs on its own goroutine: one InstanceVolumes call for the batch.
+func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName) {
+	a.sem <- struct{}{}
+	defer func() { <-a.sem }()
+	e := a.env
+	res := &messages.SyncBatchFinished{Pass: pass, Actual: map[string]*messages.NodeVolumes{}, AsOfUnixNano: e.clock.Now().UnixNano()}
+	ctx, cancel := context.WithTimeout(c, e.cfg.CloudTimeout)
+	defer cancel()
+	byInst := map[cloud.InstanceID]cloud.NodeName{}
+	var insts []cloud.InstanceID
+	for _, n := range batch {
+		inst, err := e.inst.resolve(ctx, n)
+		switch {
+		case cloud.Classify(err) == cloud.KindNotFound:
+			res.Actual[string(n)] = &messages.NodeVolumes{} // no instance: nothing attached
+		case err != nil:
+			res.FailedNodes = append(res.FailedNodes, string(n))
+			res.Error = fmt.Sprintf("resolve node %q: %v", n, err)
+		default:
+			byInst[inst] = n
+			insts = append(insts, inst)
+		}
+	}
+	if len(insts) > 0 {
+		got, err := e.cloud.InstanceVolumes(ctx, insts)
+		for inst, n := range byInst {
+			if err != nil {
+				res.FailedNodes = append(res.FailedNodes, string(n))
+				e.inst.forget(n, err)
+				continue
+			}
+			nv := &messages.NodeVolumes{Volumes: map[string]string{}}
+			for v, dev := range got[inst] {
+				nv.Volumes[string(v)] = dev
+			}
+			res.Actual[string(n)] = nv
+		}
+		if err != nil {
+			res.Error = err.Error()
+		}
+	}
+	e.sys.Root.Send(a.self, res)
+}
+
+func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
+	if m.Pass != a.pass || a.inflight == 0 {
+		return
+	}
+	a.inflight--
+	a.stats.Calls++
+	if m.Error != "" {
+		a.stats.Errors++
+		a.env.log.WithField("nodes", m.FailedNodes).Warnf("sync: cloud query failed, keeping what we believe: %s", m.Error)
+	}
+	actual := map[cloud.NodeName]map[cloud.VolumeID]string{}
+	for n, nv := range m.Actual {
+		vols := map[cloud.VolumeID]string{}
+		for v, dev := range nv.Volumes {
+			vols[cloud.VolumeID(v)] = dev
+		}
+		actual[cloud.NodeName(n)] = vols
+	}
+	for _, f := range syncer.Compare(a.believed, actual) {
+		if f.Attached {
+			a.stats.Dangling++
+		} else {
+			a.stats.Lost++
+		}
+		ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachmentVerified{VolumeId: string(f.Volume), Node: string(f.Node),
+			Attached: f.Attached, DevicePath: f.DevicePath, AsOfUnixNano: m.AsOfUnixNano})
+	}
+	if a.inflight == 0 {
+		a.finish()
+	}
+}
+
+func (a *syncActor) finish() {
+	st := a.stats
+	a.env.sys.EventStream.Publish(st)
+	a.env.log.WithField("pass", st.Pass).Debugf("sync: %d nodes, %d calls, %d errors, %d lost, %d unknown attachments", st.Nodes, st.Calls, st.Errors, st.Lost, st.Dangling)
+	if a.rerun {
+		a.rerun = false
+		a.start()
+		return
+	}
+	a.schedule()
+}
+
+func (a *syncActor) schedule() {
+	a.timer.wakeAt(a.env, a.self, a.env.clock.Now().Add(a.env.cfg.SyncPeriod))
+}

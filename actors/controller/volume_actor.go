@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"context"
+	"hash/fnv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/volume"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// volumeActor serializes every decision about one volume. Its state is a
+// cache of the store and the cloud, rebuilt on every start.
+type volumeActor struct {
+	env     *env
+	id      cloud.VolumeID
+	ref     events.Ref
+	core    *volume.Volume
+	self    *actor.PID
+	timer   timer
+	deleted bool
+	// restoring holds the messages that arrive before the start-up verify
+	// answers; they are replayed after it, in order.
+	restoring bool
+	queued    []any
+	base      volume.Restored
+	cancel    context.CancelFunc
+}
+
+func newVolumeActor(e *env, id cloud.VolumeID) actor.Actor {
+	return &volumeActor{env: e, id: id, ref: events.Ref{Kind: events.KindVolume, Name: string(id)}}
+}
+
+func (a *volumeActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.onStarted(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		a.shutdown()
+	case *actor.Stopped:
+		a.env.lookup.stopped(volumePrefix + string(a.id))
+	case *messages.Crash:
+		panic("volume " + string(a.id) + ": crash requested: " + m.Reason)
+	case *messages.GetVolumeStatus:
+		ctx.Respond(a.status())
+	case *messages.VolumeRestored:
+		a.onRestored(ctx, m)
+	default:
+		if a.restoring {
+			a.queued = append(a.queued, m)
+			return
+		}
+		a.handle(ctx, m)
+	}
+}
+
+func (a *volumeActor) handle(ctx actor.Context, msg any) {
+	var ev volume.Event
+	switch m := msg.(type) {
+	case *messages.SetDesiredNodes:
+		a.deleted = m.Deleted
+		ev = volume.DesiredChanged{Mode: modeFromProto(m.AccessMode), Desired: nodeNames(m.Nodes)}
+	case *messages.NodeVolumeStateChanged:
+		ev = volume.NodeChanged{Node: cloud.NodeName(m.Node), Info: nodeInfoFromProto(m)}
+	case *messages.AttachFinished:
+		ev = volume.AttachDone{Node: cloud.NodeName(m.Node), Op: m.Op, DevicePath: m.DevicePath, Err: cloud.Kind(m.ErrorKind), Msg: m.Error}
+	case *messages.DetachFinished:
+		ev = volume.DetachDone{Node: cloud.NodeName(m.Node), Op: m.Op, Err: cloud.Kind(m.ErrorKind), Msg: m.Error}
+	case *messages.DetachPrepared:
+		ev = volume.DetachPrepared{Node: cloud.NodeName(m.Node), Op: m.Op, OK: m.Ok, Msg: m.Error}
+	case *messages.AttachmentVerified:
+		ev = volume.Verified{Node: cloud.NodeName(m.Node), Attached: m.Attached, DevicePath: m.DevicePath, AsOf: fromNanos(m.AsOfUnixNano)}
+	case *messages.Wake:
+		a.timer.fired(a.env.clock.Now())
+		ev = volume.Tick{}
+	default:
+		return
+	}
+	a.step(ctx, ev)
+}
+
+func (a *volumeActor) step(ctx actor.Context, ev volume.Event) {
+	now := a.env.clock.Now()
+	for _, eff := range a.core.Step(now, ev) {
+		a.run(ctx, eff)
+	}
+	if a.deleted && a.core.Idle() {
+		a.env.lookup.retire(volumePrefix + string(a.id))
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (a *volumeActor) shutdown() {
+	a.timer.stop()
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// onStarted rebuilds from the store (desired state, node statuses) and asks
+// the cloud about every candidate node in one targeted call per batch.
+// Until the answer arrives no operation starts.
+func (a *volumeActor) onStarted(ctx actor.Context) {
+	a.self = ctx.Self()
+	c, cancel := context.WithCancel(a.env.ctx)
+	a.cancel = cancel
+	cfg := a.env.cfg.Volume
+	cfg.Rand = newRand(a.seed())
+	h := fnv.New64a()
+	h.Write([]byte(time.Now().String()))
+	a.core = volume.New(a.id, cfg, h.Sum64()&^0xffffffff)
+	a.restoring = true
+	base, candidates, err := a.readStore()
+	if err != nil {
+		// The store is the source of truth: without it, fail and let the
+		// supervisor retry with backoff.
+		panic("volume " + string(a.id) + ": rebuild from store: " + err.Error())
+	}
+	a.base = base
+	go a.verifyStart(c, candidates)
+}
+
+func (a *volumeActor) seed() uint64 {
+	if a.env.cfg.Seed == 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(a.id))
+	return a.env.cfg.Seed ^ h.Sum64()
+}
+
+func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
+	r := volume.Restored{Listed: map[cloud.NodeName]string{}, Nodes: map[cloud.NodeName]volume.NodeInfo{}}
+	spec, ok, err := a.env.store.Volume(a.id)
+	if err != nil {
+		return r, nil, err
+	}
+	a.deleted = !ok
+	r.Mode = spec.Mode
+	if r.Desired, err = a.env.store.DesiredNodes(a.id); err != nil {
+		return r, nil, err
+	}
+	statuses, err := a.env.store.NodeStatuses()
+	if err != nil {
+		return r, nil, err
+	}
+	cand := map[cloud.NodeName]bool{}
+	for _, n := range r.Desired {
+		cand[n] = true
+	}
+	for _, st := range statuses {
+		if dev, ok := st.VolumesAttached[a.id]; ok {
+			r.Listed[st.Name] = dev
+			cand[st.Name] = true
+		}
+		if st.VolumesInUse[a.id] {
+			cand[st.Name] = true
+		}
+		if cand[st.Name] {
+			i := st.Info(a.id)
+			r.Nodes[st.Name] = volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService}
+		}
+	}
+	out := make([]cloud.NodeName, 0, len(cand))
+	for n := range cand {
+		out = append(out, n)
+	}
+	return r, out, nil
+}
+
+func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) {
+	if !a.restoring {
+		return
+	}
+	a.restoring = false
+	r := a.base
+	r.AsOf = fromNanos(m.AsOfUnixNano)
+	if !m.VerifyFailed {
+		r.Truth = map[cloud.NodeName]bool{}
+		for n, att := range m.Attached {
+			r.Truth[cloud.NodeName(n)] = att
+		}
+	} else {
+		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed, trusting node statuses until the next sync: %s", m.Error)
+	}
+	a.step(ctx, r)
+	queued := a.queued
+	a.queued = nil
+	for _, q := range queued {
+		a.handle(ctx, q)
+	}
+}
+
+func (a *volumeActor) status() *messages.VolumeStatus {
+	st := &messages.VolumeStatus{VolumeId: string(a.id)}
+	if a.core == nil {
+		return st
+	}
+	s := a.core.Status()
+	st.AccessMode = modeToProto(s.Mode)
+	st.Restored = s.Restored
+	for _, n := range s.Desired {
+		st.DesiredNodes = append(st.DesiredNodes, string(n))
+	}
+	for _, n := range sortedKeys(s.Attachments) {
+		at := s.Attachments[n]
+		st.Attachments = append(st.Attachments, &messages.VolumeAttachment{Node: string(n), State: at.State.String(), DevicePath: at.DevicePath})
+	}
+	return st
+}

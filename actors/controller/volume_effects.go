@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/syncer"
+	"github.com/tether/tether/actors/volume"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// run carries out one effect. Cloud calls start a goroutine whose result
+// comes back to this actor as a message.
+func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
+	e := a.env
+	switch f := eff.(type) {
+	case volume.CallAttach:
+		go a.callAttach(f)
+	case volume.CallDetach:
+		go a.callDetach(f)
+	case volume.PrepareDetach:
+		ctx.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op})
+	case volume.ReportAttached:
+		ctx.Send(e.lookup.Node(f.Node), &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(a.id), DevicePath: f.DevicePath})
+	case volume.ReportDetached:
+		ctx.Send(e.lookup.Node(f.Node), &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(a.id)})
+	case volume.VerifyNode:
+		go a.verifyNodes(a.env.ctx, []cloud.NodeName{f.Node}, false)
+	case volume.Record:
+		e.record(a.ref, f.Type, string(f.Node), f.Warning, f.Message)
+	case volume.WakeAt:
+		a.timer.wakeAt(e, a.self, f.At)
+	default:
+		panic(fmt.Sprintf("controller: unknown volume effect %T", eff))
+	}
+}
+
+func (a *volumeActor) callAttach(f volume.CallAttach) {
+	e := a.env
+	c, cancel := e.cloudCtx()
+	defer cancel()
+	res := &messages.AttachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
+	inst, err := e.inst.resolve(c, f.Node)
+	if err == nil {
+		res.DevicePath, err = e.cloud.Attach(c, a.id, inst)
+		e.inst.forget(f.Node, err)
+	}
+	if err != nil {
+		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
+	}
+	e.sys.Root.Send(a.self, res)
+}
+
+func (a *volumeActor) callDetach(f volume.CallDetach) {
+	e := a.env
+	c, cancel := e.cloudCtx()
+	defer cancel()
+	res := &messages.DetachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
+	inst, err := e.inst.resolve(c, f.Node)
+	if err == nil {
+		err = e.cloud.Detach(c, a.id, inst)
+		e.inst.forget(f.Node, err)
+	}
+	if err != nil {
+		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
+	}
+	e.sys.Root.Send(a.self, res)
+}
+
+func (a *volumeActor) verifyStart(c context.Context, nodes []cloud.NodeName) {
+	a.verifyNodes(c, nodes, true)
+}
+
+// verifyNodes asks the cloud, in one call per batch of instances, whether
+// this volume is attached to each node. At start-up the answer is one
+// VolumeRestored; later, one AttachmentVerified per node.
+func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, start bool) {
+	e := a.env
+	asOf := e.clock.Now().UnixNano()
+	attached := map[string]bool{}
+	var failure error
+	for _, batch := range syncer.Batches(nodes, e.cloud.BatchSize()) {
+		if err := a.verifyBatch(c, batch, attached); err != nil {
+			failure = err
+			break
+		}
+	}
+	if start {
+		res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: attached, AsOfUnixNano: asOf}
+		if failure != nil {
+			res.VerifyFailed, res.Error = true, failure.Error()
+		}
+		e.sys.Root.Send(a.self, res)
+		return
+	}
+	if failure != nil {
+		e.log.WithField("volume", a.id).Warnf("verify failed: %v", failure)
+		return
+	}
+	for n, att := range attached {
+		e.sys.Root.Send(a.self, &messages.AttachmentVerified{VolumeId: string(a.id), Node: n, Attached: att, AsOfUnixNano: asOf})
+	}
+}
+
+func (a *volumeActor) verifyBatch(c context.Context, batch []cloud.NodeName, out map[string]bool) error {
+	e := a.env
+	ctx, cancel := context.WithTimeout(c, e.cfg.CloudTimeout)
+	defer cancel()
+	query := map[cloud.InstanceID][]cloud.VolumeID{}
+	byInst := map[cloud.InstanceID]cloud.NodeName{}
+	for _, n := range batch {
+		inst, err := e.inst.resolve(ctx, n)
+		if cloud.Classify(err) == cloud.KindNotFound {
+			out[string(n)] = false // no instance backs the node: nothing attached there
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("resolve node %q: %w", n, err)
+		}
+		query[inst] = []cloud.VolumeID{a.id}
+		byInst[inst] = n
+	}
+	if len(query) == 0 {
+		return nil
+	}
+	res, err := e.cloud.VolumesAreAttached(ctx, query)
+	if err != nil {
+		return err
+	}
+	for inst, n := range byInst {
+		out[string(n)] = res[inst][a.id]
+	}
+	return nil
+}

@@ -1,0 +1,23 @@
+// Package sim is an in-memory cloud implementing cloud.Provider. It is
+// tether's embedded default provider and the cloud of its tests.
+//
+// It owns the simulated ground truth: instances (one per node, with a
+// running flag and an attach limit), volumes (with an access mode) and the
+// attachments between them, plus the knobs that make a real cloud hard to
+// talk to: latency, a token-bucket throttle, injected and random errors and
+// a batch limit on the bulk queries. It counts every call (Calls) and
+// reports every real attachment change to observers (Observe).
+//
+// It never retries, never attaches or detaches anything on its own (only
+// Terminate removes attachments, as a real cloud does when a machine goes
+// away), never persists anything and never touches the network or the
+// host's devices: device paths are names, nothing more. Each provider call
+// runs, in this order: count the call; throttle check; latency (a cancelled
+// context returns ctx.Err() with no effect); injected errors (FailNext, then
+// SetErrorRate); then the effect. A call that returns an error has had no
+// effect.
+//
+// A Cloud is safe for concurrent use. It holds one mutex, never while
+// sleeping for latency and never while calling observers. It has no global
+// mutable state: each New returns an independent cloud.
+package sim

@@ -1,0 +1,105 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/tether/tether/cloud"
+)
+
+// FailNext makes the next n calls of m fail with an error of that kind (the
+// wrapped sentinel, so cloud.Classify returns kind), before any effect. It
+// replaces any earlier FailNext of m; n <= 0 cancels it. cloud.KindNone (or
+// an unknown kind) injects an unclassified error, which cloud.Classify
+// treats as retryable. Calls refused by the throttle or a done ctx do not
+// consume an injected failure.
+func (c *Cloud) FailNext(m Method, n int, kind cloud.Kind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n <= 0 {
+		delete(c.faults.next, m)
+		return
+	}
+	c.faults.next[m] = failNext{n: n, kind: kind}
+}
+
+// SetErrorRate makes each later call of m fail with probability p (drawn
+// from the generator seeded by Config.Seed) with an error of that kind,
+// before any effect and after any FailNext failure. p <= 0 cancels it; p >= 1
+// fails every call. A draw happens only for calls of a method with a rate
+// set, so the same seed and the same sequence of calls give the same
+// failures.
+func (c *Cloud) SetErrorRate(m Method, p float64, kind cloud.Kind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p <= 0 {
+		delete(c.faults.rate, m)
+		return
+	}
+	c.faults.rate[m] = errorRate{p: min(p, 1), kind: kind}
+}
+
+type failNext struct {
+	n    int
+	kind cloud.Kind
+}
+
+type errorRate struct {
+	p    float64
+	kind cloud.Kind
+}
+
+// faults holds the injected errors; guarded by Cloud.mu.
+type faults struct {
+	rng  *rand.Rand
+	next map[Method]failNext
+	rate map[Method]errorRate
+}
+
+func newFaults(rng *rand.Rand) faults {
+	return faults{rng: rng, next: make(map[Method]failNext), rate: make(map[Method]errorRate)}
+}
+
+// injected returns the injected error of this call of m, if any.
+func (f *faults) injected(m Method, subject string) error {
+	if fn, ok := f.next[m]; ok {
+		if fn.n <= 1 {
+			delete(f.next, m)
+		} else {
+			f.next[m] = failNext{n: fn.n - 1, kind: fn.kind}
+		}
+		return injectedError(m, subject, fn.kind)
+	}
+	if r, ok := f.rate[m]; ok && f.rng.Float64() < r.p {
+		return injectedError(m, subject, r.kind)
+	}
+	return nil
+}
+
+func injectedError(m Method, subject string, kind cloud.Kind) error {
+	sentinel := sentinelOf(kind)
+	if sentinel == nil {
+		return fmt.Errorf("sim: %s %s: injected unclassified failure", m, subject)
+	}
+	return fmt.Errorf("sim: %s %s: injected failure: %w", m, subject, sentinel)
+}
+
+// sentinelOf maps a kind to the sentinel error cloud.Classify maps back to
+// it; nil for cloud.KindNone and unknown kinds.
+func sentinelOf(kind cloud.Kind) error {
+	switch kind {
+	case cloud.KindRetryable:
+		return cloud.ErrRetryable
+	case cloud.KindThrottled:
+		return cloud.ErrThrottled
+	case cloud.KindTerminal:
+		return cloud.ErrTerminal
+	case cloud.KindAttachedElsewhere:
+		return cloud.ErrAttachedElsewhere
+	case cloud.KindLimitReached:
+		return cloud.ErrLimitReached
+	case cloud.KindNotFound:
+		return cloud.ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Change is one real change of an attachment in the simulated cloud.
+type Change struct {
+	Time     time.Time // Config.Now at the change
+	Volume   cloud.VolumeID
+	Instance cloud.InstanceID
+	Node     cloud.NodeName // the node the instance backs
+	Attached bool           // true: attached; false: removed
+	Reason   string         // "attach", "detach" or "terminate"
+}
+
+// observers queues changes for the hooks; guarded by Cloud.mu.
+type observers struct {
+	hooks      []func(Change)
+	queue      []Change
+	delivering bool // a goroutine is draining queue
+}
+
+// Observe registers f, called on every later real attachment change (not on
+// idempotent repeats nor failed calls). Hooks run outside the Cloud's lock,
+// one change at a time, in the order the changes happened, so a hook may
+// call any Cloud method. When calls are concurrent, a change may be
+// delivered by the goroutine of another call, shortly after its own call
+// returned; without concurrency, a call returns after its changes were
+// delivered. A hook must not panic and should be quick: it delays the call
+// delivering it.
+func (c *Cloud) Observe(f func(Change)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.obs.hooks = append(c.obs.hooks, f)
+}
+
+// recordLocked queues the change of the attachment of v to in.
+func (c *Cloud) recordLocked(v *volume, in *instance, attached bool, reason string) {
+	if len(c.obs.hooks) == 0 {
+		return
+	}
+	c.obs.queue = append(c.obs.queue, Change{
+		Time:     c.now(),
+		Volume:   v.id,
+		Instance: in.id,
+		Node:     in.node,
+		Attached: attached,
+		Reason:   reason,
+	})
+}
+
+// deliver drains the change queue into the hooks unless another goroutine
+// already is. It must be called without the lock held.
+func (c *Cloud) deliver() {
+	c.mu.Lock()
+	if c.obs.delivering {
+		c.mu.Unlock()
+		return
+	}
+	c.obs.delivering = true
+	for len(c.obs.queue) > 0 {
+		batch, hooks := c.obs.queue, c.obs.hooks
+		c.obs.queue = nil
+		c.mu.Unlock()
+		for _, ch := range batch {
+			for _, h := range hooks {
+				h(ch)
+			}
+		}
+		c.mu.Lock()
+	}
+	c.obs.delivering = false
+	c.mu.Unlock()
+}

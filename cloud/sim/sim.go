@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Method names a cloud.Provider call, for counters and error injection.
+type Method string
+
+// The provider methods of a Cloud. BatchSize is not a cloud call: it is
+// neither counted, throttled nor delayed.
+const (
+	MethodInstanceID         Method = "instance_id"
+	MethodAttach             Method = "attach"
+	MethodDetach             Method = "detach"
+	MethodVolumesAreAttached Method = "volumes_are_attached"
+	MethodInstanceVolumes    Method = "instance_volumes"
+)
+
+// Defaults applied by New to zero (or negative) Config fields.
+const (
+	DefaultBatchSize   = 50
+	DefaultAttachLimit = 39
+)
+
+// Config sets up a Cloud. The zero value is a fast, unthrottled, error-free
+// cloud with the default batch size and attach limit.
+type Config struct {
+	// Latency is added to every provider call. The wait honours ctx: a call
+	// whose ctx ends returns ctx.Err() and has no effect.
+	Latency time.Duration
+	// BatchSize is how many instances one VolumesAreAttached or
+	// InstanceVolumes call may cover; default DefaultBatchSize.
+	BatchSize int
+	// AttachLimit is the attach limit of new instances; default
+	// DefaultAttachLimit. SetAttachLimit changes one instance's.
+	AttachLimit int
+	// ThrottleRate is the token refill per second of one bucket shared by
+	// all methods; 0 means unlimited.
+	ThrottleRate float64
+	// ThrottleBurst is the bucket size; default max(1, int(ThrottleRate)).
+	ThrottleBurst int
+	// Seed seeds the random error injection of SetErrorRate.
+	Seed int64
+	// Now is the clock of the throttle and of Change.Time; default time.Now.
+	Now func() time.Time
+}
+
+// Cloud is an in-memory cloud.Provider. Create it with New.
+type Cloud struct {
+	batch    int              // immutable after New
+	now      func() time.Time // immutable after New
+	mu       sync.Mutex
+	defLimit int
+	latency  time.Duration
+	bucket   bucket
+	faults   faults
+	counters Counters
+	seq      int // instance ID counter
+	nodes    map[cloud.NodeName]*instance
+	insts    map[cloud.InstanceID]*instance
+	vols     map[cloud.VolumeID]*volume
+	obs      observers
+}
+
+var _ cloud.Provider = (*Cloud)(nil)
+
+type instance struct {
+	id      cloud.InstanceID
+	node    cloud.NodeName
+	running bool
+	limit   int
+	devices map[cloud.VolumeID]string // attached volume -> device path
+}
+
+type volume struct {
+	id       cloud.VolumeID
+	mode     cloud.AccessMode
+	attached map[cloud.InstanceID]struct{}
+}
+
+// New returns an empty cloud (no instances, no volumes) configured by cfg.
+func New(cfg Config) *Cloud {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	if cfg.AttachLimit <= 0 {
+		cfg.AttachLimit = DefaultAttachLimit
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	seed := uint64(cfg.Seed)
+	c := &Cloud{
+		batch:    cfg.BatchSize,
+		now:      cfg.Now,
+		defLimit: cfg.AttachLimit,
+		latency:  max(cfg.Latency, 0),
+		faults:   newFaults(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))),
+		counters: newCounters(),
+		nodes:    make(map[cloud.NodeName]*instance),
+		insts:    make(map[cloud.InstanceID]*instance),
+		vols:     make(map[cloud.VolumeID]*volume),
+	}
+	c.bucket.reset(cfg.ThrottleRate, cfg.ThrottleBurst)
+	return c
+}
+
+// AddInstance creates a running instance backing node, with the default
+// attach limit, and returns its ID ("i-<node>-<counter>"). If an instance
+// already backs node (running or not) it returns that one unchanged.
+func (c *Cloud) AddInstance(node cloud.NodeName) cloud.InstanceID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in, ok := c.nodes[node]; ok {
+		return in.id
+	}
+	c.seq++
+	in := &instance{
+		id:      cloud.InstanceID(fmt.Sprintf("i-%s-%d", node, c.seq)),
+		node:    node,
+		running: true,
+		limit:   c.defLimit,
+		devices: make(map[cloud.VolumeID]string),
+	}
+	c.nodes[node] = in
+	c.insts[in.id] = in
+	return in.id
+}
+
+// CreateVolume creates a detached volume. It is idempotent: creating an
+// existing volume again does nothing, and in particular keeps its original
+// mode (a mode change is ignored, as a real cloud cannot change it either).
+func (c *Cloud) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.vols[id]; ok {
+		return
+	}
+	c.vols[id] = &volume{id: id, mode: mode, attached: make(map[cloud.InstanceID]struct{})}
+}
+
+// Terminate stops inst and removes every attachment it has, reporting each
+// removal to observers with Reason "terminate" (these removals are not
+// counted in DetachNew). The instance keeps its ID and still backs its node
+// until Start. Terminating a stopped instance does nothing. It fails with
+// cloud.ErrNotFound if inst is unknown. It is not a provider call: it is not
+// counted, throttled, delayed or subject to injected errors.
+func (c *Cloud) Terminate(inst cloud.InstanceID) error {
+	c.mu.Lock()
+	in, ok := c.insts[inst]
+	if !ok {
+		c.mu.Unlock()
+		return fmt.Errorf("sim: terminate %s: instance not found: %w", inst, cloud.ErrNotFound)
+	}
+	in.running = false
+	for _, vol := range sortedKeys(in.devices) {
+		c.removeLocked(c.vols[vol], in, "terminate")
+	}
+	c.mu.Unlock()
+	c.deliver()
+	return nil
+}
+
+// Start makes a stopped instance run again, with the same ID and no
+// volumes. Starting a running instance does nothing. It fails with
+// cloud.ErrNotFound if inst is unknown.
+func (c *Cloud) Start(inst cloud.InstanceID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.insts[inst]
+	if !ok {
+		return fmt.Errorf("sim: start %s: instance not found: %w", inst, cloud.ErrNotFound)
+	}
+	in.running = true
+	return nil
+}
+
+// SetAttachLimit sets how many volumes inst may have attached. Lowering it
+// below the current count detaches nothing; further attaches are refused.
+func (c *Cloud) SetAttachLimit(inst cloud.InstanceID, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.insts[inst]
+	if !ok {
+		return fmt.Errorf("sim: set attach limit of %s: instance not found: %w", inst, cloud.ErrNotFound)
+	}
+	in.limit = max(n, 0)
+	return nil
+}
+
+// SetLatency sets the latency of every later provider call (negative = 0).
+func (c *Cloud) SetLatency(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.latency = max(d, 0)
+}
+
+// SetThrottle replaces the throttle: rate tokens per second (0 = unlimited)
+// and a bucket of burst tokens (default max(1, int(rate))). The new bucket
+// starts full.
+func (c *Cloud) SetThrottle(rate float64, burst int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bucket.reset(rate, burst)
+}
+
+// InstanceOf returns the instance backing node, running or not.
+func (c *Cloud) InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.nodes[node]
+	if !ok {
+		return "", false
+	}
+	return in.id, true
+}
+
+// Running reports whether inst exists and is running.
+func (c *Cloud) Running(inst cloud.InstanceID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in, ok := c.insts[inst]
+	return ok && in.running
+}
+
+// Attachments returns a snapshot of the ground truth: every volume attached
+// somewhere, mapped to its instances in sorted order. Detached volumes are
+// absent.
+func (c *Cloud) Attachments() map[cloud.VolumeID][]cloud.InstanceID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[cloud.VolumeID][]cloud.InstanceID)
+	for id, v := range c.vols {
+		if len(v.attached) > 0 {
+			out[id] = sortedKeys(v.attached)
+		}
+	}
+	return out
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
