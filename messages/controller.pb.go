@@ -768,6 +768,7 @@ type VolumeStatus struct {
 	DesiredNodes  []string               `protobuf:"bytes,3,rep,name=desired_nodes,json=desiredNodes,proto3" json:"desired_nodes,omitempty"`
 	Attachments   []*VolumeAttachment    `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
 	Restored      bool                   `protobuf:"varint,5,opt,name=restored,proto3" json:"restored,omitempty"`
+	NodesInUse    []string               `protobuf:"bytes,6,rep,name=nodes_in_use,json=nodesInUse,proto3" json:"nodes_in_use,omitempty"` // nodes that report the volume in use
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -835,6 +836,13 @@ func (x *VolumeStatus) GetRestored() bool {
 		return x.Restored
 	}
 	return false
+}
+
+func (x *VolumeStatus) GetNodesInUse() []string {
+	if x != nil {
+		return x.NodesInUse
+	}
+	return nil
 }
 
 // MarkVolumeAttached adds a volume to the node's VolumesAttached.
@@ -1700,14 +1708,16 @@ const file_controller_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1f\n" +
 	"\vdevice_path\x18\x03 \x01(\tR\n" +
-	"devicePath\"\xef\x01\n" +
+	"devicePath\"\x91\x02\n" +
 	"\fVolumeStatus\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12<\n" +
 	"\vaccess_mode\x18\x02 \x01(\x0e2\x1b.tether.messages.AccessModeR\n" +
 	"accessMode\x12#\n" +
 	"\rdesired_nodes\x18\x03 \x03(\tR\fdesiredNodes\x12C\n" +
 	"\vattachments\x18\x04 \x03(\v2!.tether.messages.VolumeAttachmentR\vattachments\x12\x1a\n" +
-	"\brestored\x18\x05 \x01(\bR\brestored\"f\n" +
+	"\brestored\x18\x05 \x01(\bR\brestored\x12 \n" +
+	"\fnodes_in_use\x18\x06 \x03(\tR\n" +
+	"nodesInUse\"f\n" +
 	"\x12MarkVolumeAttached\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\x12\x1f\n" +

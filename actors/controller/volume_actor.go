@@ -206,6 +206,11 @@ func (a *volumeActor) status() *messages.VolumeStatus {
 	for _, n := range s.Desired {
 		st.DesiredNodes = append(st.DesiredNodes, string(n))
 	}
+	for _, n := range sortedKeys(s.Nodes) {
+		if s.Nodes[n].InUse {
+			st.NodesInUse = append(st.NodesInUse, string(n))
+		}
+	}
 	for _, n := range sortedKeys(s.Attachments) {
 		at := s.Attachments[n]
 		st.Attachments = append(st.Attachments, &messages.VolumeAttachment{Node: string(n), State: at.State.String(), DevicePath: at.DevicePath})

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -271,6 +272,7 @@ type Status struct {
 	Restored    bool
 	Desired     []NodeName
 	Attachments map[NodeName]Attachment
+	Nodes       map[NodeName]NodeInfo
 }
 
 // Status returns a copy of the machine's state.
@@ -279,6 +281,7 @@ func (v *Volume) Status() Status {
 	for n, a := range v.att {
 		st.Attachments[n] = *a
 	}
+	st.Nodes = maps.Clone(v.nodes)
 	return st
 }
 
