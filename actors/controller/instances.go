@@ -10,19 +10,35 @@ import (
 // instances caches the explicit NodeName -> InstanceID resolution. A node
 // keeps its instance across stop/start; when the cloud no longer knows an
 // instance, the entry is dropped and resolved again.
+// Concurrent misses for one node make one cloud call (a new node with many
+// volumes must not cost one InstanceID call per volume).
 type instances struct {
 	cloud cloud.Provider
 	mu    sync.Mutex
 	m     map[cloud.NodeName]cloud.InstanceID
+	locks map[cloud.NodeName]*sync.Mutex
 }
 
 func newInstances(p cloud.Provider) *instances {
-	return &instances{cloud: p, m: map[cloud.NodeName]cloud.InstanceID{}}
+	return &instances{cloud: p, m: map[cloud.NodeName]cloud.InstanceID{}, locks: map[cloud.NodeName]*sync.Mutex{}}
 }
 
 func (c *instances) resolve(ctx context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
 	c.mu.Lock()
 	id, ok := c.m[node]
+	l := c.locks[node]
+	if l == nil {
+		l = &sync.Mutex{}
+		c.locks[node] = l
+	}
+	c.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	l.Lock()
+	defer l.Unlock()
+	c.mu.Lock()
+	id, ok = c.m[node]
 	c.mu.Unlock()
 	if ok {
 		return id, nil
