@@ -55,7 +55,8 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 			}
 			return actor.PropsFromProducer(producer, guardian)
 		},
-		wanted: e.wanted,
+		wanted:    e.wanted,
+		onRespawn: cfg.OnRespawn,
 	}
 	return &Controller{env: e, cancel: cancel}
 }

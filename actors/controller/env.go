@@ -33,8 +33,11 @@ type Config struct {
 	// asked to; RespawnQuiet resets it.
 	Respawn      backoff.Policy
 	RespawnQuiet time.Duration
-	Clock        clock.Clock
-	Log          logrus.FieldLogger
+	// OnRespawn, if set, is called when a stopped actor is scheduled to
+	// come back (metrics, tests).
+	OnRespawn func(name string, delay time.Duration)
+	Clock     clock.Clock
+	Log       logrus.FieldLogger
 	// Seed seeds the backoff jitter (0: random).
 	Seed uint64
 }

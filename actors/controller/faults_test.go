@@ -59,7 +59,9 @@ func TestThrottlingRespected(t *testing.T) {
 	for i, v := range vols {
 		r.workload(fmt.Sprintf("w%d", i), "n1", v)
 	}
-	r.eventually("every volume tried once", func() bool { return attaches(r) == n && r.rec.Count("FailedAttachVolume")+r.rec.Count("SuccessfulAttachVolume") == n })
+	r.eventually("every volume tried once", func() bool {
+		return attaches(r) == n && r.rec.Count("FailedAttachVolume")+r.rec.Count("SuccessfulAttachVolume") == n
+	})
 	throttled := r.cloud.Calls().Throttled[sim.MethodAttach]
 	if throttled == 0 {
 		t.Fatal("no attach was throttled: the test does not exercise throttling")

@@ -35,18 +35,20 @@ const (
 // (chaos, a Stop from outside) is spawned again after a growing delay, if it
 // is still wanted.
 type localLookup struct {
-	sys      *actor.ActorSystem
-	clock    clock.Clock
-	respawn  backoff.Policy
-	quiet    time.Duration
-	props    func(name string) *actor.Props
-	wanted   func(name string) bool
-	mu       sync.Mutex
-	closing  bool
-	retiring map[string]bool
-	deaths   map[string]*death
-	timers   map[string]clock.Timer
-	spawned  map[string]bool
+	sys     *actor.ActorSystem
+	clock   clock.Clock
+	respawn backoff.Policy
+	quiet   time.Duration
+	props   func(name string) *actor.Props
+	wanted  func(name string) bool
+	// onRespawn is Config.OnRespawn.
+	onRespawn func(name string, delay time.Duration)
+	mu        sync.Mutex
+	closing   bool
+	retiring  map[string]bool
+	deaths    map[string]*death
+	timers    map[string]clock.Timer
+	spawned   map[string]bool
 }
 
 type death struct {
@@ -119,6 +121,9 @@ func (l *localLookup) stopped(name string) {
 	d.count++
 	d.last = now
 	delay := l.respawn.Delay(d.count, 0)
+	if l.onRespawn != nil {
+		l.onRespawn(name, delay)
+	}
 	l.timers[name] = l.clock.AfterFunc(delay, func() {
 		l.mu.Lock()
 		delete(l.timers, name)

@@ -39,6 +39,7 @@ type rig struct {
 	mu       sync.Mutex
 	changes  []sim.Change
 	restarts []time.Duration
+	respawns []string
 }
 
 type rigOption func(*Config, *sim.Config)
@@ -55,6 +56,11 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 	cfg.Supervisor.OnRestart = func(_ *actor.PID, _ int, d time.Duration, _ interface{}) {
 		r.mu.Lock()
 		r.restarts = append(r.restarts, d)
+		r.mu.Unlock()
+	}
+	cfg.OnRespawn = func(name string, d time.Duration) {
+		r.mu.Lock()
+		r.respawns = append(r.respawns, name+" "+d.String())
 		r.mu.Unlock()
 	}
 	log := logrus.New()
