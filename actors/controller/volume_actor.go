@@ -144,7 +144,7 @@ func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
 	if r.Desired, err = a.env.store.DesiredNodes(a.id); err != nil {
 		return r, nil, err
 	}
-	statuses, err := a.env.store.NodeStatuses()
+	statuses, err := a.env.store.StatusesWithVolume(a.id)
 	if err != nil {
 		return r, nil, err
 	}

@@ -17,6 +17,7 @@ type Memory struct {
 	volumes    map[cloud.VolumeID]VolumeSpec
 	nodes      map[cloud.NodeName]NodeSpec
 	workloads  map[string]Workload
+	byVolume   map[cloud.VolumeID]map[string]bool // volume -> workload UIDs
 	statuses   map[cloud.NodeName]nodestatus.Status
 	seq        uint64
 	failStatus int
@@ -28,6 +29,7 @@ func NewMemory() *Memory {
 		volumes:   map[cloud.VolumeID]VolumeSpec{},
 		nodes:     map[cloud.NodeName]NodeSpec{},
 		workloads: map[string]Workload{},
+		byVolume:  map[cloud.VolumeID]map[string]bool{},
 		statuses:  map[cloud.NodeName]nodestatus.Status{},
 	}
 }
@@ -110,13 +112,30 @@ func (m *Memory) PutWorkload(w Workload) error {
 		w.Seq = m.seq
 	}
 	w.Volumes = slices.Clone(w.Volumes)
+	m.unindexLocked(w.UID)
 	m.workloads[w.UID] = w
+	for _, v := range w.Volumes {
+		if m.byVolume[v] == nil {
+			m.byVolume[v] = map[string]bool{}
+		}
+		m.byVolume[v][w.UID] = true
+	}
 	return nil
+}
+
+func (m *Memory) unindexLocked(uid string) {
+	for _, v := range m.workloads[uid].Volumes {
+		delete(m.byVolume[v], uid)
+		if len(m.byVolume[v]) == 0 {
+			delete(m.byVolume, v)
+		}
+	}
 }
 
 func (m *Memory) DeleteWorkload(uid string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.unindexLocked(uid)
 	delete(m.workloads, uid)
 	return nil
 }
@@ -148,7 +167,12 @@ func (m *Memory) workloadsLocked() []Workload {
 func (m *Memory) DesiredNodes(vol cloud.VolumeID) ([]cloud.NodeName, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return DesiredNodesOf(m.workloadsLocked(), vol), nil
+	ws := make([]Workload, 0, len(m.byVolume[vol]))
+	for uid := range m.byVolume[vol] {
+		ws = append(ws, m.workloads[uid])
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].Seq < ws[j].Seq })
+	return DesiredNodesOf(ws, vol), nil
 }
 
 // DesiredNodesOf computes DesiredNodes from workloads sorted by Seq.
@@ -186,6 +210,19 @@ func (m *Memory) NodeStatuses() ([]nodestatus.Status, error) {
 	out := make([]nodestatus.Status, 0, len(m.statuses))
 	for _, s := range m.statuses {
 		out = append(out, s.Clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (m *Memory) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []nodestatus.Status
+	for _, s := range m.statuses {
+		if _, ok := s.VolumesAttached[vol]; ok || s.VolumesInUse[vol] {
+			out = append(out, s.Clone())
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

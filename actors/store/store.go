@@ -60,4 +60,7 @@ type Store interface {
 	NodeStatus(cloud.NodeName) (nodestatus.Status, bool, error)
 	PutNodeStatus(nodestatus.Status) error
 	NodeStatuses() ([]nodestatus.Status, error)
+	// StatusesWithVolume returns the statuses that list vol in
+	// VolumesAttached or VolumesInUse (a volume actor's rebuild).
+	StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error)
 }
