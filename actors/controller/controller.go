@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,7 +52,7 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 			default:
 				producer = func() actor.Actor { return newSyncActor(e) }
 			}
-			return actor.PropsFromProducer(producer, guardian)
+			return actor.PropsFromProducer(producer, guardian, actor.WithReceiverMiddleware(cfg.Middleware...))
 		},
 		wanted:    e.wanted,
 		onRespawn: cfg.OnRespawn,
@@ -81,8 +80,8 @@ func (e *env) wanted(name string) bool {
 		return false
 	case strings.HasPrefix(name, nodePrefix):
 		n := cloud.NodeName(strings.TrimPrefix(name, nodePrefix))
-		nodes, err := e.store.Nodes()
-		return err != nil || slices.ContainsFunc(nodes, func(s store.NodeSpec) bool { return s.Name == n })
+		_, ok, err := e.store.Node(n)
+		return err != nil || ok
 	}
 	return true
 }

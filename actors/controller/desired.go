@@ -96,11 +96,9 @@ func (c *Controller) DeleteWorkload(uid string) error {
 }
 
 func (c *Controller) checkRefs(w store.Workload) error {
-	nodes, err := c.env.store.Nodes()
-	if err != nil {
+	if _, ok, err := c.env.store.Node(w.Node); err != nil {
 		return err
-	}
-	if !slices.ContainsFunc(nodes, func(n store.NodeSpec) bool { return n.Name == w.Node }) {
+	} else if !ok {
 		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
 	}
 	for _, v := range w.Volumes {

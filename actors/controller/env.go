@@ -36,6 +36,8 @@ type Config struct {
 	// OnRespawn, if set, is called when a stopped actor is scheduled to
 	// come back (metrics, tests).
 	OnRespawn func(name string, delay time.Duration)
+	// Middleware wraps every actor's Receive (metrics, message counts).
+	Middleware []actor.ReceiverMiddleware
 	Clock     clock.Clock
 	Log       logrus.FieldLogger
 	// Seed seeds the backoff jitter (0: random).

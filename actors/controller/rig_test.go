@@ -120,12 +120,6 @@ func (r *rig) workload(uid string, node cloud.NodeName, vols ...cloud.VolumeID) 
 	must(r.t, r.ctl.ApplyWorkload(store.Workload{UID: uid, Node: node, Volumes: vols}))
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // eventually polls cond (real time, bounded) until it holds.
 func (r *rig) eventually(what string, cond func() bool) {

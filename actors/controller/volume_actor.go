@@ -187,6 +187,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 	} else {
 		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed, trusting node statuses until the next sync: %s", m.Error)
 	}
+	a.base = volume.Restored{} // release the snapshot's maps
 	a.step(ctx, r)
 	queued := a.queued
 	a.queued = nil

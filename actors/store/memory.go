@@ -88,6 +88,13 @@ func (m *Memory) DeleteNode(name cloud.NodeName) error {
 	return nil
 }
 
+func (m *Memory) Node(name cloud.NodeName) (NodeSpec, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, ok := m.nodes[name]
+	return n, ok, nil
+}
+
 func (m *Memory) Nodes() ([]NodeSpec, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -45,6 +45,7 @@ type Store interface {
 
 	PutNode(NodeSpec) error
 	DeleteNode(cloud.NodeName) error
+	Node(cloud.NodeName) (NodeSpec, bool, error)
 	Nodes() ([]NodeSpec, error)
 
 	// PutWorkload creates or replaces a workload; a replaced workload keeps

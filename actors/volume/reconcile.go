@@ -45,8 +45,8 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 	if a.op != 0 || !v.canStart(n) {
 		return nil
 	}
-	if b := v.backoff(n, opDetach); !b.Ready(now) {
-		return []Effect{WakeAt{At: b.RetryAt()}}
+	if ok, at := v.ready(now, n, opDetach); !ok {
+		return []Effect{WakeAt{At: at}}
 	}
 	force, ok, wake := v.detachAllowed(now, n, a)
 	if !ok {
@@ -105,13 +105,16 @@ func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
 			if v.multiAttach[n] {
 				return nil
 			}
+			if v.multiAttach == nil {
+				v.multiAttach = map[NodeName]bool{}
+			}
 			v.multiAttach[n] = true
 			return []Effect{Record{Type: EventMultiAttach, Node: n, Warning: true,
 				Message: fmt.Sprintf("Multi-Attach error for volume %q: volume is already exclusively attached to node %q and can only be attached to one node at a time; not attaching to %q", v.id, other, n)}}
 		}
 	}
-	if b := v.backoff(n, opAttach); !b.Ready(now) {
-		return []Effect{WakeAt{At: b.RetryAt()}}
+	if ok, at := v.ready(now, n, opAttach); !ok {
+		return []Effect{WakeAt{At: at}}
 	}
 	if a == nil {
 		a = &Attachment{}

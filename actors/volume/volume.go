@@ -48,11 +48,8 @@ func New(id VolumeID, cfg Config, opBase uint64) *Volume {
 	return &Volume{
 		id:          id,
 		cfg:         cfg,
-		att:         map[NodeName]*Attachment{},
-		nodes:       map[NodeName]NodeInfo{},
-		backoffs:    map[opKey]*backoff.Backoff{},
-		multiAttach: map[NodeName]bool{},
-		opBase:      opBase,
+		att:    map[NodeName]*Attachment{},
+		opBase: opBase,
 	}
 }
 
@@ -66,7 +63,7 @@ func (v *Volume) Step(now time.Time, ev Event) []Effect {
 	case DesiredChanged:
 		v.onDesired(e)
 	case NodeChanged:
-		v.nodes[e.Node] = e.Info
+		v.setNode(e.Node, e.Info)
 	case AttachDone:
 		effs = v.onAttachDone(now, e)
 	case DetachPrepared:
@@ -106,7 +103,7 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 	v.restored = true
 	v.onDesired(DesiredChanged{Mode: e.Mode, Desired: e.Desired})
 	for n, info := range e.Nodes {
-		v.nodes[n] = info
+		v.setNode(n, info)
 	}
 	for n, dev := range e.Listed {
 		v.att[n] = &Attachment{State: Attached, DevicePath: dev}
@@ -143,7 +140,7 @@ func (v *Volume) onAttachDone(now time.Time, e AttachDone) []Effect {
 	}
 	v.set(a, Attached, now)
 	a.DevicePath = e.DevicePath
-	v.backoff(e.Node, opAttach).Reset()
+	delete(v.backoffs, opKey{e.Node, opAttach}) // success resets the backoff
 	delete(v.multiAttach, e.Node)
 	return []Effect{
 		ReportAttached{Node: e.Node, DevicePath: e.DevicePath},
@@ -185,7 +182,7 @@ func (v *Volume) onDetachDone(now time.Time, e DetachDone) []Effect {
 		return v.failed(now, e.Node, opDetach, EventFailedDetach, e.Msg)
 	}
 	delete(v.att, e.Node)
-	v.backoff(e.Node, opDetach).Reset()
+	delete(v.backoffs, opKey{e.Node, opDetach}) // success resets the backoff
 	return []Effect{Record{Type: EventSuccessfulDetach, Node: e.Node,
 		Message: fmt.Sprintf("DetachVolume.Detach succeeded for volume %q from node %q", v.id, e.Node)}}
 }
@@ -245,9 +242,35 @@ func (v *Volume) backoff(n NodeName, k opKind) *backoff.Backoff {
 	b := v.backoffs[key]
 	if b == nil {
 		b = &backoff.Backoff{}
+		if v.backoffs == nil {
+			v.backoffs = map[opKey]*backoff.Backoff{}
+		}
 		v.backoffs[key] = b
 	}
 	return b
+}
+
+// ready reports whether the backoff of (n, k) allows a try now; a volume
+// that never failed holds no backoff state (idle actors stay small).
+func (v *Volume) ready(now time.Time, n NodeName, k opKind) (bool, time.Time) {
+	b := v.backoffs[opKey{n, k}]
+	if b == nil || b.Ready(now) {
+		return true, time.Time{}
+	}
+	return false, b.RetryAt()
+}
+
+// setNode records what a node reports; nodes that report nothing of
+// interest are forgotten.
+func (v *Volume) setNode(n NodeName, info NodeInfo) {
+	if info == (NodeInfo{}) {
+		delete(v.nodes, n)
+		return
+	}
+	if v.nodes == nil {
+		v.nodes = map[NodeName]NodeInfo{}
+	}
+	v.nodes[n] = info
 }
 
 func (v *Volume) set(a *Attachment, s State, now time.Time) {
