@@ -13,8 +13,8 @@ import (
 
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
@@ -93,7 +93,7 @@ func lifecycle(b *testing.B, v, n int) lifecycleResult {
 			}
 		}
 	})
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(bootstrap.DiscardLoggerFactory()))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
 	ctl := New(sys, cfg, cl, st, rec)
 	must(b, ctl.Start())
 	defer func() {
@@ -158,7 +158,7 @@ func heapNow() uint64 {
 // bytes per idle bare actor.
 func bareDelivery(b *testing.B, v, total int) (float64, float64) {
 	b.Helper()
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(bootstrap.DiscardLoggerFactory()))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
 	defer sys.Shutdown()
 	var got atomic.Int64
 	done := make(chan struct{})

@@ -38,8 +38,8 @@ type Config struct {
 	OnRespawn func(name string, delay time.Duration)
 	// Middleware wraps every actor's Receive (metrics, message counts).
 	Middleware []actor.ReceiverMiddleware
-	Clock     clock.Clock
-	Log       logrus.FieldLogger
+	Clock      clock.Clock
+	Log        logrus.FieldLogger
 	// Seed seeds the backoff jitter (0: random).
 	Seed uint64
 }

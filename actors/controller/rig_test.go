@@ -15,8 +15,8 @@ import (
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
@@ -79,7 +79,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 		r.changes = append(r.changes, c)
 		r.mu.Unlock()
 	})
-	r.sys = actor.NewActorSystem(actor.WithLoggerFactory(bootstrap.DiscardLoggerFactory()))
+	r.sys = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
 	r.ctl = New(r.sys, cfg, r.cloud, r.store, r.rec)
 	if err := r.ctl.Start(); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,6 @@ func (r *rig) workload(uid string, node cloud.NodeName, vols ...cloud.VolumeID) 
 	r.t.Helper()
 	must(r.t, r.ctl.ApplyWorkload(store.Workload{UID: uid, Node: node, Volumes: vols}))
 }
-
 
 // eventually polls cond (real time, bounded) until it holds.
 func (r *rig) eventually(what string, cond func() bool) {

@@ -46,8 +46,8 @@ type Volume struct {
 // random or time-derived value).
 func New(id VolumeID, cfg Config, opBase uint64) *Volume {
 	return &Volume{
-		id:          id,
-		cfg:         cfg,
+		id:     id,
+		cfg:    cfg,
 		att:    map[NodeName]*Attachment{},
 		opBase: opBase,
 	}
