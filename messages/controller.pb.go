@@ -75,11 +75,14 @@ func (AccessMode) EnumDescriptor() ([]byte, []int) {
 // SetDesiredNodes tells a volume actor where its workloads want it, in the
 // order the workloads asked for it.
 type SetDesiredNodes struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
-	AccessMode    AccessMode             `protobuf:"varint,2,opt,name=access_mode,json=accessMode,proto3,enum=tether.messages.AccessMode" json:"access_mode,omitempty"`
-	Nodes         []string               `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"` // the volume was removed from the desired state
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId   string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	AccessMode AccessMode             `protobuf:"varint,2,opt,name=access_mode,json=accessMode,proto3,enum=tether.messages.AccessMode" json:"access_mode,omitempty"`
+	Nodes      []string               `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Deleted    bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"` // the volume was removed from the desired state
+	// revision of the store when this was read: a volume actor ignores
+	// anything older than the snapshot it rebuilt from.
+	Revision      uint64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -140,6 +143,13 @@ func (x *SetDesiredNodes) GetDeleted() bool {
 		return x.Deleted
 	}
 	return false
+}
+
+func (x *SetDesiredNodes) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
 }
 
 // NodeVolumeStateChanged is what a node actor tells a volume actor about the
@@ -961,12 +971,16 @@ func (x *MarkVolumeDetached) GetVolumeId() string {
 }
 
 // PrepareDetach removes a volume from VolumesAttached, persists the status,
-// and answers DetachPrepared to the volume actor.
+// and answers DetachPrepared to the volume actor. Unless force is set, a
+// volume the node reports in use is refused: the node actor is where
+// VolumesInUse and VolumesAttached meet, so this is what makes I2 hold
+// against a volume actor that has not yet heard of the in-use report.
 type PrepareDetach struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	VolumeId      string                 `protobuf:"bytes,2,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
 	Op            uint64                 `protobuf:"varint,3,opt,name=op,proto3" json:"op,omitempty"`
+	Force         string                 `protobuf:"bytes,4,opt,name=force,proto3" json:"force,omitempty"` // "" or the force-detach reason
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1020,6 +1034,13 @@ func (x *PrepareDetach) GetOp() uint64 {
 		return x.Op
 	}
 	return 0
+}
+
+func (x *PrepareDetach) GetForce() string {
+	if x != nil {
+		return x.Force
+	}
+	return ""
 }
 
 // ReportVolumesInUse is the node agent's list of the volumes it mounts or is
@@ -1646,17 +1667,285 @@ func (x *Crash) GetReason() string {
 	return ""
 }
 
+// AgentStarted: a node agent (re)started and wants its desired state and
+// its node's status.
+type AgentStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentStarted) Reset() {
+	*x = AgentStarted{}
+	mi := &file_controller_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentStarted) ProtoMessage() {}
+
+func (x *AgentStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentStarted.ProtoReflect.Descriptor instead.
+func (*AgentStarted) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AgentStarted) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// NodeStatusUpdated is the node's persisted status, pushed to its agent
+// after every change. The agent mounts a volume only when it is in both
+// lists (I3).
+type NodeStatusUpdated struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Node            string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	VolumesAttached []*AttachedVolume      `protobuf:"bytes,2,rep,name=volumes_attached,json=volumesAttached,proto3" json:"volumes_attached,omitempty"`
+	VolumesInUse    []string               `protobuf:"bytes,3,rep,name=volumes_in_use,json=volumesInUse,proto3" json:"volumes_in_use,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *NodeStatusUpdated) Reset() {
+	*x = NodeStatusUpdated{}
+	mi := &file_controller_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStatusUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStatusUpdated) ProtoMessage() {}
+
+func (x *NodeStatusUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStatusUpdated.ProtoReflect.Descriptor instead.
+func (*NodeStatusUpdated) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *NodeStatusUpdated) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeStatusUpdated) GetVolumesAttached() []*AttachedVolume {
+	if x != nil {
+		return x.VolumesAttached
+	}
+	return nil
+}
+
+func (x *NodeStatusUpdated) GetVolumesInUse() []string {
+	if x != nil {
+		return x.VolumesInUse
+	}
+	return nil
+}
+
+type VolumeUse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	ReadOnly      bool                   `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeUse) Reset() {
+	*x = VolumeUse{}
+	mi := &file_controller_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeUse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeUse) ProtoMessage() {}
+
+func (x *VolumeUse) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeUse.ProtoReflect.Descriptor instead.
+func (*VolumeUse) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *VolumeUse) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *VolumeUse) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+type WorkloadSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uid           string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
+	Volumes       []*VolumeUse           `protobuf:"bytes,2,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkloadSpec) Reset() {
+	*x = WorkloadSpec{}
+	mi := &file_controller_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkloadSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkloadSpec) ProtoMessage() {}
+
+func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkloadSpec.ProtoReflect.Descriptor instead.
+func (*WorkloadSpec) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *WorkloadSpec) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *WorkloadSpec) GetVolumes() []*VolumeUse {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+// NodeWorkloads is every workload scheduled on the node (the agent's
+// desired state), sent whenever it changes.
+type NodeWorkloads struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Workloads     []*WorkloadSpec        `protobuf:"bytes,2,rep,name=workloads,proto3" json:"workloads,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeWorkloads) Reset() {
+	*x = NodeWorkloads{}
+	mi := &file_controller_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeWorkloads) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeWorkloads) ProtoMessage() {}
+
+func (x *NodeWorkloads) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeWorkloads.ProtoReflect.Descriptor instead.
+func (*NodeWorkloads) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *NodeWorkloads) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeWorkloads) GetWorkloads() []*WorkloadSpec {
+	if x != nil {
+		return x.Workloads
+	}
+	return nil
+}
+
 var File_controller_proto protoreflect.FileDescriptor
 
 const file_controller_proto_rawDesc = "" +
 	"\n" +
-	"\x10controller.proto\x12\x0ftether.messages\"\x9c\x01\n" +
+	"\x10controller.proto\x12\x0ftether.messages\"\xb8\x01\n" +
 	"\x0fSetDesiredNodes\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12<\n" +
 	"\vaccess_mode\x18\x02 \x01(\x0e2\x1b.tether.messages.AccessModeR\n" +
 	"accessMode\x12\x14\n" +
 	"\x05nodes\x18\x03 \x03(\tR\x05nodes\x12\x18\n" +
-	"\adeleted\x18\x04 \x01(\bR\adeleted\"\xd6\x01\n" +
+	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x04R\brevision\"\xd6\x01\n" +
 	"\x16NodeVolumeStateChanged\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x15\n" +
@@ -1725,11 +2014,12 @@ const file_controller_proto_rawDesc = "" +
 	"devicePath\"E\n" +
 	"\x12MarkVolumeDetached\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
-	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\"P\n" +
+	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\"f\n" +
 	"\rPrepareDetach\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\x12\x0e\n" +
-	"\x02op\x18\x03 \x01(\x04R\x02op\"G\n" +
+	"\x02op\x18\x03 \x01(\x04R\x02op\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\tR\x05force\"G\n" +
 	"\x12ReportVolumesInUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1d\n" +
 	"\n" +
@@ -1776,7 +2066,22 @@ const file_controller_proto_rawDesc = "" +
 	"\x04lost\x18\x05 \x01(\x05R\x04lost\x12\x1a\n" +
 	"\bdangling\x18\x06 \x01(\x05R\bdangling\"\x1f\n" +
 	"\x05Crash\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason*C\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\"\n" +
+	"\fAgentStarted\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"\x99\x01\n" +
+	"\x11NodeStatusUpdated\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12J\n" +
+	"\x10volumes_attached\x18\x02 \x03(\v2\x1f.tether.messages.AttachedVolumeR\x0fvolumesAttached\x12$\n" +
+	"\x0evolumes_in_use\x18\x03 \x03(\tR\fvolumesInUse\"E\n" +
+	"\tVolumeUse\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\"V\n" +
+	"\fWorkloadSpec\x12\x10\n" +
+	"\x03uid\x18\x01 \x01(\tR\x03uid\x124\n" +
+	"\avolumes\x18\x02 \x03(\v2\x1a.tether.messages.VolumeUseR\avolumes\"`\n" +
+	"\rNodeWorkloads\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
+	"\tworkloads\x18\x02 \x03(\v2\x1d.tether.messages.WorkloadSpecR\tworkloads*C\n" +
 	"\n" +
 	"AccessMode\x12\x19\n" +
 	"\x15ACCESS_MODE_EXCLUSIVE\x10\x00\x12\x1a\n" +
@@ -1795,7 +2100,7 @@ func file_controller_proto_rawDescGZIP() []byte {
 }
 
 var file_controller_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_controller_proto_goTypes = []any{
 	(AccessMode)(0),                // 0: tether.messages.AccessMode
 	(*SetDesiredNodes)(nil),        // 1: tether.messages.SetDesiredNodes
@@ -1823,24 +2128,32 @@ var file_controller_proto_goTypes = []any{
 	(*NodeVolumes)(nil),            // 23: tether.messages.NodeVolumes
 	(*SyncPassFinished)(nil),       // 24: tether.messages.SyncPassFinished
 	(*Crash)(nil),                  // 25: tether.messages.Crash
-	nil,                            // 26: tether.messages.VolumeRestored.AttachedEntry
-	nil,                            // 27: tether.messages.SyncBatchFinished.ActualEntry
-	nil,                            // 28: tether.messages.NodeVolumes.VolumesEntry
+	(*AgentStarted)(nil),           // 26: tether.messages.AgentStarted
+	(*NodeStatusUpdated)(nil),      // 27: tether.messages.NodeStatusUpdated
+	(*VolumeUse)(nil),              // 28: tether.messages.VolumeUse
+	(*WorkloadSpec)(nil),           // 29: tether.messages.WorkloadSpec
+	(*NodeWorkloads)(nil),          // 30: tether.messages.NodeWorkloads
+	nil,                            // 31: tether.messages.VolumeRestored.AttachedEntry
+	nil,                            // 32: tether.messages.SyncBatchFinished.ActualEntry
+	nil,                            // 33: tether.messages.NodeVolumes.VolumesEntry
 }
 var file_controller_proto_depIdxs = []int32{
 	0,  // 0: tether.messages.SetDesiredNodes.access_mode:type_name -> tether.messages.AccessMode
-	26, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
+	31, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
 	0,  // 2: tether.messages.VolumeStatus.access_mode:type_name -> tether.messages.AccessMode
 	10, // 3: tether.messages.VolumeStatus.attachments:type_name -> tether.messages.VolumeAttachment
 	19, // 4: tether.messages.NodeStatus.volumes_attached:type_name -> tether.messages.AttachedVolume
-	27, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
-	28, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
-	23, // 7: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	32, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
+	33, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
+	19, // 7: tether.messages.NodeStatusUpdated.volumes_attached:type_name -> tether.messages.AttachedVolume
+	28, // 8: tether.messages.WorkloadSpec.volumes:type_name -> tether.messages.VolumeUse
+	29, // 9: tether.messages.NodeWorkloads.workloads:type_name -> tether.messages.WorkloadSpec
+	23, // 10: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_controller_proto_init() }
@@ -1854,7 +2167,7 @@ func file_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_controller_proto_rawDesc), len(file_controller_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

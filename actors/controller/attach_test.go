@@ -5,6 +5,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/messages"
 )
 
 func TestSingleAttach(t *testing.T) {
@@ -50,7 +51,7 @@ func TestExclusiveVolumeWantedOnTwoNodes(t *testing.T) {
 		t.Fatalf("Multi-Attach events = %d, want exactly 1", got)
 	}
 	if c := r.cloud.Calls(); c.Calls[sim.MethodDetach] != 1 || c.AttachNew != 2 {
-		t.Fatalf("cloud calls = %+v, want 1 detach and 2 attaches", c)
+		t.Fatalf("cloud calls = %+v, want 1 detach and 2 attaches; events:%s", c, r.eventLog())
 	}
 }
 
@@ -85,4 +86,18 @@ func TestDeleteVolumeDetachesAndStopsActor(t *testing.T) {
 		_, alive := r.sys.ProcessRegistry.GetLocal(volumePrefix + "v1")
 		return !alive
 	})
+}
+
+// A desired-state message older than the store snapshot a volume actor
+// rebuilt from (queued while it was restoring) must not roll it back.
+func TestStaleDesiredStateIgnored(t *testing.T) {
+	r := newRig(t)
+	r.node("n1")
+	r.volume("v1", cloud.Exclusive)
+	r.workload("w1", "n1", "v1")
+	r.eventually("attached", r.settled("v1", "n1"))
+	r.sys.Root.Send(r.pid(volumePrefix+"v1"), &messages.SetDesiredNodes{VolumeId: "v1", Revision: 1})
+	if got := r.volState("v1", "n1"); got != "Attached" || detaches(r) != 0 {
+		t.Fatalf("after a stale desired state: %s, %d detaches", got, detaches(r))
+	}
 }

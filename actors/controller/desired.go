@@ -77,7 +77,25 @@ func (c *Controller) ApplyWorkload(w store.Workload) error {
 	if err := c.env.store.PutWorkload(w); err != nil {
 		return err
 	}
-	return c.tellDesired(union(old.Volumes, w.Volumes)...)
+	if err := c.tellDesired(union(old.Volumes, w.Volumes)...); err != nil {
+		return err
+	}
+	if old.Node != "" && old.Node != w.Node {
+		if err := c.tellAgent(old.Node); err != nil {
+			return err
+		}
+	}
+	return c.tellAgent(w.Node)
+}
+
+// tellAgent sends a node agent its workloads as the store now has them.
+func (c *Controller) tellAgent(node cloud.NodeName) error {
+	msg, err := nodeWorkloads(c.env, node)
+	if err != nil {
+		return err
+	}
+	c.env.sys.Root.Send(c.env.lookup.Agent(node), msg)
+	return nil
 }
 
 // DeleteWorkload removes a workload; volumes it alone used get detached
@@ -92,7 +110,10 @@ func (c *Controller) DeleteWorkload(uid string) error {
 	if err := c.env.store.DeleteWorkload(uid); err != nil {
 		return err
 	}
-	return c.tellDesired(old.Volumes...)
+	if err := c.tellDesired(old.Volumes...); err != nil {
+		return err
+	}
+	return c.tellAgent(old.Node)
 }
 
 func (c *Controller) checkRefs(w store.Workload) error {
@@ -100,6 +121,11 @@ func (c *Controller) checkRefs(w store.Workload) error {
 		return err
 	} else if !ok {
 		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
+	}
+	for _, v := range w.ReadOnly {
+		if !slices.Contains(w.Volumes, v) {
+			return fmt.Errorf("%w: workload %q lists %q read-only but does not use it", ErrInvalid, w.UID, v)
+		}
 	}
 	for _, v := range w.Volumes {
 		if _, ok, err := c.env.store.Volume(v); err != nil {
@@ -123,7 +149,11 @@ func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
 		if err != nil {
 			return err
 		}
-		msg := &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode), Deleted: !ok}
+		rev, err := c.env.store.Revision()
+		if err != nil {
+			return err
+		}
+		msg := &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode), Deleted: !ok, Revision: rev}
 		for _, n := range nodes {
 			msg.Nodes = append(msg.Nodes, string(n))
 		}

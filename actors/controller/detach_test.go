@@ -108,7 +108,7 @@ func TestNoDetachWhenStatusCannotBePersisted(t *testing.T) {
 	must(t, r.ctl.DeleteWorkload("w1"))
 	r.eventually("FailedDetachVolume", func() bool { return len(r.events("v1", "FailedDetachVolume")) == 1 })
 	if detaches(r) != 0 || !r.reported("n1", "v1") {
-		t.Fatalf("after a failed status write: %d detaches, reported=%v; want none and still reported", detaches(r), r.reported("n1", "v1"))
+		t.Fatalf("after a failed status write: %d detaches, reported=%v; want none and still reported; events:%s", detaches(r), r.reported("n1", "v1"), r.eventLog())
 	}
 	if st, _, _ := r.store.NodeStatus("n1"); st.VolumesAttached["v1"] == "" {
 		t.Fatal("persisted status lost v1 although the write failed")

@@ -73,9 +73,17 @@ func TestThrottlingRespected(t *testing.T) {
 	if got := attaches(r); got != n {
 		t.Fatalf("attach calls = %d before any backoff elapsed, want %d", got, n)
 	}
-	for i := 0; i < 20 && !r.allSettled(vols, "n1"); i++ {
+	for i := 0; i < 40 && !r.allSettled(vols, "n1"); i++ {
 		r.clk.Advance(time.Second)
-		r.eventually("mailboxes flushed", func() bool { return r.volState(vols[0], "n1") != "" })
+		// Let the retries this advance started finish before time moves on.
+		r.eventually("no attach in flight", func() bool {
+			for _, v := range vols {
+				if r.volState(v, "n1") == "Attaching" {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	r.eventually("all attached despite throttling", func() bool { return r.allSettled(vols, "n1") })
 	c := r.cloud.Calls()

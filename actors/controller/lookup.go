@@ -20,6 +20,10 @@ type Lookup interface {
 	Volume(id cloud.VolumeID) *actor.PID
 	Node(name cloud.NodeName) *actor.PID
 	Sync() *actor.PID
+	// Agent resolves a node agent. Agents run beside their node and are
+	// never spawned by the controller: an agent that is down simply misses
+	// messages, and asks for its state again when it starts.
+	Agent(name cloud.NodeName) *actor.PID
 }
 
 // Actor names in the local process registry.
@@ -27,6 +31,8 @@ const (
 	volumePrefix = "volume/"
 	nodePrefix   = "node/"
 	syncName     = "sync"
+	// AgentPrefix names node agents: "agent/<node>".
+	AgentPrefix = "agent/"
 )
 
 // localLookup spawns named actors from the root context on first use. Their
@@ -59,6 +65,9 @@ type death struct {
 func (l *localLookup) Volume(id cloud.VolumeID) *actor.PID { return l.get(volumePrefix + string(id)) }
 func (l *localLookup) Node(name cloud.NodeName) *actor.PID { return l.get(nodePrefix + string(name)) }
 func (l *localLookup) Sync() *actor.PID                    { return l.get(syncName) }
+func (l *localLookup) Agent(name cloud.NodeName) *actor.PID {
+	return actor.NewPID(l.sys.Address(), AgentPrefix+string(name))
+}
 
 func (l *localLookup) get(name string) *actor.PID {
 	if _, ok := l.sys.ProcessRegistry.GetLocal(name); ok {

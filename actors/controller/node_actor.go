@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -43,7 +44,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *messages.MarkVolumeDetached:
 		a.step(ctx, nodestatus.VolumeDetached{Volume: cloud.VolumeID(m.VolumeId)})
 	case *messages.PrepareDetach:
-		a.step(ctx, nodestatus.DetachRequested{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op})
+		a.step(ctx, nodestatus.DetachRequested{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Force: m.Force})
 	case *messages.ReportVolumesInUse:
 		vols := make([]cloud.VolumeID, len(m.VolumeIds))
 		for i, v := range m.VolumeIds {
@@ -52,6 +53,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.step(ctx, nodestatus.InUseReported{Volumes: vols})
 	case *messages.Heartbeat:
 		a.step(ctx, nodestatus.HeartbeatReceived{})
+	case *messages.AgentStarted:
+		a.sendWorkloads(ctx)
+		a.pushStatus(ctx)
 	case *messages.SetOutOfService:
 		a.step(ctx, nodestatus.OutOfServiceSet{OutOfService: m.OutOfService})
 	case *messages.Wake:
@@ -95,6 +99,7 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 				return
 			}
 			a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
+			a.pushStatus(ctx)
 		case nodestatus.PrepareAnswer:
 			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
 		case nodestatus.NotifyVolume:
@@ -120,4 +125,37 @@ func (a *nodeActor) status() *messages.NodeStatus {
 		out.VolumesInUse = append(out.VolumesInUse, string(v))
 	}
 	return out
+}
+
+// pushStatus tells the agent the persisted status (after every write).
+func (a *nodeActor) pushStatus(ctx actor.Context) {
+	st := a.status()
+	ctx.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse})
+}
+
+// sendWorkloads tells the agent its desired state from the store.
+func (a *nodeActor) sendWorkloads(ctx actor.Context) {
+	msg, err := nodeWorkloads(a.env, a.name)
+	if err != nil {
+		a.env.log.WithField("node", a.name).Errorf("reading workloads for the agent: %v", err)
+		return
+	}
+	ctx.Send(a.env.lookup.Agent(a.name), msg)
+}
+
+// nodeWorkloads builds a node agent's desired state from the store.
+func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error) {
+	ws, err := e.store.WorkloadsOn(node)
+	if err != nil {
+		return nil, err
+	}
+	msg := &messages.NodeWorkloads{Node: string(node)}
+	for _, w := range ws {
+		spec := &messages.WorkloadSpec{Uid: w.UID}
+		for _, v := range w.Volumes {
+			spec.Volumes = append(spec.Volumes, &messages.VolumeUse{VolumeId: string(v), ReadOnly: slices.Contains(w.ReadOnly, v)})
+		}
+		msg.Workloads = append(msg.Workloads, spec)
+	}
+	return msg, nil
 }

@@ -23,6 +23,7 @@ type volumeActor struct {
 	self    *actor.PID
 	timer   timer
 	deleted bool
+	rev     uint64 // store revision of the desired state this actor has
 	// restoring holds the messages that arrive before the start-up verify
 	// answers; they are replayed after it, in order.
 	restoring bool
@@ -62,6 +63,10 @@ func (a *volumeActor) handle(ctx actor.Context, msg any) {
 	var ev volume.Event
 	switch m := msg.(type) {
 	case *messages.SetDesiredNodes:
+		if m.Revision <= a.rev {
+			return // older than (or as old as) what this actor already knows
+		}
+		a.rev = m.Revision
 		a.deleted = m.Deleted
 		ev = volume.DesiredChanged{Mode: modeFromProto(m.AccessMode), Desired: nodeNames(m.Nodes)}
 	case *messages.NodeVolumeStateChanged:
@@ -135,6 +140,11 @@ func (a *volumeActor) seed() uint64 {
 
 func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
 	r := volume.Restored{Listed: map[cloud.NodeName]string{}, Nodes: map[cloud.NodeName]volume.NodeInfo{}}
+	rev, err := a.env.store.Revision()
+	if err != nil {
+		return r, nil, err
+	}
+	a.rev = rev
 	spec, ok, err := a.env.store.Volume(a.id)
 	if err != nil {
 		return r, nil, err

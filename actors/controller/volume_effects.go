@@ -22,7 +22,7 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 	case volume.CallDetach:
 		go a.callDetach(f)
 	case volume.PrepareDetach:
-		ctx.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op})
+		ctx.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op, Force: f.Force})
 	case volume.ReportAttached:
 		ctx.Send(e.lookup.Node(f.Node), &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(a.id), DevicePath: f.DevicePath})
 	case volume.ReportDetached:

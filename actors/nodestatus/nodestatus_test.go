@@ -68,6 +68,11 @@ func TestStatusRules(t *testing.T) {
 			{0, PersistFailed{Msg: "disk"}, []string{"answer v1 ok=false"}},
 			{0, DetachRequested{Volume: "v1", Op: 10}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
 		}},
+		{"a volume in use is not prepared for detach unless forced (I2)", []step{
+			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, VolumesInUse: map[cloud.VolumeID]bool{"v1": true}, Ready: true}}, []string{"wake +40s"}},
+			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"answer v1 ok=false"}},
+			{0, DetachRequested{Volume: "v1", Op: 2, Force: "out-of-service"}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "answer v1 ok=true"}},
+		}},
 		{"in-use changes notify only the changed volumes", []step{
 			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v1", "v2"}}, []string{"persist attached=[] inuse=[v1 v2] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "notify v2 inuse=true ready=true oos=false"}},

@@ -27,9 +27,11 @@ type (
 	// VolumeDetached: remove from VolumesAttached.
 	VolumeDetached struct{ Volume cloud.VolumeID }
 	// DetachRequested: remove from VolumesAttached, persist, then answer.
+	// Refused while the node reports the volume in use, unless Force.
 	DetachRequested struct {
 		Volume cloud.VolumeID
 		Op     uint64
+		Force  string
 	}
 	// InUseReported replaces VolumesInUse.
 	InUseReported struct{ Volumes []cloud.VolumeID }
@@ -146,6 +148,9 @@ func (n *Node) onRestored(now time.Time, e Restored) []Effect {
 }
 
 func (n *Node) onDetachRequested(e DetachRequested) []Effect {
+	if n.cur.VolumesInUse[e.Volume] && e.Force == "" {
+		return []Effect{PrepareAnswer{Volume: e.Volume, Op: e.Op, Msg: fmt.Sprintf("node %q reports volume %q in use", n.cur.Name, e.Volume)}}
+	}
 	ans := PrepareAnswer{Volume: e.Volume, Op: e.Op, OK: true}
 	if _, ok := n.cur.VolumesAttached[e.Volume]; !ok && len(n.pending) == 0 {
 		// Already out of the persisted status: nothing to write.

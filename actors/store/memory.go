@@ -18,8 +18,10 @@ type Memory struct {
 	nodes      map[cloud.NodeName]NodeSpec
 	workloads  map[string]Workload
 	byVolume   map[cloud.VolumeID]map[string]bool // volume -> workload UIDs
+	byNode     map[cloud.NodeName]map[string]bool // node -> workload UIDs
 	statuses   map[cloud.NodeName]nodestatus.Status
 	seq        uint64
+	rev        uint64
 	failStatus int
 }
 
@@ -30,8 +32,16 @@ func NewMemory() *Memory {
 		nodes:     map[cloud.NodeName]NodeSpec{},
 		workloads: map[string]Workload{},
 		byVolume:  map[cloud.VolumeID]map[string]bool{},
+		byNode:    map[cloud.NodeName]map[string]bool{},
 		statuses:  map[cloud.NodeName]nodestatus.Status{},
 	}
+}
+
+// Revision implements Store.
+func (m *Memory) Revision() (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rev, nil
 }
 
 // FailNodeStatusWrites makes the next n PutNodeStatus calls fail with
@@ -45,6 +55,7 @@ func (m *Memory) FailNodeStatusWrites(n int) {
 func (m *Memory) PutVolume(v VolumeSpec) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rev++
 	m.volumes[v.ID] = v
 	return nil
 }
@@ -52,6 +63,7 @@ func (m *Memory) PutVolume(v VolumeSpec) error {
 func (m *Memory) DeleteVolume(id cloud.VolumeID) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rev++
 	delete(m.volumes, id)
 	return nil
 }
@@ -77,6 +89,7 @@ func (m *Memory) Volumes() ([]VolumeSpec, error) {
 func (m *Memory) PutNode(n NodeSpec) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rev++
 	m.nodes[n.Name] = n
 	return nil
 }
@@ -84,6 +97,7 @@ func (m *Memory) PutNode(n NodeSpec) error {
 func (m *Memory) DeleteNode(name cloud.NodeName) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rev++
 	delete(m.nodes, name)
 	return nil
 }
@@ -112,6 +126,7 @@ func (m *Memory) PutWorkload(w Workload) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rev++
 	if old, ok := m.workloads[w.UID]; ok {
 		w.Seq = old.Seq
 	} else {
@@ -119,8 +134,13 @@ func (m *Memory) PutWorkload(w Workload) error {
 		w.Seq = m.seq
 	}
 	w.Volumes = slices.Clone(w.Volumes)
+	w.ReadOnly = slices.Clone(w.ReadOnly)
 	m.unindexLocked(w.UID)
 	m.workloads[w.UID] = w
+	if m.byNode[w.Node] == nil {
+		m.byNode[w.Node] = map[string]bool{}
+	}
+	m.byNode[w.Node][w.UID] = true
 	for _, v := range w.Volumes {
 		if m.byVolume[v] == nil {
 			m.byVolume[v] = map[string]bool{}
@@ -131,7 +151,12 @@ func (m *Memory) PutWorkload(w Workload) error {
 }
 
 func (m *Memory) unindexLocked(uid string) {
-	for _, v := range m.workloads[uid].Volumes {
+	old := m.workloads[uid]
+	delete(m.byNode[old.Node], uid)
+	if len(m.byNode[old.Node]) == 0 {
+		delete(m.byNode, old.Node)
+	}
+	for _, v := range old.Volumes {
 		delete(m.byVolume[v], uid)
 		if len(m.byVolume[v]) == 0 {
 			delete(m.byVolume, v)
@@ -142,6 +167,7 @@ func (m *Memory) unindexLocked(uid string) {
 func (m *Memory) DeleteWorkload(uid string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rev++
 	m.unindexLocked(uid)
 	delete(m.workloads, uid)
 	return nil
@@ -151,8 +177,24 @@ func (m *Memory) Workload(uid string) (Workload, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w, ok := m.workloads[uid]
+	return w.clone(), ok, nil
+}
+
+func (w Workload) clone() Workload {
 	w.Volumes = slices.Clone(w.Volumes)
-	return w, ok, nil
+	w.ReadOnly = slices.Clone(w.ReadOnly)
+	return w
+}
+
+func (m *Memory) WorkloadsOn(node cloud.NodeName) ([]Workload, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Workload, 0, len(m.byNode[node]))
+	for uid := range m.byNode[node] {
+		out = append(out, m.workloads[uid].clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, nil
 }
 
 func (m *Memory) Workloads() ([]Workload, error) {
@@ -164,8 +206,7 @@ func (m *Memory) Workloads() ([]Workload, error) {
 func (m *Memory) workloadsLocked() []Workload {
 	out := make([]Workload, 0, len(m.workloads))
 	for _, w := range m.workloads {
-		w.Volumes = slices.Clone(w.Volumes)
-		out = append(out, w)
+		out = append(out, w.clone())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out

@@ -34,6 +34,10 @@ func TestDesiredNodesFollowWorkloadOrder(t *testing.T) {
 	if want := []cloud.NodeName{"n3", "n1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("DesiredNodes(v2) = %v, want %v", got, want)
 	}
+	on, _ := m.WorkloadsOn("n2")
+	if len(on) != 1 || on[0].UID != "c" {
+		t.Fatalf("WorkloadsOn(n2) = %+v, want only c (b moved to n3)", on)
+	}
 	must(m.DeleteWorkload("a"))
 	must(m.DeleteWorkload("c"))
 	if got, _ := m.DesiredNodes("v1"); len(got) != 0 {

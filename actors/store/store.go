@@ -31,6 +31,8 @@ type Workload struct {
 	UID     string
 	Node    cloud.NodeName
 	Volumes []cloud.VolumeID
+	// ReadOnly lists the volumes (of Volumes) the workload mounts read-only.
+	ReadOnly []cloud.VolumeID
 	// Seq orders workloads by creation; the store assigns it.
 	Seq uint64
 }
@@ -38,6 +40,11 @@ type Workload struct {
 // Store is what the controller needs. Every method is safe for concurrent
 // use and returns copies. Writes are atomic: a failed write changes nothing.
 type Store interface {
+	// Revision increases with every write of the desired state (volumes,
+	// nodes, workloads). Read it BEFORE a snapshot: changes told with a
+	// higher revision are newer than the snapshot.
+	Revision() (uint64, error)
+
 	PutVolume(VolumeSpec) error
 	DeleteVolume(cloud.VolumeID) error
 	Volume(cloud.VolumeID) (VolumeSpec, bool, error)
@@ -54,6 +61,8 @@ type Store interface {
 	DeleteWorkload(uid string) error
 	Workload(uid string) (Workload, bool, error)
 	Workloads() ([]Workload, error)
+	// WorkloadsOn lists the workloads scheduled on a node, by Seq.
+	WorkloadsOn(cloud.NodeName) ([]Workload, error)
 	// DesiredNodes lists the nodes whose workloads use vol, in the order
 	// the workloads were created, without repeats.
 	DesiredNodes(cloud.VolumeID) ([]cloud.NodeName, error)

@@ -16,8 +16,9 @@ type CallAttach struct {
 // comes BEFORE CallDetach, which the machine emits only after
 // DetachPrepared{OK: true} (I4).
 type PrepareDetach struct {
-	Node NodeName
-	Op   uint64
+	Node  NodeName
+	Op    uint64
+	Force string // "" or the force reason: the node actor refuses an unforced prepare of a volume in use
 }
 
 // CallDetach: start the cloud detach (asynchronously); answer DetachDone.

@@ -59,7 +59,7 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 	a.op = v.opBase + v.nextOp
 	a.prev, a.prepared, a.force = a.State, false, force
 	v.set(a, Detaching, now)
-	effs := []Effect{PrepareDetach{Node: n, Op: a.op}, WakeAt{At: now.Add(v.cfg.PrepareTimeout)}}
+	effs := []Effect{PrepareDetach{Node: n, Op: a.op, Force: force}, WakeAt{At: now.Add(v.cfg.PrepareTimeout)}}
 	if force != "" {
 		effs = append(effs, Record{Type: EventForceDetach, Node: n, Warning: true,
 			Message: fmt.Sprintf("force detaching volume %q from node %q, still in use there (reason: %s)", v.id, n, force)})

@@ -1,0 +1,78 @@
+package volume
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// REVIEW: a multi-node volume starts PrepareDetach on n1 while n2's attach
+// is backing off. coalesceWakes keeps only the earliest WakeAt (n2's
+// backoff), and checkPrepare never re-emits the PrepareTimeout deadline, so
+// once n2's wake has fired nothing ever asks for a Tick at the prepare
+// deadline: if the node actor never answers (the very case PrepareTimeout
+// exists for), n1 stays Detaching forever.
+func TestReviewPrepareTimeoutWakeIsLost(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.expect(restored(cloud.MultiNode, "n1 n2"), "attach n1", "attach n2")
+	h.step(h.attached("n1"))
+	h.expect(h.attachFailed("n2", cloud.KindRetryable), "event FailedAttachVolume n2", "wake +500ms")
+
+	// n1 is no longer wanted: prepare starts, its 30 s deadline is dropped.
+	deadline := h.now.Add(DefaultConfig().PrepareTimeout)
+	var wakes []time.Time
+	collect := func(ev Event) {
+		for _, e := range h.v.Step(h.now, ev) {
+			switch e := e.(type) {
+			case WakeAt:
+				wakes = append(wakes, e.At)
+			case PrepareDetach:
+				h.ops[e.Node] = e.Op
+			case CallAttach:
+				h.ops[e.Node] = e.Op
+			}
+		}
+	}
+	collect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n2")})
+	h.wantState("n1", "Detaching")
+	// The shell's single timer fires at n2's backoff; n2 attaches.
+	h.advance(500 * time.Millisecond)
+	collect(Tick{})
+	collect(h.attached("n2"))
+	// The node actor never answers PrepareDetach. Did the core ever ask to
+	// be woken at (or after) the prepare deadline?
+	asked := false
+	for _, w := range wakes {
+		if !w.Before(deadline) {
+			asked = true
+		}
+	}
+	if !asked {
+		var s []string
+		for _, w := range wakes {
+			s = append(s, "+"+w.Sub(t0).String())
+		}
+		t.Fatalf("n1 is Detaching with an unanswered PrepareDetach, but the only wakes ever requested were [%s], all before the prepare deadline +30s: nothing will ever Tick the volume again, n1 stays Detaching forever", strings.Join(s, " "))
+	}
+}
+
+// REVIEW: the node reports the volume in use after PrepareDetach was sent
+// but before it was answered (the node actor handles InUseReported, then
+// DetachRequested; the volume actor receives NodeChanged{InUse}, then
+// DetachPrepared{OK}). onDetachPrepared re-checks desire but not I2, so a
+// volume the node now reports mounted on a Ready node is detached.
+func TestReviewInUseBeforePrepareAnswerStillDetaches(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.attachedOn(cloud.Exclusive, "n1")
+	h.expect(NodeChanged{Node: "n1", Info: ready(false)})
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
+	h.expect(NodeChanged{Node: "n1", Info: ready(true)}) // in use, Ready, not out of service
+	got := h.step(h.prepared("n1"))
+	for _, e := range got {
+		if strings.HasPrefix(e, "detach n1") {
+			t.Fatalf("I2: volume in use on Ready node n1 detached: effects %q", got)
+		}
+	}
+}

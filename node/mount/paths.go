@@ -1,0 +1,169 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tether/tether/node/layout"
+)
+
+// dirMode is the mode of every directory this package creates.
+const dirMode = 0o750
+
+// checkTarget returns target cleaned if it is strictly below the root,
+// ErrOutside otherwise. It only looks at the string.
+func checkTarget(l layout.Layout, op, target string) (string, error) {
+	clean := filepath.Clean(target)
+	if !l.Contains(clean) || clean == l.Root() {
+		return "", fmt.Errorf("mount: %s %q: not below the data directory %q: %w", op, target, l.Root(), ErrOutside)
+	}
+	return clean, nil
+}
+
+// checkSource returns source made absolute if it is a directory.
+func checkSource(op, source string) (string, error) {
+	if source == "" {
+		return "", fmt.Errorf("mount: %s: empty source", op)
+	}
+	abs, err := filepath.Abs(source)
+	if err != nil {
+		return "", fmt.Errorf("mount: %s: source %q: %w", op, source, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("mount: %s: source: %w", op, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("mount: %s: source %q is not a directory", op, abs)
+	}
+	return abs, nil
+}
+
+// between returns the paths strictly between the root and path (which must
+// be below the root), shallowest first.
+func between(l layout.Layout, path string) []string {
+	rel := strings.TrimPrefix(path, l.Root()+string(filepath.Separator))
+	parts := strings.Split(rel, string(filepath.Separator))
+	out := make([]string, 0, len(parts)-1)
+	dir := l.Root()
+	for _, p := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, p)
+		out = append(out, dir)
+	}
+	return out
+}
+
+// parentsSafe checks that every existing directory between the root and
+// target is a real directory, not a symlink, so that an operation on target
+// cannot land outside the root. It reports whether all of them exist.
+func parentsSafe(l layout.Layout, op, target string) (bool, error) {
+	for _, dir := range between(l, target) {
+		fi, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("mount: %s %q: %w", op, target, err)
+		}
+		if !fi.IsDir() {
+			return false, fmt.Errorf("mount: %s %q: %s is not a directory (%s): %w", op, target, dir, fi.Mode().Type(), ErrOutside)
+		}
+	}
+	return true, nil
+}
+
+// makeParents creates the root and the directories between it and target,
+// one at a time, refusing any existing component that is not a real
+// directory.
+func makeParents(l layout.Layout, op, target string) error {
+	if err := os.MkdirAll(l.Root(), dirMode); err != nil {
+		return fmt.Errorf("mount: %s %q: %w", op, target, err)
+	}
+	for _, dir := range between(l, target) {
+		err := os.Mkdir(dir, dirMode)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("mount: %s %q: %w", op, target, err)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return fmt.Errorf("mount: %s %q: %w", op, target, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("mount: %s %q: %s is not a directory (%s): %w", op, target, dir, fi.Mode().Type(), ErrOutside)
+		}
+	}
+	return nil
+}
+
+// clearTarget removes what an interrupted operation left at target: a
+// symlink, or an empty directory (kept when keepDir, for use as a mount
+// point). Anything else is refused: a directory with data (ErrNotEmpty) or
+// another kind of file. The target must not be a mount.
+func clearTarget(op, target string, keepDir bool) error {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("mount: %s: %w", op, err)
+	case fi.Mode().Type() == fs.ModeSymlink:
+		return removeErr(op, os.Remove(target))
+	case !fi.IsDir():
+		return fmt.Errorf("mount: %s: %q is a %s, not a directory; left alone", op, target, fi.Mode().Type())
+	}
+	empty, err := emptyDir(target)
+	if err != nil {
+		return fmt.Errorf("mount: %s: %w", op, err)
+	}
+	if !empty {
+		return fmt.Errorf("mount: %s: %q is not a mount and is not empty; left alone: %w", op, target, ErrNotEmpty)
+	}
+	if keepDir {
+		return nil
+	}
+	return removeErr(op, os.Remove(target))
+}
+
+func removeErr(op string, err error) error {
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("mount: %s: %w", op, err)
+}
+
+func emptyDir(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if len(names) > 0 {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return true, nil
+}
+
+// below reports whether path is parent or below it; both must be clean.
+func below(parent, path string) bool {
+	return path == parent || strings.HasPrefix(path, parent+string(filepath.Separator))
+}
+
+// sameDir reports whether a and b (following symlinks) are the same
+// directory: the test for "target already shows source".
+func sameDir(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}

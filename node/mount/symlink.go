@@ -1,0 +1,117 @@
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/tether/tether/node/layout"
+)
+
+// symlink mounts by symlinking the target to the source. It needs no
+// privileges, so it is the mounter of unprivileged agents and of tests.
+type symlink struct {
+	l layout.Layout
+}
+
+// NewSymlink returns a Mounter whose mount is a symlink from the target to
+// the (absolute) source. Mounted means a symlink whose destination exists;
+// Partial means anything else at the target: a dangling symlink, a
+// directory or a file. Read-only is NOT enforced: a workload can write
+// through a read-only publish. Use it where privileges are missing, or in
+// tests.
+func NewSymlink(l layout.Layout) Mounter { return symlink{l: l} }
+
+func (symlink) Name() string { return "symlink" }
+
+func (s symlink) Stage(source, target string) error {
+	return s.link("stage", source, target)
+}
+
+func (s symlink) Publish(staged, target string, _ bool) error {
+	return s.link("publish", staged, target)
+}
+
+func (s symlink) Unstage(target string) error   { return s.unlink("unstage", target) }
+func (s symlink) Unpublish(target string) error { return s.unlink("unpublish", target) }
+
+func (s symlink) link(op, source, target string) error {
+	target, err := checkTarget(s.l, op, target)
+	if err != nil {
+		return err
+	}
+	if _, err := parentsSafe(s.l, op, target); err != nil {
+		return err
+	}
+	source, err = checkSource(op, source)
+	if err != nil {
+		return err
+	}
+	state, shown, err := s.inspect(target)
+	if err != nil {
+		return fmt.Errorf("mount: %s: %w", op, err)
+	}
+	if state == Mounted {
+		if sameDir(target, source) {
+			return nil
+		}
+		return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
+	}
+	if err := clearTarget(op, target, false); err != nil {
+		return err
+	}
+	if err := makeParents(s.l, op, target); err != nil {
+		return err
+	}
+	if err := os.Symlink(source, target); err != nil {
+		return fmt.Errorf("mount: %s: %w", op, err)
+	}
+	return nil
+}
+
+func (s symlink) unlink(op, target string) error {
+	target, err := checkTarget(s.l, op, target)
+	if err != nil {
+		return err
+	}
+	if exist, err := parentsSafe(s.l, op, target); err != nil || !exist {
+		return err
+	}
+	return clearTarget(op, target, false)
+}
+
+func (s symlink) Inspect(target string) (State, string, error) {
+	target, err := checkTarget(s.l, "inspect", target)
+	if err != nil {
+		return Absent, "", err
+	}
+	state, source, err := s.inspect(target)
+	if err != nil {
+		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
+	}
+	return state, source, nil
+}
+
+// inspect reports the state of a checked target. For a dangling symlink
+// (Partial) the source is where it points.
+func (symlink) inspect(target string) (State, string, error) {
+	fi, err := os.Lstat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Absent, "", nil
+	}
+	if err != nil {
+		return Absent, "", err
+	}
+	if fi.Mode().Type() != fs.ModeSymlink {
+		return Partial, "", nil
+	}
+	dest, err := os.Readlink(target)
+	if err != nil {
+		return Absent, "", err
+	}
+	if _, err := os.Stat(target); err != nil {
+		return Partial, dest, nil
+	}
+	return Mounted, dest, nil
+}
