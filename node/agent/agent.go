@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tether/tether/actors/backoff"
+)
+
+type opKind int
+
+const (
+	opStage opKind = iota
+	opUnstage
+	opPublish
+	opUnpublish
+)
+
+var opNames = [...]string{"stage", "unstage", "publish", "unpublish"}
+
+type inflight struct {
+	op   uint64
+	kind opKind
+	uid  string
+}
+
+type opKey struct {
+	vol  VolumeID
+	uid  string
+	kind opKind
+}
+
+type desiredWorkload struct {
+	uses     map[VolumeID]bool // volume -> read-only
+	since    time.Time
+	timedOut bool
+}
+
+// Agent is the machine of one node agent. Use New, then step Restored.
+type Agent struct {
+	cfg          Config
+	restored     bool
+	desiredKnown bool
+	statusKnown  bool
+	desired      map[string]*desiredWorkload
+	attached     map[VolumeID]string
+	inUseAcked   map[VolumeID]bool
+	stages       map[VolumeID]MountState
+	pubs         map[PubKey]MountState
+	reported     []VolumeID
+	reportedOnce bool
+	busy         map[VolumeID]inflight
+	backoffs     map[opKey]*backoff.Backoff
+	nextOp       uint64
+}
+
+// New returns an agent machine.
+func New(cfg Config) *Agent {
+	return &Agent{
+		cfg:        cfg,
+		desired:    map[string]*desiredWorkload{},
+		attached:   map[VolumeID]string{},
+		inUseAcked: map[VolumeID]bool{},
+		stages:     map[VolumeID]MountState{},
+		pubs:       map[PubKey]MountState{},
+		busy:       map[VolumeID]inflight{},
+		backoffs:   map[opKey]*backoff.Backoff{},
+	}
+}
+
+// Step applies one event at time now and returns the effects, in order.
+func (a *Agent) Step(now time.Time, ev Event) []Effect {
+	var effs []Effect
+	switch e := ev.(type) {
+	case Restored:
+		effs = a.onRestored(e)
+	case DesiredChanged:
+		a.onDesired(now, e)
+	case StatusChanged:
+		a.statusKnown = true
+		a.attached = maps.Clone(e.Attached)
+		a.inUseAcked = maps.Clone(e.InUse)
+	case OpDone:
+		effs = a.onOpDone(now, e)
+	case Tick:
+	default:
+		panic(fmt.Sprintf("agent: unknown event %T", ev))
+	}
+	return coalesce(append(effs, a.reconcile(now)...))
+}
+
+func (a *Agent) onRestored(e Restored) []Effect {
+	a.restored = true
+	kept, partial := 0, 0
+	for v, f := range e.Stages {
+		a.stages[v] = Uncertain
+		if f.Mounted {
+			a.stages[v], kept = Mounted, kept+1
+		} else {
+			partial++
+		}
+	}
+	for k, f := range e.Publishes {
+		a.pubs[k] = Uncertain
+		if f.Mounted {
+			a.pubs[k], kept = Mounted, kept+1
+		} else {
+			partial++
+		}
+	}
+	if kept+partial == 0 {
+		return nil
+	}
+	return []Effect{Record{Type: EventReconstructed,
+		Message: fmt.Sprintf("found %d working and %d half-done mounts on disk: keeping what is wanted, completing or rolling back the rest", kept, partial)}}
+}
+
+func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
+	a.desiredKnown = true
+	next := map[string]*desiredWorkload{}
+	for _, w := range e.Workloads {
+		d := a.desired[w.UID]
+		if d == nil {
+			d = &desiredWorkload{since: now}
+		}
+		d.uses = map[VolumeID]bool{}
+		for _, u := range w.Volumes {
+			d.uses[u.Volume] = u.ReadOnly
+		}
+		next[w.UID] = d
+	}
+	a.desired = next
+}
+
+func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
+	in, ok := a.busy[e.Volume]
+	if !ok || in.op != e.Op {
+		return nil // a result this incarnation did not ask for: the disk scan already accounted for it
+	}
+	delete(a.busy, e.Volume)
+	key := opKey{e.Volume, in.uid, in.kind}
+	pk := PubKey{in.uid, e.Volume}
+	if e.Err != "" {
+		switch in.kind {
+		case opStage, opUnstage:
+			a.stages[e.Volume] = Uncertain
+		default:
+			a.pubs[pk] = Uncertain
+		}
+		return a.failed(now, key, e.Err)
+	}
+	delete(a.backoffs, key)
+	switch in.kind {
+	case opStage:
+		a.stages[e.Volume] = Mounted
+	case opUnstage:
+		delete(a.stages, e.Volume)
+	case opPublish:
+		a.pubs[pk] = Mounted
+		return []Effect{Record{Type: EventSuccessfulMount, Workload: in.uid, Volume: e.Volume,
+			Message: fmt.Sprintf("MountVolume.SetUp succeeded for volume %q", e.Volume)}}
+	case opUnpublish:
+		delete(a.pubs, pk)
+	}
+	return nil
+}
+
+func (a *Agent) failed(now time.Time, key opKey, msg string) []Effect {
+	b := a.backoffs[key]
+	if b == nil {
+		b = &backoff.Backoff{}
+		a.backoffs[key] = b
+	}
+	u := 0.0
+	if a.cfg.Rand != nil {
+		u = a.cfg.Rand()
+	}
+	at := b.Fail(now, a.cfg.Backoff, u)
+	typ := EventFailedMount
+	if key.kind == opUnstage || key.kind == opUnpublish {
+		typ = EventFailedUnmount
+	}
+	return []Effect{Record{Type: typ, Workload: key.uid, Volume: key.vol, Warning: true,
+		Message: fmt.Sprintf("%s of volume %q failed: %s (failure %d; no retry for %s)", opNames[key.kind], key.vol, msg, b.Failures(), at.Sub(now))}}
+}
+
+func coalesce(effs []Effect) []Effect {
+	var earliest time.Time
+	out := effs[:0]
+	for _, e := range effs {
+		if w, ok := e.(WakeAt); ok {
+			if earliest.IsZero() || w.At.Before(earliest) {
+				earliest = w.At
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	if !earliest.IsZero() {
+		out = append(out, WakeAt{At: earliest})
+	}
+	return out
+}
+
+func sortedVols[T any](m map[VolumeID]T) []VolumeID {
+	out := make([]VolumeID, 0, len(m))
+	for v := range m {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedStrings(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

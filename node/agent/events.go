@@ -1,0 +1,89 @@
+package agent
+
+import "time"
+
+// Event is an input to Step.
+type Event interface{ isEvent() }
+
+// Restored starts the machine from the disk scan.
+type Restored struct {
+	Stages    map[VolumeID]Found
+	Publishes map[PubKey]Found
+}
+
+// DesiredChanged replaces the workloads on this node.
+type DesiredChanged struct{ Workloads []Workload }
+
+// StatusChanged is the controller's persisted node status.
+type StatusChanged struct {
+	Attached map[VolumeID]string // volume -> device path
+	InUse    map[VolumeID]bool
+}
+
+// OpDone is the result of a mount operation.
+type OpDone struct {
+	Volume VolumeID
+	Op     uint64
+	Err    string // "" on success
+}
+
+// Tick re-evaluates timers.
+type Tick struct{}
+
+func (Restored) isEvent()       {}
+func (DesiredChanged) isEvent() {}
+func (StatusChanged) isEvent()  {}
+func (OpDone) isEvent()         {}
+func (Tick) isEvent()           {}
+
+// Effect is an output of Step, carried out in order.
+type Effect interface{ isEffect() }
+
+type (
+	// ReportInUse sends the full VolumesInUse list (sorted) to the
+	// controller. It comes BEFORE any Stage of a newly wanted volume, which
+	// in addition waits for the controller to echo it back (I3).
+	ReportInUse struct{ Volumes []VolumeID }
+	// Stage mounts the attached device at the node's global mount.
+	Stage struct {
+		Volume VolumeID
+		Device string
+		Op     uint64
+	}
+	// Unstage removes the global mount.
+	Unstage struct {
+		Volume VolumeID
+		Op     uint64
+	}
+	// Publish mounts the global mount into the workload's directory.
+	Publish struct {
+		Volume   VolumeID
+		UID      string
+		ReadOnly bool
+		Op       uint64
+	}
+	// Unpublish removes the workload's mount.
+	Unpublish struct {
+		Volume VolumeID
+		UID    string
+		Op     uint64
+	}
+	// Record is an event for operators.
+	Record struct {
+		Type     string
+		Workload string
+		Volume   VolumeID
+		Warning  bool
+		Message  string
+	}
+	// WakeAt asks for a Tick at At.
+	WakeAt struct{ At time.Time }
+)
+
+func (ReportInUse) isEffect() {}
+func (Stage) isEffect()       {}
+func (Unstage) isEffect()     {}
+func (Publish) isEffect()     {}
+func (Unpublish) isEffect()   {}
+func (Record) isEffect()      {}
+func (WakeAt) isEffect()      {}

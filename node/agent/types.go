@@ -1,0 +1,97 @@
+// Package agent is the pure state machine of a node agent (the kubelet
+// volume manager's job): which volumes the workloads on this node want,
+// which are staged (the node's global mount) and published (each
+// workload's mount), what to report in VolumesInUse, and which mount
+// operation to start next. It never touches the disk, never reads the clock,
+// never starts goroutines and never sees protobuf.
+//
+// Rules:
+//   - I3: a volume is staged or published only when the controller's latest
+//     persisted status lists it both in VolumesInUse (our report was heard)
+//     and in VolumesAttached (it is attached here).
+//   - a volume stays in VolumesInUse until it is fully unmounted (no stage,
+//     no publish, not even an uncertain one); only then may the controller
+//     detach it.
+//   - one operation at a time per volume; volumes proceed in parallel;
+//     failures back off per (volume, operation).
+//   - after a restart the machine starts from what Scan found on disk:
+//     working mounts are kept without remounting, half-done ones are
+//     completed if wanted and rolled back if not, and nothing is done
+//     until both the desired state and the node status are known.
+package agent
+
+import (
+	"time"
+
+	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/cloud"
+)
+
+type VolumeID = cloud.VolumeID
+
+// Use is one volume of a workload.
+type Use struct {
+	Volume   VolumeID
+	ReadOnly bool
+}
+
+// Workload is a workload scheduled on this node.
+type Workload struct {
+	UID     string
+	Volumes []Use
+}
+
+// Config holds the timing rules.
+type Config struct {
+	// WaitForAttachAndMount: a workload whose volumes are not all mounted
+	// this long after it arrived gets a WaitForAttachTimeout event.
+	WaitForAttachAndMount time.Duration
+	Backoff               backoff.Policy
+	Rand                  func() float64
+}
+
+// DefaultConfig is Kubernetes' values.
+func DefaultConfig() Config {
+	return Config{WaitForAttachAndMount: 2*time.Minute + 3*time.Second, Backoff: backoff.Default}
+}
+
+// Event types.
+const (
+	EventSuccessfulMount = "SuccessfulMountVolume"
+	EventFailedMount     = "FailedMount"
+	EventFailedUnmount   = "FailedUnmount"
+	EventWaitTimeout     = "WaitForAttachTimeout"
+	EventReconstructed   = "Reconstructed"
+)
+
+// Mount state of a stage or publish.
+type MountState int
+
+const (
+	Pending   MountState = iota + 1 // an operation is in flight
+	Mounted                         // done and working
+	Uncertain                       // failed, interrupted or found half-done on disk
+)
+
+func (s MountState) String() string {
+	switch s {
+	case Pending:
+		return "Pending"
+	case Mounted:
+		return "Mounted"
+	case Uncertain:
+		return "Uncertain"
+	}
+	return "?"
+}
+
+// Found is what a disk scan reports of one mount.
+type Found struct {
+	Mounted bool // a working mount; false: half-done (Partial)
+}
+
+// PubKey names one publish: a volume for a workload.
+type PubKey struct {
+	UID    string
+	Volume VolumeID
+}
