@@ -1934,6 +1934,232 @@ func (x *NodeWorkloads) GetWorkloads() []*WorkloadSpec {
 	return nil
 }
 
+// MountFinished carries a mount operation's result back to the node agent.
+type MountFinished struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Op            uint64                 `protobuf:"varint,2,opt,name=op,proto3" json:"op,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MountFinished) Reset() {
+	*x = MountFinished{}
+	mi := &file_controller_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MountFinished) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MountFinished) ProtoMessage() {}
+
+func (x *MountFinished) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MountFinished.ProtoReflect.Descriptor instead.
+func (*MountFinished) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *MountFinished) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *MountFinished) GetOp() uint64 {
+	if x != nil {
+		return x.Op
+	}
+	return 0
+}
+
+func (x *MountFinished) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// GetAgentStatus asks a node agent for its state; answered with AgentStatus.
+type GetAgentStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAgentStatus) Reset() {
+	*x = GetAgentStatus{}
+	mi := &file_controller_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAgentStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAgentStatus) ProtoMessage() {}
+
+func (x *GetAgentStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAgentStatus.ProtoReflect.Descriptor instead.
+func (*GetAgentStatus) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{31}
+}
+
+type AgentMount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	WorkloadUid   string                 `protobuf:"bytes,2,opt,name=workload_uid,json=workloadUid,proto3" json:"workload_uid,omitempty"` // empty for the node's global (staged) mount
+	State         string                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`                                // Pending, Mounted, Uncertain
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentMount) Reset() {
+	*x = AgentMount{}
+	mi := &file_controller_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentMount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentMount) ProtoMessage() {}
+
+func (x *AgentMount) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentMount.ProtoReflect.Descriptor instead.
+func (*AgentMount) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *AgentMount) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *AgentMount) GetWorkloadUid() string {
+	if x != nil {
+		return x.WorkloadUid
+	}
+	return ""
+}
+
+func (x *AgentMount) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+type AgentStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	VolumesInUse  []string               `protobuf:"bytes,2,rep,name=volumes_in_use,json=volumesInUse,proto3" json:"volumes_in_use,omitempty"`
+	Mounts        []*AgentMount          `protobuf:"bytes,3,rep,name=mounts,proto3" json:"mounts,omitempty"`
+	Ready         bool                   `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"` // restored, desired state and node status known
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentStatus) Reset() {
+	*x = AgentStatus{}
+	mi := &file_controller_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentStatus) ProtoMessage() {}
+
+func (x *AgentStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentStatus.ProtoReflect.Descriptor instead.
+func (*AgentStatus) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AgentStatus) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *AgentStatus) GetVolumesInUse() []string {
+	if x != nil {
+		return x.VolumesInUse
+	}
+	return nil
+}
+
+func (x *AgentStatus) GetMounts() []*AgentMount {
+	if x != nil {
+		return x.Mounts
+	}
+	return nil
+}
+
+func (x *AgentStatus) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
 var File_controller_proto protoreflect.FileDescriptor
 
 const file_controller_proto_rawDesc = "" +
@@ -2081,7 +2307,22 @@ const file_controller_proto_rawDesc = "" +
 	"\avolumes\x18\x02 \x03(\v2\x1a.tether.messages.VolumeUseR\avolumes\"`\n" +
 	"\rNodeWorkloads\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
-	"\tworkloads\x18\x02 \x03(\v2\x1d.tether.messages.WorkloadSpecR\tworkloads*C\n" +
+	"\tworkloads\x18\x02 \x03(\v2\x1d.tether.messages.WorkloadSpecR\tworkloads\"R\n" +
+	"\rMountFinished\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x0e\n" +
+	"\x02op\x18\x02 \x01(\x04R\x02op\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\x10\n" +
+	"\x0eGetAgentStatus\"b\n" +
+	"\n" +
+	"AgentMount\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12!\n" +
+	"\fworkload_uid\x18\x02 \x01(\tR\vworkloadUid\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\"\x92\x01\n" +
+	"\vAgentStatus\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12$\n" +
+	"\x0evolumes_in_use\x18\x02 \x03(\tR\fvolumesInUse\x123\n" +
+	"\x06mounts\x18\x03 \x03(\v2\x1b.tether.messages.AgentMountR\x06mounts\x12\x14\n" +
+	"\x05ready\x18\x04 \x01(\bR\x05ready*C\n" +
 	"\n" +
 	"AccessMode\x12\x19\n" +
 	"\x15ACCESS_MODE_EXCLUSIVE\x10\x00\x12\x1a\n" +
@@ -2100,7 +2341,7 @@ func file_controller_proto_rawDescGZIP() []byte {
 }
 
 var file_controller_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_controller_proto_goTypes = []any{
 	(AccessMode)(0),                // 0: tether.messages.AccessMode
 	(*SetDesiredNodes)(nil),        // 1: tether.messages.SetDesiredNodes
@@ -2133,27 +2374,32 @@ var file_controller_proto_goTypes = []any{
 	(*VolumeUse)(nil),              // 28: tether.messages.VolumeUse
 	(*WorkloadSpec)(nil),           // 29: tether.messages.WorkloadSpec
 	(*NodeWorkloads)(nil),          // 30: tether.messages.NodeWorkloads
-	nil,                            // 31: tether.messages.VolumeRestored.AttachedEntry
-	nil,                            // 32: tether.messages.SyncBatchFinished.ActualEntry
-	nil,                            // 33: tether.messages.NodeVolumes.VolumesEntry
+	(*MountFinished)(nil),          // 31: tether.messages.MountFinished
+	(*GetAgentStatus)(nil),         // 32: tether.messages.GetAgentStatus
+	(*AgentMount)(nil),             // 33: tether.messages.AgentMount
+	(*AgentStatus)(nil),            // 34: tether.messages.AgentStatus
+	nil,                            // 35: tether.messages.VolumeRestored.AttachedEntry
+	nil,                            // 36: tether.messages.SyncBatchFinished.ActualEntry
+	nil,                            // 37: tether.messages.NodeVolumes.VolumesEntry
 }
 var file_controller_proto_depIdxs = []int32{
 	0,  // 0: tether.messages.SetDesiredNodes.access_mode:type_name -> tether.messages.AccessMode
-	31, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
+	35, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
 	0,  // 2: tether.messages.VolumeStatus.access_mode:type_name -> tether.messages.AccessMode
 	10, // 3: tether.messages.VolumeStatus.attachments:type_name -> tether.messages.VolumeAttachment
 	19, // 4: tether.messages.NodeStatus.volumes_attached:type_name -> tether.messages.AttachedVolume
-	32, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
-	33, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
+	36, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
+	37, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
 	19, // 7: tether.messages.NodeStatusUpdated.volumes_attached:type_name -> tether.messages.AttachedVolume
 	28, // 8: tether.messages.WorkloadSpec.volumes:type_name -> tether.messages.VolumeUse
 	29, // 9: tether.messages.NodeWorkloads.workloads:type_name -> tether.messages.WorkloadSpec
-	23, // 10: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	33, // 10: tether.messages.AgentStatus.mounts:type_name -> tether.messages.AgentMount
+	23, // 11: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_controller_proto_init() }
@@ -2167,7 +2413,7 @@ func file_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_controller_proto_rawDesc), len(file_controller_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

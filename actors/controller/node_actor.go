@@ -72,6 +72,9 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 		panic(fmt.Sprintf("node %s: rebuild from store: %v", a.name, err))
 	}
 	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
+	// An agent that started before this actor is waiting for its state.
+	a.sendWorkloads(ctx)
+	a.pushStatus(ctx)
 }
 
 func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tether/tether/actors/backoff"
@@ -221,4 +222,36 @@ func sortedStrings(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Mount is one stage (UID "") or publish in Status.
+type Mount struct {
+	Volume VolumeID
+	UID    string
+	State  MountState
+}
+
+// Status is a read-only view of the machine.
+type Status struct {
+	Ready  bool // disk scanned, desired state and node status known
+	InUse  []VolumeID
+	Mounts []Mount
+}
+
+// Status returns a copy of the machine's state, mounts sorted.
+func (a *Agent) Status() Status {
+	st := Status{Ready: a.restored && a.desiredKnown && a.statusKnown, InUse: slices.Clone(a.reported)}
+	for v, s := range a.stages {
+		st.Mounts = append(st.Mounts, Mount{Volume: v, State: s})
+	}
+	for k, s := range a.pubs {
+		st.Mounts = append(st.Mounts, Mount{Volume: k.Volume, UID: k.UID, State: s})
+	}
+	slices.SortFunc(st.Mounts, func(x, y Mount) int {
+		if x.Volume != y.Volume {
+			return strings.Compare(string(x.Volume), string(y.Volume))
+		}
+		return strings.Compare(x.UID, y.UID)
+	})
+	return st
 }

@@ -1,0 +1,206 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/sirupsen/logrus"
+
+	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
+)
+
+// Devices turns a device path the controller reported into the directory
+// that holds the volume's content on this node (the sim cloud's "block
+// device"). It fails unless the volume is attached here.
+type Devices interface {
+	Source(ctx context.Context, device string) (string, error)
+}
+
+// Config of one node agent.
+type Config struct {
+	Node    cloud.NodeName
+	DataDir string
+	// Plugin names the volume plugin in the on-disk layout.
+	Plugin         string
+	Agent          agent.Config
+	HeartbeatEvery time.Duration
+	Clock          clock.Clock
+	Log            logrus.FieldLogger
+	// Mounter mounts; nil means mount.Default (bind mounts as root,
+	// symlinks otherwise).
+	Mounter mount.Mounter
+	Devices Devices
+	// Controller resolves the controller-side node actor of a node.
+	Controller func(cloud.NodeName) *actor.PID
+	Events     *events.Recorder
+	// OpTimeout bounds one mount operation.
+	OpTimeout time.Duration
+}
+
+// DefaultConfig: Kubernetes' timings; the plugin is the sim cloud's.
+func DefaultConfig() Config {
+	return Config{Plugin: "tether-sim", Agent: agent.DefaultConfig(), HeartbeatEvery: 10 * time.Second,
+		Clock: clock.Real(), Log: logrus.StandardLogger(), OpTimeout: time.Minute}
+}
+
+// agentActor is the shell. Its state is rebuilt on every start from the disk
+// and from the controller.
+type agentActor struct {
+	cfg     *Config
+	layout  layout.Layout
+	mounter mount.Mounter
+	core    *agent.Agent
+	self    *actor.PID
+	sys     *actor.ActorSystem
+	wake    clock.Timer
+	wakeAt  time.Time
+	beat    clock.Timer
+	ops     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+func (a *agentActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.onStarted(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		a.shutdown()
+	case *messages.Crash:
+		panic("agent " + string(a.cfg.Node) + ": crash requested: " + m.Reason)
+	case *messages.GetAgentStatus:
+		ctx.Respond(a.status())
+	case *messages.NodeWorkloads:
+		a.step(ctx, agent.DesiredChanged{Workloads: workloadsFromProto(m)})
+	case *messages.NodeStatusUpdated:
+		a.step(ctx, statusFromProto(m))
+	case *messages.MountFinished:
+		a.step(ctx, agent.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error})
+	case *messages.Wake:
+		a.wake = nil
+		a.step(ctx, agent.Tick{})
+	case *messages.Heartbeat:
+		a.onHeartbeat(ctx)
+	}
+}
+
+func (a *agentActor) onStarted(ctx actor.Context) {
+	a.self, a.sys = ctx.Self(), ctx.ActorSystem()
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	l, err := layout.New(a.cfg.DataDir)
+	if err != nil {
+		panic(fmt.Sprintf("agent %s: %v", a.cfg.Node, err))
+	}
+	a.layout = l
+	a.mounter = a.cfg.Mounter
+	if a.mounter == nil {
+		a.mounter = mount.Default(l)
+	}
+	a.core = agent.New(a.cfg.Agent)
+	restored, err := a.scan()
+	if err != nil {
+		// Without knowing what is mounted the agent must not act: fail and
+		// let the supervisor retry with backoff.
+		panic(fmt.Sprintf("agent %s: reading %s back: %v", a.cfg.Node, l.Root(), err))
+	}
+	a.step(ctx, restored)
+	a.onHeartbeat(ctx) // says hello: the node actor answers with our state
+}
+
+// onHeartbeat tells the controller we are alive and, until the agent knows
+// its desired state, asks for it again (a hello lost while the controller
+// was down costs one heartbeat period, never more).
+func (a *agentActor) onHeartbeat(ctx actor.Context) {
+	ctl := a.cfg.Controller(a.cfg.Node)
+	ctx.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)})
+	st := a.core.Status()
+	if !st.Ready {
+		ctx.Send(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)})
+	} else {
+		// Repeat the report: at-most-once delivery must not leave the
+		// controller with a stale VolumesInUse.
+		ctx.Send(ctl, inUseMsg(a.cfg.Node, st.InUse))
+	}
+	self := a.self
+	sys := ctx.ActorSystem()
+	a.beat = a.cfg.Clock.AfterFunc(a.cfg.HeartbeatEvery, func() { sys.Root.Send(self, &messages.Heartbeat{}) })
+}
+
+func (a *agentActor) shutdown() {
+	if a.wake != nil {
+		a.wake.Stop()
+	}
+	if a.beat != nil {
+		a.beat.Stop()
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.ops.Wait() // mount operations are local and bounded by OpTimeout
+}
+
+func (a *agentActor) step(ctx actor.Context, ev agent.Event) {
+	for _, eff := range a.core.Step(a.cfg.Clock.Now(), ev) {
+		a.run(ctx, eff)
+	}
+}
+
+// Agent is a running node agent.
+type Agent struct {
+	sys *actor.ActorSystem
+	pid *actor.PID
+	cfg *Config
+}
+
+// AgentName is the agent's name in the actor system: controllers find it
+// by the node's name.
+func AgentName(node cloud.NodeName) string { return "agent/" + string(node) }
+
+// Start validates the configuration and spawns the agent of cfg.Node under
+// guardian (the supervisor strategy that restarts it when it fails).
+func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy) (*Agent, error) {
+	if err := layout.ValidName(layout.KindNode, string(cfg.Node)); err != nil {
+		return nil, err
+	}
+	if _, err := layout.New(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if cfg.Devices == nil || cfg.Controller == nil {
+		return nil, fmt.Errorf("node agent %s: Devices and Controller are required", cfg.Node)
+	}
+	c := cfg
+	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, actor.WithGuardian(guardian))
+	pid, err := sys.Root.SpawnNamed(props, AgentName(cfg.Node))
+	if err != nil {
+		return nil, fmt.Errorf("node agent %s: %w", cfg.Node, err)
+	}
+	return &Agent{sys: sys, pid: pid, cfg: &c}, nil
+}
+
+// PID of the agent (it keeps its PID across restarts).
+func (a *Agent) PID() *actor.PID { return a.pid }
+
+// Stop stops the agent and waits for its mount operations to finish. It
+// leaves the mounts in place: a node agent that stops does not unmount what
+// workloads use.
+func (a *Agent) Stop() error {
+	return a.sys.Root.StopFuture(a.pid).Wait()
+}
+
+// Status asks the agent for its state.
+func (a *Agent) Status(timeout time.Duration) (*messages.AgentStatus, error) {
+	res, err := a.sys.Root.RequestFuture(a.pid, &messages.GetAgentStatus{}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("node agent %s: status: %w", a.cfg.Node, err)
+	}
+	return res.(*messages.AgentStatus), nil
+}
