@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
@@ -99,5 +102,24 @@ func TestStaleDesiredStateIgnored(t *testing.T) {
 	r.sys.Root.Send(r.pid(volumePrefix+"v1"), &messages.SetDesiredNodes{VolumeId: "v1", Revision: 1})
 	if got := r.volState("v1", "n1"); got != "Attached" || detaches(r) != 0 {
 		t.Fatalf("after a stale desired state: %s, %d detaches", got, detaches(r))
+	}
+}
+
+func TestBadNamesRefused(t *testing.T) {
+	r := newRig(t)
+	r.node("n1")
+	for _, bad := range []string{"", "..", "../etc", "a/b", "/abs", "a\x00b", strings.Repeat("x", 129)} {
+		if err := r.ctl.ApplyVolume(store.VolumeSpec{ID: cloud.VolumeID(bad)}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("volume %q: err = %v, want ErrInvalid", bad, err)
+		}
+		if err := r.ctl.ApplyNode(store.NodeSpec{Name: cloud.NodeName(bad)}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("node %q: err = %v, want ErrInvalid", bad, err)
+		}
+		if err := r.ctl.ApplyWorkload(store.Workload{UID: bad, Node: "n1"}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("workload %q: err = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if vols, _ := r.store.Volumes(); len(vols) != 0 {
+		t.Fatalf("store holds %v after refused applies", vols)
 	}
 }

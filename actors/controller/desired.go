@@ -8,6 +8,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
+	"github.com/tether/tether/node/layout"
 )
 
 // ErrInvalid is wrapped by every refusal of a desired-state change.
@@ -15,8 +16,8 @@ var ErrInvalid = errors.New("controller: invalid request")
 
 // ApplyVolume creates or updates a volume.
 func (c *Controller) ApplyVolume(v store.VolumeSpec) error {
-	if v.ID == "" {
-		return fmt.Errorf("%w: volume without an ID", ErrInvalid)
+	if err := layout.ValidName(layout.KindVolume, string(v.ID)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -46,8 +47,8 @@ func (c *Controller) DeleteVolume(id cloud.VolumeID) error {
 
 // ApplyNode registers a node; its actor starts and keeps its status.
 func (c *Controller) ApplyNode(n store.NodeSpec) error {
-	if n.Name == "" {
-		return fmt.Errorf("%w: node without a name", ErrInvalid)
+	if err := layout.ValidName(layout.KindNode, string(n.Name)); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -62,8 +63,8 @@ func (c *Controller) ApplyNode(n store.NodeSpec) error {
 // exist. An exclusive volume claimed on two nodes is accepted: the second
 // node waits (Multi-Attach), as in Kubernetes.
 func (c *Controller) ApplyWorkload(w store.Workload) error {
-	if w.UID == "" {
-		return fmt.Errorf("%w: workload without a UID", ErrInvalid)
+	if err := layout.ValidName(layout.KindWorkload, w.UID); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
