@@ -192,4 +192,3 @@ func statusFromProto(m *messages.NodeStatusUpdated) agent.StatusChanged {
 	}
 	return s
 }
-

@@ -16,9 +16,13 @@ type Restored struct {
 	Mode    cloud.AccessMode
 	Desired []NodeName
 	Listed  map[NodeName]string // node -> device path, from VolumesAttached
-	Nodes   map[NodeName]NodeInfo
-	Truth   map[NodeName]bool
-	AsOf    time.Time
+	// Detaching lists the nodes whose status says a detach was prepared
+	// and not known to have finished: an earlier incarnation's CallDetach
+	// may still land there.
+	Detaching []NodeName
+	Nodes     map[NodeName]NodeInfo
+	Truth     map[NodeName]bool
+	AsOf      time.Time
 }
 
 // DesiredChanged replaces the desired nodes (in the order they were asked for).

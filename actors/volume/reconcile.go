@@ -42,7 +42,7 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 	if a.DetachRequested.IsZero() {
 		a.DetachRequested = now
 	}
-	if a.op != 0 || !v.canStart(n) {
+	if a.op != 0 || !v.canStart(n) || now.Before(a.Fence) {
 		return nil
 	}
 	if ok, at := v.ready(now, n, opDetach); !ok {
@@ -94,7 +94,7 @@ func (v *Volume) detachAllowed(now time.Time, n NodeName, a *Attachment) (force 
 
 func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
 	a := v.att[n]
-	if a != nil && a.State != Uncertain {
+	if a != nil && (a.State != Uncertain || now.Before(a.Fence)) {
 		return nil
 	}
 	if !v.canStart(n) {
@@ -148,11 +148,23 @@ func (v *Volume) attachedElsewhere(n NodeName) (NodeName, bool) {
 	return "", false
 }
 
-// checkPrepare fails a PrepareDetach that got no answer in PrepareTimeout.
+// checkPrepare fails a PrepareDetach that got no answer in PrepareTimeout
+// and keeps asking to be woken for it while it waits; it also lifts a
+// rebuild fence once it has passed (the Uncertain attachment is then
+// resolved by an idempotent attach or detach, as any other).
 func (v *Volume) checkPrepare(now time.Time, n NodeName) []Effect {
 	a := v.att[n]
-	if a.State != Detaching || a.prepared || a.op == 0 || now.Before(a.Since.Add(v.cfg.PrepareTimeout)) {
+	if !a.Fence.IsZero() {
+		if now.Before(a.Fence) {
+			return []Effect{WakeAt{At: a.Fence}}
+		}
+		a.Fence = time.Time{}
+	}
+	if a.State != Detaching || a.prepared || a.op == 0 {
 		return nil
+	}
+	if deadline := a.Since.Add(v.cfg.PrepareTimeout); now.Before(deadline) {
+		return []Effect{WakeAt{At: deadline}}
 	}
 	return v.onDetachPrepared(now, DetachPrepared{Node: n, Op: a.op, Msg: "node actor did not answer in " + v.cfg.PrepareTimeout.String()})
 }

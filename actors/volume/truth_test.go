@@ -14,7 +14,7 @@ func TestPrepareBeforeDetachAndFailedPrepare(t *testing.T) {
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.wantState("n1", "Detaching")
-	h.expect(DetachPrepared{Node: "n1", Op: h.ops["n1"], OK: false, Msg: "disk full"}, "event FailedDetachVolume n1", "wake +500ms")
+	h.expect(DetachPrepared{Node: "n1", Op: h.ops["n1"], OK: false, Msg: "disk full"}, "event FailedDetachVolume n1", "report-attached n1 /dev/xn1", "wake +500ms")
 	h.wantState("n1", "Attached")
 	h.advance(500 * time.Millisecond)
 	h.expect(Tick{}, "prepare n1", "wake +30s")
@@ -27,7 +27,7 @@ func TestPrepareWithoutAnswerTimesOut(t *testing.T) {
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.advance(30 * time.Second)
-	h.expect(Tick{}, "event FailedDetachVolume n1", "wake +500ms")
+	h.expect(Tick{}, "event FailedDetachVolume n1", "report-attached n1 /dev/xn1", "wake +500ms")
 	h.wantState("n1", "Attached")
 	h.advance(500 * time.Millisecond)
 	h.expect(Tick{}, "prepare n1", "wake +30s")
@@ -37,7 +37,7 @@ func TestWantedAgainWhilePreparing(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
-	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n1")})
+	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n1")}, "wake +30s")
 	h.expect(h.prepared("n1"), "report-attached n1 /dev/xn1")
 	h.wantState("n1", "Attached")
 }
@@ -55,7 +55,7 @@ func TestFailedDetachIsUncertain(t *testing.T) {
 	h.expect(Tick{}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
 	// Not found: the volume is not attached there; done (I7).
-	h.expect(DetachDone{Node: "n1", Op: h.ops["n1"], Err: cloud.KindNotFound}, "event SuccessfulDetachVolume n1")
+	h.expect(DetachDone{Node: "n1", Op: h.ops["n1"], Err: cloud.KindNotFound}, "report-detached n1", "event SuccessfulDetachVolume n1")
 	h.wantState("n1", "none")
 }
 
@@ -138,4 +138,25 @@ func TestIdleAfterEverythingDetached(t *testing.T) {
 	if !h.v.Idle() {
 		t.Fatalf("not idle: %+v", h.v.Status())
 	}
+}
+
+// A rebuilt machine whose node status says a detach was prepared there
+// freezes that node until any call of the earlier incarnation has ended,
+// then asks the cloud; it reports nothing attached there meanwhile.
+func TestRebuildFencesNodesWithDetachInFlight(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.expect(Restored{
+		Mode:      cloud.Exclusive,
+		Desired:   nodes("n1"),
+		Truth:     map[NodeName]bool{"n1": true}, // the old detach has not landed yet
+		Detaching: nodes("n1"),
+		AsOf:      h.now,
+	}, "report-detached n1", "wake +1m0s")
+	h.wantState("n1", "Uncertain")
+	h.advance(30 * time.Second)
+	h.expect(Verified{Node: "n1", Attached: true, AsOf: h.now}, "wake +30s") // truth from inside the fence does not count
+	h.expect(Tick{}, "wake +30s")
+	h.advance(30 * time.Second)
+	h.expect(Tick{}, "attach n1") // attach is idempotent: it resolves the uncertainty
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
 }

@@ -61,6 +61,12 @@ type Attachment struct {
 	// desired).
 	DetachRequested time.Time
 
+	// Fence: until this time no operation starts on this node and no truth
+	// older than it counts. Set at rebuild for a node where an earlier
+	// incarnation may still have a detach in flight (its calls end by
+	// CloudTimeout); at the fence the machine asks the cloud (VerifyNode).
+	Fence time.Time
+
 	op       uint64 // operation in flight (Attaching, Detaching)
 	prepared bool   // Detaching: node status persisted, CallDetach sent
 	force    string // Detaching: force reason, "" when not forced
@@ -83,14 +89,22 @@ type Config struct {
 	// PrepareTimeout bounds the wait for DetachPrepared: a node actor that
 	// died may never answer. Past it the detach counts as failed.
 	PrepareTimeout time.Duration
-	Backoff        backoff.Policy
+	// CloudTimeout bounds every cloud call; a rebuilt machine fences nodes
+	// with a detach of an earlier incarnation possibly in flight for this
+	// long.
+	CloudTimeout time.Duration
+	// TruthMemory is how long a removed attachment's time is remembered to
+	// reject stale truth about it.
+	TruthMemory time.Duration
+	Backoff     backoff.Policy
 	// Rand draws the backoff jitter in [0,1); nil means no jitter.
 	Rand func() float64
 }
 
 // DefaultConfig is Kubernetes' values.
 func DefaultConfig() Config {
-	return Config{MaxWaitForUnmount: 6 * time.Minute, PrepareTimeout: 30 * time.Second, Backoff: backoff.Default}
+	return Config{MaxWaitForUnmount: 6 * time.Minute, PrepareTimeout: 30 * time.Second, CloudTimeout: time.Minute,
+		TruthMemory: 10 * time.Minute, Backoff: backoff.Default}
 }
 
 // Event types, in Kubernetes' words.

@@ -39,6 +39,11 @@ type Volume struct {
 	multiAttach map[NodeName]bool
 	nextOp      uint64
 	opBase      uint64
+	// removed remembers when an attachment was deleted, per node, so that
+	// truth asked before that is recognized as stale.
+	removed map[NodeName]time.Time
+	// floor: truth asked before the rebuild is stale.
+	floor time.Time
 }
 
 // New returns the machine for volume id. opBase makes operation numbers of
@@ -108,12 +113,31 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 	for n, dev := range e.Listed {
 		v.att[n] = &Attachment{State: Attached, DevicePath: dev}
 	}
-	if e.Truth == nil {
-		return nil
-	}
 	var effs []Effect
-	for _, n := range sortedNodes(e.Truth) {
-		effs = append(effs, v.onVerified(now, Verified{Node: n, Attached: e.Truth[n], DevicePath: e.Listed[n], AsOf: e.AsOf})...)
+	if e.Truth != nil {
+		for _, n := range sortedNodes(e.Truth) {
+			if slices.Contains(e.Detaching, n) {
+				continue // fenced below: this truth may predate the old detach
+			}
+			effs = append(effs, v.onVerified(now, Verified{Node: n, Attached: e.Truth[n], DevicePath: e.Listed[n], AsOf: e.AsOf})...)
+		}
+	}
+	for _, a := range v.att {
+		a.Since = e.AsOf
+	}
+	v.floor = e.AsOf
+	for _, n := range e.Detaching {
+		// Whatever the verify said, an old detach may still land: freeze
+		// the node, not reported, until every call of the old incarnation
+		// has ended, then ask again.
+		a := v.att[n]
+		if a == nil {
+			a = &Attachment{}
+			v.att[n] = a
+		}
+		v.set(a, Uncertain, now)
+		a.Fence = now.Add(v.cfg.CloudTimeout)
+		effs = append(effs, ReportDetached{Node: n}, WakeAt{At: a.Fence})
 	}
 	return effs
 }
@@ -155,16 +179,24 @@ func (v *Volume) onDetachPrepared(now time.Time, e DetachPrepared) []Effect {
 		return nil
 	}
 	if !e.OK {
-		// The status still lists the volume (the failed write changed
-		// nothing), so nothing was detached: back to where we were.
+		// Nothing was detached: back to where we were. The node may or may
+		// not still list the volume (a late answer): report it again.
 		a.op = 0
 		v.set(a, a.prev, now)
-		return v.failed(now, e.Node, opDetach, EventFailedDetach, "persisting node status before detach: "+e.Msg)
+		effs := v.failed(now, e.Node, opDetach, EventFailedDetach, "preparing node status for detach: "+e.Msg)
+		if a.State == Attached {
+			effs = append(effs, ReportAttached{Node: e.Node, DevicePath: a.DevicePath})
+		}
+		return effs
 	}
-	if v.isDesired(e.Node) && a.force == "" {
-		// Wanted again while the status was being written: keep it.
+	if _, allowed, _ := v.detachAllowed(now, e.Node, a); (v.isDesired(e.Node) && a.force == "") || (!allowed && a.force == "") {
+		// Wanted again, or reported in use, while the status was being
+		// written: keep it (I2), and list it again.
 		a.op = 0
-		v.set(a, Attached, now)
+		v.set(a, a.prev, now)
+		if a.State != Attached {
+			return nil
+		}
 		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
 	}
 	a.prepared = true
@@ -181,9 +213,9 @@ func (v *Volume) onDetachDone(now time.Time, e DetachDone) []Effect {
 		v.set(a, Uncertain, now)
 		return v.failed(now, e.Node, opDetach, EventFailedDetach, e.Msg)
 	}
-	delete(v.att, e.Node)
+	v.remove(e.Node, now)
 	delete(v.backoffs, opKey{e.Node, opDetach}) // success resets the backoff
-	return []Effect{Record{Type: EventSuccessfulDetach, Node: e.Node,
+	return []Effect{ReportDetached{Node: e.Node}, Record{Type: EventSuccessfulDetach, Node: e.Node,
 		Message: fmt.Sprintf("DetachVolume.Detach succeeded for volume %q from node %q", v.id, e.Node)}}
 }
 
@@ -192,8 +224,11 @@ func (v *Volume) onDetachDone(now time.Time, e DetachDone) []Effect {
 // stale and ignored: the operation's own result decides.
 func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 	a := v.att[e.Node]
-	if a != nil && (a.op != 0 || e.AsOf.Before(a.Since)) {
+	if a != nil && (a.op != 0 || !e.AsOf.After(a.Since) || e.AsOf.Before(a.Fence)) {
 		return nil
+	}
+	if a == nil && (!e.AsOf.After(v.removed[e.Node]) || e.AsOf.Before(v.floor)) {
+		return nil // asked before this attachment was removed, or before the rebuild
 	}
 	switch {
 	case e.Attached && a == nil:
@@ -217,13 +252,29 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 		}
 		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
 	case !e.Attached && a != nil && a.State == Attached:
-		delete(v.att, e.Node)
+		v.remove(e.Node, now)
 		return []Effect{ReportDetached{Node: e.Node}, Record{Type: EventAttachmentLost, Node: e.Node, Warning: true,
 			Message: fmt.Sprintf("the cloud reports volume %q no longer attached to node %q", v.id, e.Node)}}
 	case !e.Attached && a != nil && a.State == Uncertain:
-		delete(v.att, e.Node)
+		v.remove(e.Node, now)
+		return []Effect{ReportDetached{Node: e.Node}}
 	}
 	return nil
+}
+
+// remove deletes an attachment and remembers when, so that truth asked
+// before now is recognized as stale.
+func (v *Volume) remove(n NodeName, now time.Time) {
+	delete(v.att, n)
+	if v.removed == nil {
+		v.removed = map[NodeName]time.Time{}
+	}
+	v.removed[n] = now
+	for m, at := range v.removed {
+		if now.Sub(at) > v.cfg.TruthMemory {
+			delete(v.removed, m)
+		}
+	}
 }
 
 func (v *Volume) failed(now time.Time, n NodeName, k opKind, typ, msg string) []Effect {

@@ -36,9 +36,9 @@ func TestExclusiveOnTwoNodes(t *testing.T) {
 	// The workload leaves n1: detach waits for n1 to stop using it.
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")})
 	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1", "wake +30s")
-	h.expect(Tick{}) // no attach to n2 while the detach is in flight
+	h.expect(Tick{}, "wake +30s") // no attach to n2 while the detach is in flight
 	h.expect(h.prepared("n1"), "detach n1")
-	h.expect(h.detached("n1"), "event SuccessfulDetachVolume n1", "attach n2")
+	h.expect(h.detached("n1"), "report-detached n1", "event SuccessfulDetachVolume n1", "attach n2")
 	h.expect(h.attached("n2"), "report-attached n2 /dev/xn2", "event SuccessfulAttachVolume n2")
 	h.wantState("n1", "none")
 }
@@ -63,7 +63,7 @@ func TestMultiNodeOnThreeNodesAtOnce(t *testing.T) {
 	h.expect(h.attached("n3"), "report-attached n3 /dev/xn3", "event SuccessfulAttachVolume n3")
 	// Detaching from one node does not block the others.
 	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3")}, "prepare n2", "wake +30s")
-	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3 n4")}, "attach n4")
+	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3 n4")}, "attach n4", "wake +30s")
 }
 
 func TestDetachWaitsWhileInUse(t *testing.T) {
@@ -126,7 +126,7 @@ func TestOutOfServiceDetachesAtOnce(t *testing.T) {
 	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, Ready: true, OutOfService: true}},
 		"prepare n1", "event ForceDetach n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1 force=out-of-service")
-	h.expect(h.detached("n1"), "event SuccessfulDetachVolume n1", "attach n2")
+	h.expect(h.detached("n1"), "report-detached n1", "event SuccessfulDetachVolume n1", "attach n2")
 }
 
 func TestAttachBackoffDoubles(t *testing.T) {
@@ -146,7 +146,7 @@ func TestAttachBackoffDoubles(t *testing.T) {
 	// Success resets the backoff: the next failure waits 500 ms again.
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
-	h.expect(h.detached("n1"), "event SuccessfulDetachVolume n1")
+	h.expect(h.detached("n1"), "report-detached n1", "event SuccessfulDetachVolume n1")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n1")}, "attach n1")
 	h.expect(h.attachFailed("n1", cloud.KindThrottled), "event FailedAttachVolume n1", "wake +500ms")
 }

@@ -51,6 +51,11 @@ type Config struct {
 	Seed int64
 	// Now is the clock of the throttle and of Change.Time; default time.Now.
 	Now func() time.Time
+	// ContentDir, when set, gives every volume a directory of content,
+	// <ContentDir>/<volume>, made by CreateVolume: the "block device" a
+	// node mounts (see DeviceSource). Empty: volumes have no content and
+	// nothing is written to disk.
+	ContentDir string
 }
 
 // Cloud is an in-memory cloud.Provider. Create it with New.
@@ -68,6 +73,7 @@ type Cloud struct {
 	insts    map[cloud.InstanceID]*instance
 	vols     map[cloud.VolumeID]*volume
 	obs      observers
+	content  string // Config.ContentDir made absolute; immutable after New
 }
 
 var _ cloud.Provider = (*Cloud)(nil)
@@ -110,6 +116,7 @@ func New(cfg Config) *Cloud {
 		vols:     make(map[cloud.VolumeID]*volume),
 	}
 	c.bucket.reset(cfg.ThrottleRate, cfg.ThrottleBurst)
+	c.content = contentRoot(cfg.ContentDir)
 	return c
 }
 
@@ -138,7 +145,19 @@ func (c *Cloud) AddInstance(node cloud.NodeName) cloud.InstanceID {
 // CreateVolume creates a detached volume. It is idempotent: creating an
 // existing volume again does nothing, and in particular keeps its original
 // mode (a mode change is ignored, as a real cloud cannot change it either).
+//
+// With Config.ContentDir set it also creates the volume's content
+// directory, unless id is not a valid name (layout.ValidName): such a
+// volume has no content. Errors creating the directory are dropped; use
+// CreateVolumeChecked to see them.
 func (c *Cloud) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) {
+	c.createVolume(id, mode)
+	if c.content != "" && validVolume(id) == nil {
+		_ = c.makeContent(id)
+	}
+}
+
+func (c *Cloud) createVolume(id cloud.VolumeID, mode cloud.AccessMode) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.vols[id]; ok {

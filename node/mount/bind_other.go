@@ -4,6 +4,7 @@ package mount
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/tether/tether/node/layout"
 )
@@ -21,6 +22,6 @@ func (unsupported) Publish(string, string, bool) error    { return errUnsupporte
 func (unsupported) Unpublish(string) error                { return errUnsupported }
 func (unsupported) Inspect(string) (State, string, error) { return Absent, "", errUnsupported }
 
-var errUnsupported = errors.Join(errors.New("mount: bind mounts need Linux"), errors.ErrUnsupported)
+var errUnsupported = fmt.Errorf("mount: bind mounts need Linux: %w", errors.ErrUnsupported)
 
 func probeBind(layout.Layout) error { return errUnsupported }

@@ -5,10 +5,12 @@
 //
 // It never builds a path from a name (package layout does, after validating
 // the name), never creates, changes or removes anything outside the
-// layout's root, never follows a symlink below the root when creating or
-// removing, and never deletes data: it removes only symlinks, empty
-// directories and the mounts it made. It keeps no state of its own, so
-// every answer comes from the filesystem and the kernel's mount table.
+// layout's root, and never deletes data: it removes only symlinks, empty
+// directories and mounts. Below the root it refuses to create or remove
+// through a symlink (each component is checked before use; a concurrent
+// writer to the data directory is outside its threat model). It keeps no
+// state of its own: every answer comes from the filesystem and the
+// kernel's mount table.
 //
 // Operations on different targets may run concurrently; operations on the
 // same target must be serialized by the caller (the node agent runs them

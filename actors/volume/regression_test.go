@@ -8,13 +8,13 @@ import (
 	"github.com/tether/tether/cloud"
 )
 
-// REVIEW: a multi-node volume starts PrepareDetach on n1 while n2's attach
+// Regression (found in review): a multi-node volume starts PrepareDetach on n1 while n2's attach
 // is backing off. coalesceWakes keeps only the earliest WakeAt (n2's
 // backoff), and checkPrepare never re-emits the PrepareTimeout deadline, so
 // once n2's wake has fired nothing ever asks for a Tick at the prepare
 // deadline: if the node actor never answers (the very case PrepareTimeout
 // exists for), n1 stays Detaching forever.
-func TestReviewPrepareTimeoutWakeIsLost(t *testing.T) {
+func TestRegressionPrepareTimeoutWakeIsLost(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.expect(restored(cloud.MultiNode, "n1 n2"), "attach n1", "attach n2")
 	h.step(h.attached("n1"))
@@ -58,21 +58,44 @@ func TestReviewPrepareTimeoutWakeIsLost(t *testing.T) {
 	}
 }
 
-// REVIEW: the node reports the volume in use after PrepareDetach was sent
+// Regression (found in review): the node reports the volume in use after PrepareDetach was sent
 // but before it was answered (the node actor handles InUseReported, then
 // DetachRequested; the volume actor receives NodeChanged{InUse}, then
 // DetachPrepared{OK}). onDetachPrepared re-checks desire but not I2, so a
 // volume the node now reports mounted on a Ready node is detached.
-func TestReviewInUseBeforePrepareAnswerStillDetaches(t *testing.T) {
+func TestRegressionInUseBeforePrepareAnswerStillDetaches(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.expect(NodeChanged{Node: "n1", Info: ready(false)})
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
-	h.expect(NodeChanged{Node: "n1", Info: ready(true)}) // in use, Ready, not out of service
+	h.expect(NodeChanged{Node: "n1", Info: ready(true)}, "wake +30s") // in use, Ready, not out of service
 	got := h.step(h.prepared("n1"))
 	for _, e := range got {
 		if strings.HasPrefix(e, "detach n1") {
 			t.Fatalf("I2: volume in use on Ready node n1 detached: effects %q", got)
 		}
+	}
+}
+
+// Regression (found in review): truth older than a completed detach resurrects the attachment.
+// A sync pass reads VolumesAttached after PrepareDetach removed the volume
+// but queries the cloud before the detach lands, so it reports the volume
+// as an unknown attachment (Attached=true, AsOf before the detach). The
+// stale-truth check only applies while an Attachment exists; after
+// DetachDone deleted it, the stale finding creates a phantom Attached,
+// reports it in the node's VolumesAttached (the node may mount a detached
+// volume, I3), records a DanglingAttachment and detaches again.
+func TestRegressionStaleVerifiedAfterDetachResurrects(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.attachedOn(cloud.Exclusive, "n1")
+	h.advance(time.Second)
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
+	h.expect(h.prepared("n1"), "detach n1")
+	asOf := h.now.Add(100 * time.Millisecond) // the sync's cloud query, before the detach lands
+	h.advance(time.Second)
+	h.expect(h.detached("n1"), "report-detached n1", "event SuccessfulDetachVolume n1")
+	got := h.step(Verified{Node: "n1", Attached: true, DevicePath: "/dev/xn1", AsOf: asOf})
+	if len(got) != 0 {
+		t.Fatalf("truth as of %s, older than the detach done at %s, acted on: %q (state %s)", asOf.Sub(t0), h.now.Sub(t0), got, h.state("n1"))
 	}
 }

@@ -1,0 +1,168 @@
+package mount
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/tether/tether/node/layout"
+)
+
+// Kinds of Entry.
+const (
+	KindStage   = "stage"
+	KindPublish = "publish"
+)
+
+// Entry is one stage or publish target found on disk.
+type Entry struct {
+	Kind   string // KindStage or KindPublish
+	UID    string // workload UID; publishes only
+	Plugin string
+	Volume string
+	Path   string
+	State  State
+	Source string // as reported by Inspect
+}
+
+// Found is what Scan read.
+type Found struct {
+	// Entries, sorted by Path (so stages, under plugins/, come first).
+	Entries []Entry
+	// Invalid lists, sorted, the paths Scan cannot account for: names that
+	// fail layout.ValidName, and non-directories (symlinks included) where
+	// the layout has a directory. They are reported, never touched or
+	// followed.
+	Invalid []string
+}
+
+// Scan reads what is on disk under the layout, for reconstruction after an
+// agent restart: every <root>/plugins/<plugin>/mounts/<volume> and every
+// <root>/pods/<uid>/volumes/<plugin>/<volume>, with its state as m sees it.
+// Missing directories are an empty result; other files in a pod directory
+// (anything but volumes/) are ignored. Scan changes nothing.
+func Scan(l layout.Layout, m Mounter) (Found, error) {
+	var f Found
+	s := scanner{l: l, m: m, found: &f}
+	if err := s.stages(); err != nil {
+		return Found{}, err
+	}
+	if err := s.publishes(); err != nil {
+		return Found{}, err
+	}
+	slices.SortFunc(f.Entries, func(a, b Entry) int { return cmp.Compare(a.Path, b.Path) })
+	slices.Sort(f.Invalid)
+	return f, nil
+}
+
+type scanner struct {
+	l     layout.Layout
+	m     Mounter
+	found *Found
+}
+
+// stages walks plugins/<plugin>/mounts/<volume>.
+func (s scanner) stages() error {
+	plugins, err := s.dirs(filepath.Join(s.l.Root(), layout.PluginsDir), layout.KindPlugin)
+	if err != nil {
+		return err
+	}
+	for _, plugin := range plugins {
+		mounts := filepath.Join(s.l.Root(), layout.PluginsDir, plugin, layout.MountsDir)
+		if err := s.targets(mounts, Entry{Kind: KindStage, Plugin: plugin}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishes walks pods/<uid>/volumes/<plugin>/<volume>.
+func (s scanner) publishes() error {
+	uids, err := s.dirs(filepath.Join(s.l.Root(), layout.PodsDir), layout.KindWorkload)
+	if err != nil {
+		return err
+	}
+	for _, uid := range uids {
+		volumes := filepath.Join(s.l.Root(), layout.PodsDir, uid, layout.VolumesDir)
+		plugins, err := s.dirs(volumes, layout.KindPlugin)
+		if err != nil {
+			return err
+		}
+		for _, plugin := range plugins {
+			e := Entry{Kind: KindPublish, UID: uid, Plugin: plugin}
+			if err := s.targets(filepath.Join(volumes, plugin), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// targets adds an entry, based on e, for every valid name in dir.
+func (s scanner) targets(dir string, e Entry) error {
+	names, err := s.names(dir, layout.KindVolume)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		e.Volume, e.Path = name, filepath.Join(dir, name)
+		e.State, e.Source, err = s.m.Inspect(e.Path)
+		if err != nil {
+			return fmt.Errorf("mount: scan: %w", err)
+		}
+		s.found.Entries = append(s.found.Entries, e)
+	}
+	return nil
+}
+
+// dirs returns the valid names of real directories in dir; the others are
+// reported in Invalid. A missing (or non-directory) dir has none.
+func (s scanner) dirs(dir, kind string) ([]string, error) {
+	names, err := s.names(dir, kind)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			out = append(out, name)
+		} else if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			s.found.Invalid = append(s.found.Invalid, p)
+		}
+	}
+	return out, nil
+}
+
+// names returns the valid names in dir, reporting the others in Invalid.
+// dir itself must not be a symlink: Scan never follows one.
+func (s scanner) names(dir, kind string) ([]string, error) {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mount: scan: %w", err)
+	}
+	if !fi.IsDir() {
+		s.found.Invalid = append(s.found.Invalid, dir)
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("mount: scan: %w", err)
+	}
+	var out []string
+	for _, de := range entries {
+		if layout.ValidName(kind, de.Name()) != nil {
+			s.found.Invalid = append(s.found.Invalid, filepath.Join(dir, de.Name()))
+			continue
+		}
+		out = append(out, de.Name())
+	}
+	return out, nil
+}
