@@ -567,6 +567,7 @@ type VolumeRestored struct {
 	VerifyFailed  bool                   `protobuf:"varint,3,opt,name=verify_failed,json=verifyFailed,proto3" json:"verify_failed,omitempty"`
 	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
 	AsOfUnixNano  int64                  `protobuf:"varint,5,opt,name=as_of_unix_nano,json=asOfUnixNano,proto3" json:"as_of_unix_nano,omitempty"`
+	Incarnation   uint64                 `protobuf:"varint,6,opt,name=incarnation,proto3" json:"incarnation,omitempty"` // of the volume actor that asked
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -632,6 +633,13 @@ func (x *VolumeRestored) GetError() string {
 func (x *VolumeRestored) GetAsOfUnixNano() int64 {
 	if x != nil {
 		return x.AsOfUnixNano
+	}
+	return 0
+}
+
+func (x *VolumeRestored) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
 	}
 	return 0
 }
@@ -2207,13 +2215,14 @@ const file_controller_proto_rawDesc = "" +
 	"\x02op\x18\x03 \x01(\x04R\x02op\x12\x1d\n" +
 	"\n" +
 	"error_kind\x18\x04 \x01(\x05R\terrorKind\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\x97\x02\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xb9\x02\n" +
 	"\x0eVolumeRestored\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12I\n" +
 	"\battached\x18\x02 \x03(\v2-.tether.messages.VolumeRestored.AttachedEntryR\battached\x12#\n" +
 	"\rverify_failed\x18\x03 \x01(\bR\fverifyFailed\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12%\n" +
-	"\x0fas_of_unix_nano\x18\x05 \x01(\x03R\fasOfUnixNano\x1a;\n" +
+	"\x0fas_of_unix_nano\x18\x05 \x01(\x03R\fasOfUnixNano\x12 \n" +
+	"\vincarnation\x18\x06 \x01(\x04R\vincarnation\x1a;\n" +
 	"\rAttachedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"\x06\n" +

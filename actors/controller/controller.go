@@ -31,6 +31,7 @@ type Controller struct {
 // New builds a controller on sys. Nothing runs before Start.
 func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, rec *events.Recorder) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Volume.CloudTimeout = cfg.CloudTimeout // fences wait out our own calls' bound
 	e := &env{sys: sys, cfg: cfg, cloud: p, store: st, events: rec, inst: newInstances(p), log: cfg.Log, clock: cfg.Clock, ctx: ctx}
 	scfg := cfg.Supervisor
 	if scfg.Clock == nil {
@@ -61,19 +62,19 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 }
 
 // wanted says whether an actor that stopped on its own must come back.
-func (e *env) wanted(name string) bool {
+func (e *env) wanted(name string, desiredOnly bool) bool {
 	switch {
 	case strings.HasPrefix(name, volumePrefix):
 		id := cloud.VolumeID(strings.TrimPrefix(name, volumePrefix))
-		if _, ok, err := e.store.Volume(id); ok || err != nil {
-			return true
+		if _, ok, err := e.store.Volume(id); ok || err != nil || desiredOnly {
+			return ok || err != nil
 		}
 		sts, err := e.store.NodeStatuses()
 		if err != nil {
 			return true
 		}
 		for _, st := range sts {
-			if _, ok := st.VolumesAttached[id]; ok {
+			if _, ok := st.VolumesAttached[id]; ok || st.VolumesDetaching[id] {
 				return true
 			}
 		}

@@ -80,11 +80,6 @@ type env struct {
 
 var wake = &messages.Wake{}
 
-// cloudCtx bounds one cloud call.
-func (e *env) cloudCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(e.ctx, e.cfg.CloudTimeout)
-}
-
 func (e *env) record(obj events.Ref, typ, node string, warning bool, msg string) {
 	e.events.Record(events.Event{Time: e.clock.Now(), Object: obj, Type: typ, Node: node, Warning: warning, Message: msg})
 	f := e.log.WithFields(logrus.Fields{string(obj.Kind): obj.Name, "event": typ})
@@ -113,14 +108,15 @@ type timer struct {
 }
 
 func (tm *timer) wakeAt(e *env, self *actor.PID, at time.Time) {
-	if tm.t != nil && !tm.at.After(at) {
-		return
+	now := e.clock.Now()
+	if tm.t != nil && !tm.at.After(at) && tm.at.After(now) {
+		return // a pending timer fires first; the Tick it brings asks again
 	}
 	if tm.t != nil {
 		tm.t.Stop()
 	}
 	tm.at = at
-	d := at.Sub(e.clock.Now())
+	d := at.Sub(now)
 	tm.t = e.clock.AfterFunc(d, func() { e.sys.Root.Send(self, wake) })
 }
 

@@ -46,7 +46,9 @@ type localLookup struct {
 	respawn backoff.Policy
 	quiet   time.Duration
 	props   func(name string) *actor.Props
-	wanted  func(name string) bool
+	// wanted says whether an actor must exist; desiredOnly asks the
+	// desired state alone (not what node statuses still list).
+	wanted func(name string, desiredOnly bool) bool
 	// onRespawn is Config.OnRespawn.
 	onRespawn func(name string, delay time.Duration)
 	mu        sync.Mutex
@@ -114,11 +116,21 @@ func (l *localLookup) retire(name string) {
 func (l *localLookup) stopped(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.retiring[name] {
-		delete(l.retiring, name)
+	retired := l.retiring[name]
+	delete(l.retiring, name)
+	if l.closing {
 		return
 	}
-	if l.closing || !l.wanted(name) {
+	if retired {
+		// Stopped on purpose once idle; if the desired state wants it
+		// again (a message that raced with the stop was dropped), it comes
+		// back at once.
+		if l.wanted(name, true) {
+			go func() { l.sys.Root.Send(l.get(name), wake) }()
+		}
+		return
+	}
+	if !l.wanted(name, false) {
 		return
 	}
 	now := l.clock.Now()

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -38,6 +39,9 @@ func (a *syncActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self = ctx.Self()
+		// Pass numbers of this incarnation never match an earlier one's
+		// answers still queued in the mailbox.
+		a.pass = uint64(time.Now().UnixNano()) &^ 0xffffffff
 		a.ctx, a.cancel = context.WithCancel(a.env.ctx)
 		a.timer.wakeAt(a.env, a.self, a.env.clock.Now().Add(a.env.cfg.SyncPeriod))
 	case *actor.Restarting, *actor.Stopping:

@@ -30,6 +30,10 @@ type volumeActor struct {
 	queued    []any
 	base      volume.Restored
 	cancel    context.CancelFunc
+	// ctx is this incarnation's: its cloud calls are cancelled when it
+	// stops or restarts.
+	ctx         context.Context
+	incarnation uint64
 }
 
 func newVolumeActor(e *env, id cloud.VolumeID) actor.Actor {
@@ -56,6 +60,7 @@ func (a *volumeActor) Receive(ctx actor.Context) {
 			return
 		}
 		a.handle(ctx, m)
+		a.maybeRetire(ctx)
 	}
 }
 
@@ -93,10 +98,18 @@ func (a *volumeActor) step(ctx actor.Context, ev volume.Event) {
 	for _, eff := range a.core.Step(now, ev) {
 		a.run(ctx, eff)
 	}
-	if a.deleted && a.core.Idle() {
-		a.env.lookup.retire(volumePrefix + string(a.id))
-		ctx.Stop(ctx.Self())
+}
+
+// maybeRetire stops an actor whose volume was deleted and is attached
+// nowhere, once nothing is queued or in flight. A message that raced with
+// the stop is not lost for good: the lookup brings the actor back if the
+// store wants the volume again.
+func (a *volumeActor) maybeRetire(ctx actor.Context) {
+	if a.restoring || !a.deleted || !a.core.Idle() {
+		return
 	}
+	a.env.lookup.retire(volumePrefix + string(a.id))
+	ctx.Poison(ctx.Self())
 }
 
 func (a *volumeActor) shutdown() {
@@ -111,13 +124,13 @@ func (a *volumeActor) shutdown() {
 // Until the answer arrives no operation starts.
 func (a *volumeActor) onStarted(ctx actor.Context) {
 	a.self = ctx.Self()
-	c, cancel := context.WithCancel(a.env.ctx)
-	a.cancel = cancel
+	a.ctx, a.cancel = context.WithCancel(a.env.ctx)
 	cfg := a.env.cfg.Volume
 	cfg.Rand = newRand(a.seed())
 	h := fnv.New64a()
 	h.Write([]byte(time.Now().String()))
-	a.core = volume.New(a.id, cfg, h.Sum64()&^0xffffffff)
+	a.incarnation = h.Sum64() &^ 0xffffffff
+	a.core = volume.New(a.id, cfg, a.incarnation)
 	a.restoring = true
 	base, candidates, err := a.readStore()
 	if err != nil {
@@ -126,7 +139,7 @@ func (a *volumeActor) onStarted(ctx actor.Context) {
 		panic("volume " + string(a.id) + ": rebuild from store: " + err.Error())
 	}
 	a.base = base
-	go a.verifyStart(c, candidates)
+	go a.verifyStart(a.ctx, candidates)
 }
 
 func (a *volumeActor) seed() uint64 {
@@ -170,6 +183,10 @@ func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
 		if st.VolumesInUse[a.id] {
 			cand[st.Name] = true
 		}
+		if st.VolumesDetaching[a.id] {
+			r.Detaching = append(r.Detaching, st.Name)
+			cand[st.Name] = true
+		}
 		if cand[st.Name] {
 			i := st.Info(a.id)
 			r.Nodes[st.Name] = volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService}
@@ -183,8 +200,8 @@ func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
 }
 
 func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) {
-	if !a.restoring {
-		return
+	if !a.restoring || m.Incarnation != a.incarnation {
+		return // an earlier incarnation's verify
 	}
 	a.restoring = false
 	r := a.base
@@ -204,6 +221,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 	for _, q := range queued {
 		a.handle(ctx, q)
 	}
+	a.maybeRetire(ctx)
 }
 
 func (a *volumeActor) status() *messages.VolumeStatus {

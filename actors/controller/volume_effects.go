@@ -28,7 +28,7 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 	case volume.ReportDetached:
 		ctx.Send(e.lookup.Node(f.Node), &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(a.id)})
 	case volume.VerifyNode:
-		go a.verifyNodes(a.env.ctx, []cloud.NodeName{f.Node}, false)
+		go a.verifyNodes(a.ctx, []cloud.NodeName{f.Node}, false)
 	case volume.Record:
 		e.record(a.ref, f.Type, string(f.Node), f.Warning, f.Message)
 	case volume.WakeAt:
@@ -40,7 +40,7 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 
 func (a *volumeActor) callAttach(f volume.CallAttach) {
 	e := a.env
-	c, cancel := e.cloudCtx()
+	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
 	defer cancel()
 	res := &messages.AttachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
 	inst, err := e.inst.resolve(c, f.Node)
@@ -56,7 +56,7 @@ func (a *volumeActor) callAttach(f volume.CallAttach) {
 
 func (a *volumeActor) callDetach(f volume.CallDetach) {
 	e := a.env
-	c, cancel := e.cloudCtx()
+	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
 	defer cancel()
 	res := &messages.DetachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
 	inst, err := e.inst.resolve(c, f.Node)
@@ -89,7 +89,7 @@ func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, sta
 		}
 	}
 	if start {
-		res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: attached, AsOfUnixNano: asOf}
+		res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: attached, AsOfUnixNano: asOf, Incarnation: a.incarnation}
 		if failure != nil {
 			res.VerifyFailed, res.Error = true, failure.Error()
 		}

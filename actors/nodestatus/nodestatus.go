@@ -24,7 +24,11 @@ type Status struct {
 	Name            cloud.NodeName
 	VolumesAttached map[cloud.VolumeID]string // volume -> device path
 	VolumesInUse    map[cloud.VolumeID]bool
-	Ready           bool
+	// VolumesDetaching: prepared for detach (out of VolumesAttached) and
+	// not yet known detached. A rebuilt volume actor fences these nodes: a
+	// detach of its earlier incarnation may still land there.
+	VolumesDetaching map[cloud.VolumeID]bool
+	Ready            bool
 	NotReadySince   time.Time
 	OutOfService    bool
 }
@@ -34,6 +38,10 @@ func (s Status) Clone() Status {
 	c := s
 	c.VolumesAttached = maps.Clone(s.VolumesAttached)
 	c.VolumesInUse = maps.Clone(s.VolumesInUse)
+	c.VolumesDetaching = maps.Clone(s.VolumesDetaching)
+	if c.VolumesDetaching == nil {
+		c.VolumesDetaching = map[cloud.VolumeID]bool{}
+	}
 	if c.VolumesAttached == nil {
 		c.VolumesAttached = map[cloud.VolumeID]string{}
 	}

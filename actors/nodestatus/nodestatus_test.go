@@ -16,8 +16,12 @@ func render(now time.Time, effs []Effect) []string {
 	for _, e := range effs {
 		switch e := e.(type) {
 		case Persist:
-			out = append(out, fmt.Sprintf("persist attached=%v inuse=%v ready=%v oos=%v",
-				sortedVolumes(e.Status.VolumesAttached), sortedVolumes(e.Status.VolumesInUse), e.Status.Ready, e.Status.OutOfService))
+			det := ""
+			if len(e.Status.VolumesDetaching) > 0 {
+				det = fmt.Sprintf(" detaching=%v", sortedVolumes(e.Status.VolumesDetaching))
+			}
+			out = append(out, fmt.Sprintf("persist attached=%v inuse=%v ready=%v oos=%v%s",
+				sortedVolumes(e.Status.VolumesAttached), sortedVolumes(e.Status.VolumesInUse), e.Status.Ready, e.Status.OutOfService, det))
 		case PrepareAnswer:
 			out = append(out, fmt.Sprintf("answer %s ok=%v", e.Volume, e.OK))
 		case NotifyVolume:
@@ -58,20 +62,25 @@ func TestStatusRules(t *testing.T) {
 			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, []string{"persist attached=[v1] inuse=[] ready=true oos=false"}},
 			{0, Persisted{}, nil},
 			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, nil},
-			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
+			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"persist attached=[] inuse=[] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
 			{0, Persisted{}, nil},
 			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"answer v1 ok=true"}},
+			{0, VolumeDetached{Volume: "v1"}, []string{"persist attached=[] inuse=[] ready=true oos=false"}},
+			{0, Persisted{}, nil},
+			{0, VolumeDetached{Volume: "v1"}, nil},
 		}},
 		{"failed persist refuses the detach and restores the status", []step{
 			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, Ready: true}}, []string{"wake +40s"}},
-			{0, DetachRequested{Volume: "v1", Op: 9}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
+			{0, DetachRequested{Volume: "v1", Op: 9}, []string{"persist attached=[] inuse=[] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
 			{0, PersistFailed{Msg: "disk"}, []string{"answer v1 ok=false"}},
-			{0, DetachRequested{Volume: "v1", Op: 10}, []string{"persist attached=[] inuse=[] ready=true oos=false", "answer v1 ok=true"}},
+			{0, DetachRequested{Volume: "v1", Op: 10}, []string{"persist attached=[] inuse=[] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
+			{0, Persisted{}, nil},
+			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, []string{"persist attached=[v1] inuse=[] ready=true oos=false"}},
 		}},
 		{"a volume in use is not prepared for detach unless forced (I2)", []step{
 			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, VolumesInUse: map[cloud.VolumeID]bool{"v1": true}, Ready: true}}, []string{"wake +40s"}},
 			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"answer v1 ok=false"}},
-			{0, DetachRequested{Volume: "v1", Op: 2, Force: "out-of-service"}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "answer v1 ok=true"}},
+			{0, DetachRequested{Volume: "v1", Op: 2, Force: "out-of-service"}, []string{"persist attached=[] inuse=[v1] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
 		}},
 		{"in-use changes notify only the changed volumes", []step{
 			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},

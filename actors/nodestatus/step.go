@@ -93,16 +93,19 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 	case Restored:
 		return n.onRestored(now, e)
 	case VolumeAttached:
-		if dev, ok := n.cur.VolumesAttached[e.Volume]; ok && dev == e.DevicePath {
+		if dev, ok := n.cur.VolumesAttached[e.Volume]; ok && dev == e.DevicePath && !n.cur.VolumesDetaching[e.Volume] {
 			return nil
 		}
 		n.cur.VolumesAttached[e.Volume] = e.DevicePath
+		delete(n.cur.VolumesDetaching, e.Volume)
 		return n.persist()
 	case VolumeDetached:
-		if _, ok := n.cur.VolumesAttached[e.Volume]; !ok {
+		_, listed := n.cur.VolumesAttached[e.Volume]
+		if !listed && !n.cur.VolumesDetaching[e.Volume] {
 			return nil
 		}
 		delete(n.cur.VolumesAttached, e.Volume)
+		delete(n.cur.VolumesDetaching, e.Volume)
 		return n.persist()
 	case DetachRequested:
 		return n.onDetachRequested(e)
@@ -152,11 +155,12 @@ func (n *Node) onDetachRequested(e DetachRequested) []Effect {
 		return []Effect{PrepareAnswer{Volume: e.Volume, Op: e.Op, Msg: fmt.Sprintf("node %q reports volume %q in use", n.cur.Name, e.Volume)}}
 	}
 	ans := PrepareAnswer{Volume: e.Volume, Op: e.Op, OK: true}
-	if _, ok := n.cur.VolumesAttached[e.Volume]; !ok && len(n.pending) == 0 {
-		// Already out of the persisted status: nothing to write.
+	if _, ok := n.cur.VolumesAttached[e.Volume]; !ok && n.cur.VolumesDetaching[e.Volume] && len(n.pending) == 0 {
+		// Already out of VolumesAttached and marked detaching: nothing to write.
 		return []Effect{ans}
 	}
 	delete(n.cur.VolumesAttached, e.Volume)
+	n.cur.VolumesDetaching[e.Volume] = true
 	n.pending = append(n.pending, ans)
 	return append(n.persist(), ans)
 }

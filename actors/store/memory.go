@@ -268,7 +268,7 @@ func (m *Memory) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, er
 	defer m.mu.Unlock()
 	var out []nodestatus.Status
 	for _, s := range m.statuses {
-		if _, ok := s.VolumesAttached[vol]; ok || s.VolumesInUse[vol] {
+		if _, ok := s.VolumesAttached[vol]; ok || s.VolumesInUse[vol] || s.VolumesDetaching[vol] {
 			out = append(out, s.Clone())
 		}
 	}

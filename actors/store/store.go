@@ -71,6 +71,7 @@ type Store interface {
 	PutNodeStatus(nodestatus.Status) error
 	NodeStatuses() ([]nodestatus.Status, error)
 	// StatusesWithVolume returns the statuses that list vol in
-	// VolumesAttached or VolumesInUse (a volume actor's rebuild).
+	// VolumesAttached, VolumesInUse or VolumesDetaching (a volume actor's
+	// rebuild).
 	StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error)
 }
