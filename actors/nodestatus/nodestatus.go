@@ -29,8 +29,8 @@ type Status struct {
 	// detach of its earlier incarnation may still land there.
 	VolumesDetaching map[cloud.VolumeID]bool
 	Ready            bool
-	NotReadySince   time.Time
-	OutOfService    bool
+	NotReadySince    time.Time
+	OutOfService     bool
 }
 
 // Clone returns a deep copy.
