@@ -10,8 +10,11 @@
 //
 // It never retries, never attaches or detaches anything on its own (only
 // Terminate removes attachments, as a real cloud does when a machine goes
-// away), never persists anything and never touches the network or the
-// host's devices: device paths are names, nothing more. Each provider call
+// away) and never touches the network or the host's devices: device paths
+// are names, nothing more. Its only writes to disk are, with
+// Config.ContentDir set, one directory per volume standing for the volume's
+// disk (DeviceSource), so that data written by a workload follows the
+// volume from node to node. Each provider call
 // runs, in this order: count the call; throttle check; latency (a cancelled
 // context returns ctx.Err() with no effect); injected errors (FailNext, then
 // SetErrorRate); then the effect. A call that returns an error has had no
