@@ -80,7 +80,7 @@ func (a *agentActor) Receive(ctx actor.Context) {
 	case *messages.GetAgentStatus:
 		ctx.Respond(a.status())
 	case *messages.NodeWorkloads:
-		a.step(ctx, agent.DesiredChanged{Workloads: workloadsFromProto(m)})
+		a.step(ctx, agent.DesiredChanged{Workloads: a.validWorkloads(m)})
 	case *messages.NodeStatusUpdated:
 		a.step(ctx, statusFromProto(m))
 	case *messages.MountFinished:

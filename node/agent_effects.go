@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -170,12 +171,23 @@ func inUseMsg(node cloud.NodeName, vols []cloud.VolumeID) *messages.ReportVolume
 	return msg
 }
 
-func workloadsFromProto(m *messages.NodeWorkloads) []agent.Workload {
+// validWorkloads converts the desired state, refusing (with a FailedMount
+// event) every workload whose UID or volume IDs are not valid names: they
+// would become paths, and nothing of them is reported or mounted.
+func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []agent.Workload {
 	out := make([]agent.Workload, 0, len(m.Workloads))
 	for _, w := range m.Workloads {
 		aw := agent.Workload{UID: w.Uid}
+		err := layout.ValidName(layout.KindWorkload, w.Uid)
 		for _, u := range w.Volumes {
+			if err == nil {
+				err = layout.ValidName(layout.KindVolume, u.VolumeId)
+			}
 			aw.Volumes = append(aw.Volumes, agent.Use{Volume: cloud.VolumeID(u.VolumeId), ReadOnly: u.ReadOnly})
+		}
+		if err != nil {
+			a.record(agent.Record{Type: agent.EventFailedMount, Workload: w.Uid, Warning: true, Message: "refusing workload: " + err.Error()})
+			continue
 		}
 		out = append(out, aw)
 	}
