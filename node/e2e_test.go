@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/cloud"
@@ -116,4 +117,71 @@ func TestAgentRefusesBadNames(t *testing.T) {
 	if !r.mounted("n1", "good", "v1")() {
 		t.Fatal("the good workload lost its mount")
 	}
+}
+
+// An agent stopped without cleanup and restarted reads its mounts back:
+// what is still wanted stays mounted without a remount, a half-done publish
+// (a crash between mkdir and mount) is completed, and a mount nobody wants
+// any more (its workload was deleted while the agent was down) is
+// unmounted, after which the controller detaches it.
+func TestAgentRestartReconstructs(t *testing.T) {
+	r := newRig(t)
+	r.addNode("n1")
+	r.volume("keep", cloud.Exclusive)
+	r.volume("half", cloud.Exclusive)
+	r.volume("orphan", cloud.MultiNode)
+	r.workload("w-keep", "n1", "keep")
+	r.workload("w-orphan", "n1", "orphan")
+	r.eventually("mounted", func() bool { return r.mounted("n1", "w-keep", "keep")() && r.mounted("n1", "w-orphan", "orphan")() })
+	must(t, os.WriteFile(filepath.Join(r.podPath("n1", "w-keep", "keep"), "f"), []byte("kept"), 0o644))
+
+	must(t, r.agents["n1"].Stop()) // no cleanup: mounts stay
+	must(t, r.ctl.DeleteWorkload("w-orphan"))
+	r.workload("w-half", "n1", "half")
+	must(t, os.MkdirAll(r.podPath("n1", "w-half", "half"), 0o750)) // the half-done publish
+
+	r.startAgent("n1", nil)
+	r.eventually("half mounted, orphan gone", func() bool {
+		return r.mounted("n1", "w-half", "half")() && r.mounted("n1", "w-keep", "keep")() && !r.mounted("n1", "w-orphan", "orphan")()
+	})
+	r.eventually("orphan detached", func() bool { return len(r.cloud.Attachments()["orphan"]) == 0 })
+	m := r.mounters["n1"]
+	if m.Count("stage:keep") != 0 || m.Count("publish:keep") != 0 {
+		t.Fatalf("the kept volume was mounted again: stage %d, publish %d", m.Count("stage:keep"), m.Count("publish:keep"))
+	}
+	if m.Count("stage:half") != 1 || m.Count("publish:half") != 1 {
+		t.Fatalf("half-done volume: stage %d, publish %d; want 1 and 1", m.Count("stage:half"), m.Count("publish:half"))
+	}
+	if m.Count("unpublish:orphan") != 1 || m.Count("unstage:orphan") != 1 {
+		t.Fatalf("orphan: unpublish %d, unstage %d; want 1 and 1", m.Count("unpublish:orphan"), m.Count("unstage:orphan"))
+	}
+	if got, err := os.ReadFile(filepath.Join(r.podPath("n1", "w-keep", "keep"), "f")); err != nil || string(got) != "kept" {
+		t.Fatalf("kept mount lost its data: %q %v", got, err)
+	}
+	if len(r.events(events.KindNode, "n1", "Reconstructed")) != 1 {
+		t.Fatal("no Reconstructed event")
+	}
+}
+
+// I3 end to end: the agent reports a volume in use and mounts it only once
+// the controller has both heard that report and attached the volume here.
+// A slow cloud makes the order visible.
+func TestMountWaitsForAttach(t *testing.T) {
+	r := newRig(t)
+	r.addNode("n1")
+	r.volume("v1", cloud.Exclusive)
+	r.cloud.FailNext(sim.MethodAttach, 2, cloud.KindRetryable)
+	r.workload("w1", "n1", "v1")
+	r.eventually("in use reported while not attached", func() bool {
+		st, err := r.ctl.NodeStatus("n1", time.Second)
+		must(t, err)
+		return len(st.VolumesInUse) == 1 && len(st.VolumesAttached) == 0
+	})
+	if m := r.mounters["n1"]; m.Count("stage") != 0 {
+		t.Fatal("staged before the attach")
+	}
+	r.clk.Advance(500 * time.Millisecond)
+	r.eventually("second failure", func() bool { return r.cloud.Calls().Calls[sim.MethodAttach] == 2 })
+	r.clk.Advance(time.Second)
+	r.eventually("mounted after the attach", r.mounted("n1", "w1", "v1"))
 }

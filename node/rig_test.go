@@ -221,6 +221,7 @@ func (r *rig) mounterOf(n cloud.NodeName) mount.Mounter {
 	l, err := layout.New(r.nodeDir(n))
 	must(r.t, err)
 	m := mount.Default(l)
+	r.t.Logf("node %s mounts with %s mounts", n, m.Name())
 	r.inner[n] = m
 	return m
 }
@@ -283,10 +284,12 @@ type checkMounter struct {
 	counts map[string]int
 }
 
-func (m *checkMounter) count(op string) {
+// count records op in all and per volume ("stage" and "stage:v1").
+func (m *checkMounter) count(op, target string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.counts[op]++
+	m.counts[op+":"+filepath.Base(target)]++
 }
 
 func (m *checkMounter) Count(op string) int {
@@ -301,7 +304,7 @@ func (m *checkMounter) attached(vol string) bool {
 }
 
 func (m *checkMounter) Stage(source, target string) error {
-	m.count("stage")
+	m.count("stage", target)
 	if vol := filepath.Base(target); !m.attached(vol) {
 		m.r.violation("I3: stage of %s on %s while not attached there", vol, m.node)
 	}
@@ -309,7 +312,7 @@ func (m *checkMounter) Stage(source, target string) error {
 }
 
 func (m *checkMounter) Publish(staged, target string, ro bool) error {
-	m.count("publish")
+	m.count("publish", target)
 	if vol := filepath.Base(target); !m.attached(vol) {
 		m.r.violation("I3: publish of %s on %s while not attached there", vol, m.node)
 	}
@@ -317,12 +320,12 @@ func (m *checkMounter) Publish(staged, target string, ro bool) error {
 }
 
 func (m *checkMounter) Unstage(target string) error {
-	m.count("unstage")
+	m.count("unstage", target)
 	return m.Mounter.Unstage(target)
 }
 
 func (m *checkMounter) Unpublish(target string) error {
-	m.count("unpublish")
+	m.count("unpublish", target)
 	return m.Mounter.Unpublish(target)
 }
 
