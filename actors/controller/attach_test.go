@@ -84,7 +84,11 @@ func TestDeleteVolumeDetachesAndStopsActor(t *testing.T) {
 	}
 	must(t, r.ctl.DeleteWorkload("w1"))
 	must(t, r.ctl.DeleteVolume("v1"))
-	r.eventually("detached", func() bool { return len(r.attachedTo("v1")) == 0 })
+	r.eventually("detached", func() bool { return len(r.attachedTo("v1")) == 0 && r.volState("v1", "n1") == "none" })
+	if _, alive := r.sys.ProcessRegistry.GetLocal(volumePrefix + "v1"); !alive {
+		t.Fatal("actor stopped before RetireAfter")
+	}
+	r.clk.Advance(r.cfg.RetireAfter)
 	r.eventually("actor stopped", func() bool {
 		_, alive := r.sys.ProcessRegistry.GetLocal(volumePrefix + "v1")
 		return !alive

@@ -36,6 +36,8 @@ type Config struct {
 	// OnRespawn, if set, is called when a stopped actor is scheduled to
 	// come back (metrics, tests).
 	OnRespawn func(name string, delay time.Duration)
+	// RetireAfter: an actor of a deleted volume, idle this long, stops.
+	RetireAfter time.Duration
 	// Middleware wraps every actor's Receive (metrics, message counts).
 	Middleware []actor.ReceiverMiddleware
 	Clock      clock.Clock
@@ -57,6 +59,7 @@ func DefaultConfig() Config {
 		Supervisor:      supervisor.DefaultConfig(),
 		Respawn:         backoff.Policy{Initial: 500 * time.Millisecond, Factor: 2, Max: 2 * time.Minute},
 		RespawnQuiet:    5 * time.Minute,
+		RetireAfter:     30 * time.Second,
 		Clock:           clock.Real(),
 		Log:             logrus.StandardLogger(),
 	}

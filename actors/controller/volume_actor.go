@@ -24,6 +24,9 @@ type volumeActor struct {
 	timer   timer
 	deleted bool
 	rev     uint64 // store revision of the desired state this actor has
+	// retireAt: when an idle actor of a deleted volume stops (zero: not
+	// idle).
+	retireAt time.Time
 	// restoring holds the messages that arrive before the start-up verify
 	// answers; they are replayed after it, in order.
 	restoring bool
@@ -106,6 +109,17 @@ func (a *volumeActor) step(ctx actor.Context, ev volume.Event) {
 // store wants the volume again.
 func (a *volumeActor) maybeRetire(ctx actor.Context) {
 	if a.restoring || !a.deleted || !a.core.Idle() {
+		a.retireAt = time.Time{}
+		return
+	}
+	// Idle for RetireAfter first: an actor spawned by a message (a sync
+	// finding, say) must not stop before that message arrives.
+	now := a.env.clock.Now()
+	if a.retireAt.IsZero() {
+		a.retireAt = now.Add(a.env.cfg.RetireAfter)
+	}
+	if now.Before(a.retireAt) {
+		a.timer.wakeAt(a.env, a.self, a.retireAt)
 		return
 	}
 	a.env.lookup.retire(volumePrefix + string(a.id))
