@@ -1,7 +1,9 @@
 package bootstrap
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"io"
 	"os"
 	"strings"
@@ -14,8 +16,10 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node"
 )
 
 // Config of an embedded tether: one process with the sim cloud, the
@@ -25,15 +29,19 @@ type Config struct {
 	LogFormat string // text or json
 	LogOutput io.Writer
 	// Nodes is how many nodes (n1..nN) to create, each backed by a sim
-	// instance.
+	// instance and served by a node agent.
 	Nodes      int
 	Controller controller.Config
 	Sim        sim.Config
+	// DataDir holds everything on disk: the sim cloud's volume content
+	// (cloud/) and each node agent's mounts (nodes/<node>/).
+	DataDir string
+	Agent   node.Config
 }
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
 func DefaultConfig() Config {
-	return Config{LogLevel: "info", LogFormat: "text", LogOutput: os.Stderr, Nodes: 3, Controller: controller.DefaultConfig()}
+	return Config{LogLevel: "info", LogFormat: "text", LogOutput: os.Stderr, Nodes: 3, Controller: controller.DefaultConfig(), Agent: node.DefaultConfig()}
 }
 
 // Embedded is a running embedded tether.
@@ -45,8 +53,9 @@ type Embedded struct {
 	Controller *controller.Controller
 	Log        *logrus.Logger
 	NodeNames  []cloud.NodeName
-	stopBeats  chan struct{}
-	beatsDone  chan struct{}
+	Agents     map[cloud.NodeName]*node.Agent
+	cfg        Config
+	guardian   actor.SupervisorStrategy
 }
 
 // NewLogger builds the process logger.
@@ -73,19 +82,27 @@ func NewLogger(level, format string, w io.Writer) (*logrus.Logger, error) {
 
 // StartEmbedded wires and starts everything. Stop it with Stop.
 func StartEmbedded(cfg Config) (*Embedded, error) {
+	if cfg.DataDir == "" {
+		return nil, fmt.Errorf("embedded: a data directory is required")
+	}
 	log, err := NewLogger(cfg.LogLevel, cfg.LogFormat, cfg.LogOutput)
 	if err != nil {
 		return nil, err
 	}
+	sc := cfg.Sim
+	sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
 	e := &Embedded{
 		System: actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log))),
-		Cloud:  sim.New(cfg.Sim),
+		Cloud:  sim.New(sc),
 		Store:  store.NewMemory(),
 		Events: events.NewRecorder(100),
 		Log:    log,
+		Agents: map[cloud.NodeName]*node.Agent{},
+		cfg:    cfg,
 	}
 	cc := cfg.Controller
 	cc.Log, cc.Supervisor.Log = log, log
+	e.guardian = supervisor.NewStrategy(cc.Supervisor)
 	e.Controller = controller.New(e.System, cc, e.Cloud, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return nil, err
@@ -97,37 +114,50 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 			return nil, err
 		}
 		e.NodeNames = append(e.NodeNames, n)
+		if err := e.StartAgent(n); err != nil {
+			return nil, err
+		}
 	}
-	e.startHeartbeats(cc.Node.NotReadyAfter / 4)
 	return e, nil
 }
 
-// startHeartbeats keeps the nodes Ready until node agents (which report
-// their own heartbeats) run in this process.
-func (e *Embedded) startHeartbeats(every time.Duration) {
-	e.stopBeats, e.beatsDone = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(e.beatsDone)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			for _, n := range e.NodeNames {
-				e.Controller.Heartbeat(n)
-			}
-			select {
-			case <-e.stopBeats:
-				return
-			case <-t.C:
-			}
-		}
-	}()
+// NodeDir is node n's agent data directory.
+func (e *Embedded) NodeDir(n cloud.NodeName) string {
+	return filepath.Join(e.cfg.DataDir, "nodes", string(n))
 }
 
-// Stop stops the actors and the actor system.
+// StartAgent starts (or starts again) node n's agent.
+func (e *Embedded) StartAgent(n cloud.NodeName) error {
+	ac := e.cfg.Agent
+	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
+	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
+	ac.Controller = e.Controller.Lookup().Node
+	a, err := node.Start(e.System, ac, e.guardian)
+	if err != nil {
+		return err
+	}
+	e.Agents[n] = a
+	return nil
+}
+
+// StopAgent stops node n's agent without unmounting anything (as a crash
+// of the agent would).
+func (e *Embedded) StopAgent(n cloud.NodeName) error {
+	a, ok := e.Agents[n]
+	if !ok {
+		return fmt.Errorf("no agent for node %q", n)
+	}
+	delete(e.Agents, n)
+	return a.Stop()
+}
+
+// Stop stops the agents, the controller and the actor system. Mounts stay.
 func (e *Embedded) Stop() error {
-	close(e.stopBeats)
-	<-e.beatsDone
-	err := e.Controller.Stop(10 * time.Second)
+	var errs []error
+	for n := range e.Agents {
+		errs = append(errs, e.StopAgent(n))
+	}
+	errs = append(errs, e.Controller.Stop(10*time.Second))
 	e.System.Shutdown()
-	return err
+	return errors.Join(errs...)
 }

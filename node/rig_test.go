@@ -253,23 +253,8 @@ func (r *rig) observe(c sim.Change) {
 // unmountAll removes every mount the test left, so that TempDir can go.
 func (r *rig) unmountAll() {
 	for n := range r.agents {
-		l, m := r.layout(n), r.mounterOf(n)
-		found, err := mount.Scan(l, m)
-		if err != nil {
-			r.t.Errorf("cleanup scan %s: %v", n, err)
-			continue
-		}
-		for i := len(found.Entries) - 1; i >= 0; i-- { // publishes (under pods/) before stages
-			e := found.Entries[i]
-			var err error
-			if e.Kind == mount.KindPublish {
-				err = m.Unpublish(e.Path)
-			} else {
-				err = m.Unstage(e.Path)
-			}
-			if err != nil {
-				r.t.Errorf("cleanup %s: %v", e.Path, err)
-			}
+		if err := Teardown(r.nodeDir(n), r.mounterOf(n)); err != nil {
+			r.t.Errorf("cleanup %s: %v", n, err)
 		}
 	}
 }
