@@ -14,12 +14,15 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
 )
 
 // Config of an embedded tether: one process with the sim cloud, the
@@ -37,6 +40,12 @@ type Config struct {
 	// (cloud/) and each node agent's mounts (nodes/<node>/).
 	DataDir string
 	Agent   node.Config
+	// Durable keeps the desired state and node statuses in
+	// <data>/tether.db and the sim cloud's state in <data>/cloud/state.json,
+	// so that a restarted process (even after SIGKILL) loses nothing.
+	Durable bool
+	// Metrics, if set, is fed by every part of the process.
+	Metrics *metrics.Metrics
 }
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
@@ -48,7 +57,7 @@ func DefaultConfig() Config {
 type Embedded struct {
 	System     *actor.ActorSystem
 	Cloud      *sim.Cloud
-	Store      *store.Memory
+	Store      store.Store
 	Events     *events.Recorder
 	Controller *controller.Controller
 	Log        *logrus.Logger
@@ -89,21 +98,25 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := cfg.Sim
-	sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
-	e := &Embedded{
-		System: actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log))),
-		Cloud:  sim.New(sc),
-		Store:  store.NewMemory(),
-		Events: events.NewRecorder(100),
-		Log:    log,
-		Agents: map[cloud.NodeName]*node.Agent{},
-		cfg:    cfg,
+	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg}
+	if err := e.open(); err != nil {
+		return nil, err
 	}
+	opts := []actor.ConfigOption{actor.WithLoggerFactory(slogrus.LoggerFactory(log))}
+	if cfg.Metrics != nil {
+		opts = append(opts, actor.WithMetricProviders(cfg.Metrics.MeterProvider()))
+		e.Events.Subscribe(func(ev events.Event) { cfg.Metrics.Event(ev.Type) })
+	}
+	e.System = actor.NewActorSystem(opts...)
 	cc := cfg.Controller
 	cc.Log, cc.Supervisor.Log = log, log
+	if cfg.Metrics != nil {
+		cc.Supervisor.OnRestart = func(child *actor.PID, _ int, _ time.Duration, _ interface{}) {
+			cfg.Metrics.ActorRestart(actorKind(child.Id))
+		}
+	}
 	e.guardian = supervisor.NewStrategy(cc.Supervisor)
-	e.Controller = controller.New(e.System, cc, e.Cloud, e.Store, e.Events)
+	e.Controller = controller.New(e.System, cc, metrics.InstrumentProvider(e.Cloud, cfg.Metrics), e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return nil, err
 	}
@@ -131,6 +144,13 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	ac := e.cfg.Agent
 	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
 	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
+	if e.cfg.Metrics != nil {
+		l, err := layout.New(ac.DataDir)
+		if err != nil {
+			return err
+		}
+		ac.Mounter = metrics.InstrumentMounter(mount.Default(l), e.cfg.Metrics)
+	}
 	ac.Controller = e.Controller.Lookup().Node
 	a, err := node.Start(e.System, ac, e.guardian)
 	if err != nil {
@@ -159,5 +179,47 @@ func (e *Embedded) Stop() error {
 	}
 	errs = append(errs, e.Controller.Stop(10*time.Second))
 	e.System.Shutdown()
+	if c, ok := e.Store.(interface{ Close() error }); ok {
+		errs = append(errs, c.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// open creates the data directory and opens the store and the sim cloud,
+// durable ones when asked.
+func (e *Embedded) open() error {
+	cfg := e.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("embedded: data directory: %w", err)
+	}
+	sc := cfg.Sim
+	sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
+	if !cfg.Durable {
+		e.Store, e.Cloud = store.NewMemory(), sim.New(sc)
+		return nil
+	}
+	if err := os.MkdirAll(sc.ContentDir, 0o700); err != nil {
+		return err
+	}
+	sc.StatePath = filepath.Join(cfg.DataDir, "cloud-state.json")
+	cl, err := sim.Open(sc)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenBolt(filepath.Join(cfg.DataDir, "tether.db"))
+	if err != nil {
+		return err
+	}
+	e.Store, e.Cloud = st, cl
+	return nil
+}
+
+// actorKind names the kind of a supervised actor from its name, for metrics.
+func actorKind(id string) string {
+	for _, k := range []string{"volume", "node", "agent", "sync"} {
+		if strings.HasPrefix(id, k) {
+			return k
+		}
+	}
+	return "other"
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/layout"
 )
 
 // ErrInvalid is wrapped by every refusal of a desired-state change.
@@ -16,15 +15,8 @@ var ErrInvalid = errors.New("controller: invalid request")
 
 // ApplyVolume creates or updates a volume.
 func (c *Controller) ApplyVolume(v store.VolumeSpec) error {
-	if err := layout.ValidName(layout.KindVolume, string(v.ID)); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.env.store.PutVolume(v); err != nil {
-		return err
-	}
-	return c.tellDesired(v.ID)
+	_, err := c.ApplyAll([]Change{{Volume: &v}})
+	return err
 }
 
 // DeleteVolume removes a volume no workload uses; its actor detaches it
@@ -47,46 +39,16 @@ func (c *Controller) DeleteVolume(id cloud.VolumeID) error {
 
 // ApplyNode registers a node; its actor starts and keeps its status.
 func (c *Controller) ApplyNode(n store.NodeSpec) error {
-	if err := layout.ValidName(layout.KindNode, string(n.Name)); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.env.store.PutNode(n); err != nil {
-		return err
-	}
-	c.env.sys.Root.Send(c.env.lookup.Node(n.Name), wake)
-	return nil
+	_, err := c.ApplyAll([]Change{{Node: &n}})
+	return err
 }
 
 // ApplyWorkload creates or replaces a workload. Its node and volumes must
 // exist. An exclusive volume claimed on two nodes is accepted: the second
 // node waits (Multi-Attach), as in Kubernetes.
 func (c *Controller) ApplyWorkload(w store.Workload) error {
-	if err := layout.ValidName(layout.KindWorkload, w.UID); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.checkRefs(w); err != nil {
-		return err
-	}
-	old, _, err := c.env.store.Workload(w.UID)
-	if err != nil {
-		return err
-	}
-	if err := c.env.store.PutWorkload(w); err != nil {
-		return err
-	}
-	if err := c.tellDesired(union(old.Volumes, w.Volumes)...); err != nil {
-		return err
-	}
-	if old.Node != "" && old.Node != w.Node {
-		if err := c.tellAgent(old.Node); err != nil {
-			return err
-		}
-	}
-	return c.tellAgent(w.Node)
+	_, err := c.ApplyAll([]Change{{Workload: &w}})
+	return err
 }
 
 // tellAgent sends a node agent its workloads as the store now has them.
@@ -97,6 +59,20 @@ func (c *Controller) tellAgent(node cloud.NodeName) error {
 	}
 	c.env.sys.Root.Send(c.env.lookup.Agent(node), msg)
 	return nil
+}
+
+// DeleteNode removes a node no workload is scheduled on.
+func (c *Controller) DeleteNode(name cloud.NodeName) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ws, err := c.env.store.WorkloadsOn(name)
+	if err != nil {
+		return err
+	}
+	if len(ws) > 0 {
+		return fmt.Errorf("%w: node %q runs %d workloads (%s first)", ErrInvalid, name, len(ws), ws[0].UID)
+	}
+	return c.env.store.DeleteNode(name)
 }
 
 // DeleteWorkload removes a workload; volumes it alone used get detached
@@ -115,27 +91,6 @@ func (c *Controller) DeleteWorkload(uid string) error {
 		return err
 	}
 	return c.tellAgent(old.Node)
-}
-
-func (c *Controller) checkRefs(w store.Workload) error {
-	if _, ok, err := c.env.store.Node(w.Node); err != nil {
-		return err
-	} else if !ok {
-		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
-	}
-	for _, v := range w.ReadOnly {
-		if !slices.Contains(w.Volumes, v) {
-			return fmt.Errorf("%w: workload %q lists %q read-only but does not use it", ErrInvalid, w.UID, v)
-		}
-	}
-	for _, v := range w.Volumes {
-		if _, ok, err := c.env.store.Volume(v); err != nil {
-			return err
-		} else if !ok {
-			return fmt.Errorf("%w: workload %q names unknown volume %q", ErrInvalid, w.UID, v)
-		}
-	}
-	return nil
 }
 
 // tellDesired sends each volume actor its desired nodes as the store now

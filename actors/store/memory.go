@@ -22,8 +22,11 @@ type Memory struct {
 	statuses   map[cloud.NodeName]nodestatus.Status
 	seq        uint64
 	rev        uint64
+	failApply  int
 	failStatus int
 }
+
+var _ Store = (*Memory)(nil)
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
@@ -52,20 +55,59 @@ func (m *Memory) FailNodeStatusWrites(n int) {
 	m.failStatus = n
 }
 
-func (m *Memory) PutVolume(v VolumeSpec) error {
+// FailApplies makes the next n Apply calls (single-op writes included) that
+// pass validation fail with ErrInjected, changing nothing.
+func (m *Memory) FailApplies(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.failApply = n
+}
+
+// Apply implements Store. The batch is validated before anything changes
+// and the changes themselves cannot fail, so the maps and their indexes
+// never hold half a batch.
+func (m *Memory) Apply(ops []Op) error {
+	if err := checkOps(ops); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failApply > 0 {
+		m.failApply--
+		return fmt.Errorf("store: apply %d ops: %w", len(ops), ErrInjected)
+	}
+	for _, op := range ops {
+		m.applyLocked(op)
+	}
 	m.rev++
-	m.volumes[v.ID] = v
 	return nil
 }
 
+// applyLocked performs one op that passed Op.check.
+func (m *Memory) applyLocked(op Op) {
+	switch {
+	case op.PutVolume != nil:
+		m.volumes[op.PutVolume.ID] = *op.PutVolume
+	case op.DeleteVolume != "":
+		delete(m.volumes, op.DeleteVolume)
+	case op.PutNode != nil:
+		m.nodes[op.PutNode.Name] = *op.PutNode
+	case op.DeleteNode != "":
+		delete(m.nodes, op.DeleteNode)
+	case op.PutWorkload != nil:
+		m.putWorkloadLocked(op.PutWorkload.clone())
+	case op.DeleteWorkload != "":
+		m.unindexLocked(op.DeleteWorkload)
+		delete(m.workloads, op.DeleteWorkload)
+	}
+}
+
+func (m *Memory) PutVolume(v VolumeSpec) error {
+	return m.Apply([]Op{{PutVolume: &v}})
+}
+
 func (m *Memory) DeleteVolume(id cloud.VolumeID) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rev++
-	delete(m.volumes, id)
-	return nil
+	return m.Apply([]Op{{DeleteVolume: id}})
 }
 
 func (m *Memory) Volume(id cloud.VolumeID) (VolumeSpec, bool, error) {
@@ -87,19 +129,11 @@ func (m *Memory) Volumes() ([]VolumeSpec, error) {
 }
 
 func (m *Memory) PutNode(n NodeSpec) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rev++
-	m.nodes[n.Name] = n
-	return nil
+	return m.Apply([]Op{{PutNode: &n}})
 }
 
 func (m *Memory) DeleteNode(name cloud.NodeName) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rev++
-	delete(m.nodes, name)
-	return nil
+	return m.Apply([]Op{{DeleteNode: name}})
 }
 
 func (m *Memory) Node(name cloud.NodeName) (NodeSpec, bool, error) {
@@ -121,20 +155,18 @@ func (m *Memory) Nodes() ([]NodeSpec, error) {
 }
 
 func (m *Memory) PutWorkload(w Workload) error {
-	if w.UID == "" {
-		return fmt.Errorf("store: workload without a UID")
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rev++
+	return m.Apply([]Op{{PutWorkload: &w}})
+}
+
+// putWorkloadLocked stores w (the store's own copy), keeping the Seq of the
+// workload it replaces.
+func (m *Memory) putWorkloadLocked(w Workload) {
 	if old, ok := m.workloads[w.UID]; ok {
 		w.Seq = old.Seq
 	} else {
 		m.seq++
 		w.Seq = m.seq
 	}
-	w.Volumes = slices.Clone(w.Volumes)
-	w.ReadOnly = slices.Clone(w.ReadOnly)
 	m.unindexLocked(w.UID)
 	m.workloads[w.UID] = w
 	if m.byNode[w.Node] == nil {
@@ -147,7 +179,6 @@ func (m *Memory) PutWorkload(w Workload) error {
 		}
 		m.byVolume[v][w.UID] = true
 	}
-	return nil
 }
 
 func (m *Memory) unindexLocked(uid string) {
@@ -165,12 +196,7 @@ func (m *Memory) unindexLocked(uid string) {
 }
 
 func (m *Memory) DeleteWorkload(uid string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rev++
-	m.unindexLocked(uid)
-	delete(m.workloads, uid)
-	return nil
+	return m.Apply([]Op{{DeleteWorkload: uid}})
 }
 
 func (m *Memory) Workload(uid string) (Workload, bool, error) {

@@ -2,11 +2,13 @@
 // (volumes, nodes, workloads) and the persisted node statuses. Actors rebuild
 // from it on every (re)start. The interface is narrow so that a durable
 // embedded database and an etcd backend can implement it; Memory is the
-// in-process implementation. A store never calls actors or the cloud.
+// in-process implementation, Bolt the durable one (one file, bbolt). A store
+// never calls actors or the cloud.
 package store
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
@@ -14,6 +16,10 @@ import (
 
 // ErrInjected is returned by writes that a test made fail.
 var ErrInjected = errors.New("store: injected write failure")
+
+// ErrInvalidOp is wrapped by Apply's refusal of a malformed batch; a refused
+// batch changes nothing.
+var ErrInvalidOp = errors.New("store: invalid op")
 
 // VolumeSpec is a volume of the desired state.
 type VolumeSpec struct {
@@ -37,13 +43,67 @@ type Workload struct {
 	Seq uint64
 }
 
+// Op is one change of the desired state; exactly one field is set. An
+// empty ID or name counts as unset, so it cannot be deleted or stored.
+type Op struct {
+	PutVolume      *VolumeSpec
+	DeleteVolume   cloud.VolumeID
+	PutNode        *NodeSpec
+	DeleteNode     cloud.NodeName
+	PutWorkload    *Workload
+	DeleteWorkload string
+}
+
+// check validates op on its own: no op depends on the store's state, so a
+// batch that passes checkOps cannot fail half-way for a reason of its own.
+func (op Op) check() error {
+	set := 0
+	for _, isSet := range []bool{
+		op.PutVolume != nil, op.DeleteVolume != "",
+		op.PutNode != nil, op.DeleteNode != "",
+		op.PutWorkload != nil, op.DeleteWorkload != "",
+	} {
+		if isSet {
+			set++
+		}
+	}
+	switch {
+	case set != 1:
+		return fmt.Errorf("%d fields set, want exactly 1", set)
+	case op.PutVolume != nil && op.PutVolume.ID == "":
+		return errors.New("volume without an ID")
+	case op.PutNode != nil && op.PutNode.Name == "":
+		return errors.New("node without a name")
+	case op.PutWorkload != nil && op.PutWorkload.UID == "":
+		return errors.New("workload without a UID")
+	}
+	return nil
+}
+
+// checkOps validates a batch before anything is written.
+func checkOps(ops []Op) error {
+	for i, op := range ops {
+		if err := op.check(); err != nil {
+			return fmt.Errorf("%w %d: %w", ErrInvalidOp, i, err)
+		}
+	}
+	return nil
+}
+
 // Store is what the controller needs. Every method is safe for concurrent
 // use and returns copies. Writes are atomic: a failed write changes nothing.
 type Store interface {
-	// Revision increases with every write of the desired state (volumes,
-	// nodes, workloads). Read it BEFORE a snapshot: changes told with a
+	// Revision increases by 1 with every successful Apply (the single-op
+	// writes of the desired state below are each one Apply); node status
+	// writes leave it alone. Read it BEFORE a snapshot: changes told with a
 	// higher revision are newer than the snapshot.
 	Revision() (uint64, error)
+
+	// Apply performs ops in order, atomically: all of them or none. A
+	// failure (a malformed op, see Op and ErrInvalidOp, or a failed write)
+	// changes nothing, Revision included. An empty batch still counts as
+	// one write.
+	Apply(ops []Op) error
 
 	PutVolume(VolumeSpec) error
 	DeleteVolume(cloud.VolumeID) error

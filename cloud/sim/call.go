@@ -47,9 +47,11 @@ func (c *Cloud) Calls() Counters {
 }
 
 // do runs one provider call of method m: count, throttle, latency,
-// injected errors, then effect (under the lock). subject describes the
+// injected errors, then effect (under the lock), then, with
+// Config.StatePath, the write of the state (under the lock too, whether
+// the call failed or not: the counters changed). subject describes the
 // call's arguments for error messages. Changes recorded by effect are
-// delivered to observers after the lock is released.
+// delivered to observers after the lock is released, if written.
 func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() error) error {
 	latency, err := c.admit(m, subject)
 	if err != nil {
@@ -57,6 +59,7 @@ func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() 
 	}
 	err = sleep(ctx, latency)
 	c.mu.Lock()
+	mark := len(c.obs.queue)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -69,13 +72,30 @@ func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() 
 	if err != nil {
 		c.counters.Errors[m]++
 	}
+	if perr := c.commitLocked(mark); perr != nil {
+		if err == nil {
+			c.counters.Errors[m]++
+		}
+		err = withWriteError(err, m, subject, perr)
+	}
 	c.mu.Unlock()
 	c.deliver()
 	return err
 }
 
+// withWriteError returns the error of a call of m whose state could not be
+// written (perr): perr if the call had succeeded (err nil), else both, err
+// first, so that cloud.Classify still returns err's kind.
+func withWriteError(err error, m Method, subject string, perr error) error {
+	if err == nil {
+		return fmt.Errorf("sim: %s %s: %w", m, subject, perr)
+	}
+	return fmt.Errorf("%w (and %w)", err, perr)
+}
+
 // admit counts the call and takes a throttle token. It returns the latency
-// to apply, or the throttle error.
+// to apply, or the throttle error (after writing the counters, with
+// Config.StatePath).
 func (c *Cloud) admit(m Method, subject string) (time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,7 +103,11 @@ func (c *Cloud) admit(m Method, subject string) (time.Duration, error) {
 	if !c.bucket.take(c.now()) {
 		c.counters.Throttled[m]++
 		c.counters.Errors[m]++
-		return 0, fmt.Errorf("sim: %s %s: token bucket empty: %w", m, subject, cloud.ErrThrottled)
+		err := fmt.Errorf("sim: %s %s: token bucket empty: %w", m, subject, cloud.ErrThrottled)
+		if perr := c.commitLocked(len(c.obs.queue)); perr != nil {
+			err = withWriteError(err, m, subject, perr)
+		}
+		return 0, err
 	}
 	return c.latency, nil
 }

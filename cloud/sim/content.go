@@ -3,8 +3,9 @@ package sim
 // Volume content: with Config.ContentDir set, each volume has a directory
 // <ContentDir>/<volume> standing for its disk, so that a node agent can
 // mount "the device" it was told about and data survives a detach and an
-// attach elsewhere, as on a real disk. This is the one thing the sim writes
-// to disk; it only ever creates directories there, never removes any.
+// attach elsewhere, as on a real disk. Besides the state file (StatePath,
+// state.go), this is the one thing the sim writes to disk; it only ever
+// creates directories there, never removes any.
 
 import (
 	"fmt"
@@ -39,12 +40,16 @@ func validVolume(id cloud.VolumeID) error {
 // a valid name (layout.ValidName; wraps layout.ErrInvalidName) creates
 // nothing, not even the volume, and a content directory that cannot be
 // created is an error (the volume exists then, and a retry completes it).
-// Without ContentDir only the name check is added.
+// With Config.StatePath set, a volume whose creation cannot be written is
+// an error too (the volume does not exist then). Without ContentDir and
+// StatePath only the name check is added.
 func (c *Cloud) CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) error {
 	if err := validVolume(id); err != nil {
 		return fmt.Errorf("sim: create volume: %w", err)
 	}
-	c.createVolume(id, mode)
+	if err := c.createVolume(id, mode); err != nil {
+		return err
+	}
 	if c.content == "" {
 		return nil
 	}

@@ -14,13 +14,18 @@
 // are names, nothing more. Its only writes to disk are, with
 // Config.ContentDir set, one directory per volume standing for the volume's
 // disk (DeviceSource), so that data written by a workload follows the
-// volume from node to node. Each provider call
-// runs, in this order: count the call; throttle check; latency (a cancelled
-// context returns ctx.Err() with no effect); injected errors (FailNext, then
-// SetErrorRate); then the effect. A call that returns an error has had no
-// effect.
+// volume from node to node, and, with Config.StatePath set, one state file
+// holding its instances, volumes, attachments and counters, rewritten
+// atomically after every change, so that the cloud survives the process
+// (Open). Each provider call runs, in this order: count the call; throttle
+// check; latency (a cancelled context returns ctx.Err() with no effect);
+// injected errors (FailNext, then SetErrorRate); then the effect; then, with
+// StatePath, the write of the state file (a failed write undoes the
+// effect). A call that returns an error has had no effect.
 //
 // A Cloud is safe for concurrent use. It holds one mutex, never while
-// sleeping for latency and never while calling observers. It has no global
-// mutable state: each New returns an independent cloud.
+// sleeping for latency and never while calling observers, but while
+// writing the state file (so the file's versions follow the changes). It
+// has no global mutable state: each New returns an independent cloud (two
+// clouds must not share a StatePath).
 package sim

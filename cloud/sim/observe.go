@@ -30,7 +30,8 @@ type observers struct {
 // delivered by the goroutine of another call, shortly after its own call
 // returned; without concurrency, a call returns after its changes were
 // delivered. A hook must not panic and should be quick: it delays the call
-// delivering it.
+// delivering it. With Config.StatePath set, only changes written to the
+// state file are reported (a change whose write fails is undone, unseen).
 func (c *Cloud) Observe(f func(Change)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -24,7 +24,10 @@ func (c *Cloud) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.Inst
 		id = in.id
 		return nil
 	})
-	return id, err
+	if err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // Attach implements cloud.Provider. Checks, in order: unknown volume or
@@ -40,7 +43,10 @@ func (c *Cloud) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.Insta
 		dev, err = c.attachLocked(vol, inst)
 		return err
 	})
-	return dev, err
+	if err != nil {
+		return "", err // the effect may have run, and been undone
+	}
+	return dev, nil
 }
 
 func (c *Cloud) attachLocked(vol cloud.VolumeID, id cloud.InstanceID) (string, error) {
@@ -108,7 +114,10 @@ func (c *Cloud) VolumesAreAttached(ctx context.Context, query map[cloud.Instance
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // InstanceVolumes implements cloud.Provider: one call whatever the number of
@@ -130,7 +139,10 @@ func (c *Cloud) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *Cloud) checkBatch(m Method, n int) error {

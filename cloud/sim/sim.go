@@ -56,9 +56,23 @@ type Config struct {
 	// node mounts (see DeviceSource). Empty: volumes have no content and
 	// nothing is written to disk.
 	ContentDir string
+	// StatePath, when set, makes the cloud durable: Open (and New) loads
+	// the state from this file if it exists, and every change of
+	// instances, volumes or attachments (and of the counters) is written
+	// to it before the call that made it returns, atomically (a temporary
+	// file in the same directory, fsync, rename, fsync of the directory),
+	// mode 0600. A call whose change cannot be written fails with an error
+	// naming the file and wrapping cloud.ErrRetryable, and its change is
+	// undone. Kept: instances (node, running flag, attach limit),
+	// volumes (access mode), attachments (device paths), the instance ID
+	// counter and Counters. Not kept: latency, throttle, injected errors,
+	// observers (runtime knobs), nor the volumes' content (ContentDir is
+	// on disk already). Empty: nothing is kept.
+	StatePath string
 }
 
-// Cloud is an in-memory cloud.Provider. Create it with New.
+// Cloud is an in-memory cloud.Provider, durable with Config.StatePath.
+// Create it with New or Open.
 type Cloud struct {
 	batch    int              // immutable after New
 	now      func() time.Time // immutable after New
@@ -74,6 +88,7 @@ type Cloud struct {
 	vols     map[cloud.VolumeID]*volume
 	obs      observers
 	content  string // Config.ContentDir made absolute; immutable after New
+	state    *store // nil without Config.StatePath
 }
 
 var _ cloud.Provider = (*Cloud)(nil)
@@ -92,8 +107,21 @@ type volume struct {
 	attached map[cloud.InstanceID]struct{}
 }
 
-// New returns an empty cloud (no instances, no volumes) configured by cfg.
+// New returns a cloud configured by cfg: empty (no instances, no volumes)
+// unless cfg.StatePath names an existing state file, whose state it loads.
+// It panics if Open fails, which it only does with StatePath set, when the
+// state file exists but cannot be read or is corrupt; callers that set
+// StatePath should use Open.
 func New(cfg Config) *Cloud {
+	c, err := Open(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// newCloud returns an empty cloud configured by cfg, ignoring StatePath.
+func newCloud(cfg Config) *Cloud {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
@@ -123,11 +151,22 @@ func New(cfg Config) *Cloud {
 // AddInstance creates a running instance backing node, with the default
 // attach limit, and returns its ID ("i-<node>-<counter>"). If an instance
 // already backs node (running or not) it returns that one unchanged.
+//
+// With Config.StatePath set, an instance whose creation cannot be written
+// is not created and AddInstance returns ""; use AddInstanceChecked to see
+// the error.
 func (c *Cloud) AddInstance(node cloud.NodeName) cloud.InstanceID {
+	id, _ := c.AddInstanceChecked(node)
+	return id
+}
+
+// AddInstanceChecked is AddInstance that reports the error of writing the
+// state file (see Config.StatePath); it cannot fail without StatePath.
+func (c *Cloud) AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if in, ok := c.nodes[node]; ok {
-		return in.id
+		return in.id, nil
 	}
 	c.seq++
 	in := &instance{
@@ -139,7 +178,10 @@ func (c *Cloud) AddInstance(node cloud.NodeName) cloud.InstanceID {
 	}
 	c.nodes[node] = in
 	c.insts[in.id] = in
-	return in.id
+	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+		return "", fmt.Errorf("sim: add instance for node %s: %w", node, err)
+	}
+	return in.id, nil
 }
 
 // CreateVolume creates a detached volume. It is idempotent: creating an
@@ -148,30 +190,38 @@ func (c *Cloud) AddInstance(node cloud.NodeName) cloud.InstanceID {
 //
 // With Config.ContentDir set it also creates the volume's content
 // directory, unless id is not a valid name (layout.ValidName): such a
-// volume has no content. Errors creating the directory are dropped; use
-// CreateVolumeChecked to see them.
+// volume has no content. Errors creating the directory are dropped, and so
+// are, with Config.StatePath set, errors writing the state file (the
+// volume is then not created); use CreateVolumeChecked to see them.
 func (c *Cloud) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) {
-	c.createVolume(id, mode)
+	if c.createVolume(id, mode) != nil {
+		return
+	}
 	if c.content != "" && validVolume(id) == nil {
 		_ = c.makeContent(id)
 	}
 }
 
-func (c *Cloud) createVolume(id cloud.VolumeID, mode cloud.AccessMode) {
+func (c *Cloud) createVolume(id cloud.VolumeID, mode cloud.AccessMode) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.vols[id]; ok {
-		return
+		return nil
 	}
 	c.vols[id] = &volume{id: id, mode: mode, attached: make(map[cloud.InstanceID]struct{})}
+	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+		return fmt.Errorf("sim: create volume %s: %w", id, err)
+	}
+	return nil
 }
 
 // Terminate stops inst and removes every attachment it has, reporting each
 // removal to observers with Reason "terminate" (these removals are not
 // counted in DetachNew). The instance keeps its ID and still backs its node
 // until Start. Terminating a stopped instance does nothing. It fails with
-// cloud.ErrNotFound if inst is unknown. It is not a provider call: it is not
-// counted, throttled, delayed or subject to injected errors.
+// cloud.ErrNotFound if inst is unknown, and with Config.StatePath set, when
+// the change cannot be written (then nothing changed). It is not a provider
+// call: it is not counted, throttled, delayed or subject to injected errors.
 func (c *Cloud) Terminate(inst cloud.InstanceID) error {
 	c.mu.Lock()
 	in, ok := c.insts[inst]
@@ -179,18 +229,28 @@ func (c *Cloud) Terminate(inst cloud.InstanceID) error {
 		c.mu.Unlock()
 		return fmt.Errorf("sim: terminate %s: instance not found: %w", inst, cloud.ErrNotFound)
 	}
+	if !in.running {
+		c.mu.Unlock()
+		return nil
+	}
+	mark := len(c.obs.queue)
 	in.running = false
 	for _, vol := range sortedKeys(in.devices) {
 		c.removeLocked(c.vols[vol], in, "terminate")
 	}
+	err := c.commitLocked(mark)
 	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("sim: terminate %s: %w", inst, err)
+	}
 	c.deliver()
 	return nil
 }
 
 // Start makes a stopped instance run again, with the same ID and no
 // volumes. Starting a running instance does nothing. It fails with
-// cloud.ErrNotFound if inst is unknown.
+// cloud.ErrNotFound if inst is unknown, and with Config.StatePath set, when
+// the change cannot be written (then nothing changed).
 func (c *Cloud) Start(inst cloud.InstanceID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -198,12 +258,21 @@ func (c *Cloud) Start(inst cloud.InstanceID) error {
 	if !ok {
 		return fmt.Errorf("sim: start %s: instance not found: %w", inst, cloud.ErrNotFound)
 	}
+	if in.running {
+		return nil
+	}
 	in.running = true
+	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+		return fmt.Errorf("sim: start %s: %w", inst, err)
+	}
 	return nil
 }
 
 // SetAttachLimit sets how many volumes inst may have attached. Lowering it
 // below the current count detaches nothing; further attaches are refused.
+// It fails with cloud.ErrNotFound if inst is unknown, and with
+// Config.StatePath set, when the change cannot be written (then nothing
+// changed).
 func (c *Cloud) SetAttachLimit(inst cloud.InstanceID, n int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -211,7 +280,13 @@ func (c *Cloud) SetAttachLimit(inst cloud.InstanceID, n int) error {
 	if !ok {
 		return fmt.Errorf("sim: set attach limit of %s: instance not found: %w", inst, cloud.ErrNotFound)
 	}
+	if in.limit == max(n, 0) {
+		return nil
+	}
 	in.limit = max(n, 0)
+	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+		return fmt.Errorf("sim: set attach limit of %s: %w", inst, err)
+	}
 	return nil
 }
 

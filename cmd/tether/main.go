@@ -27,7 +27,8 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(demoCommand())
+	root.AddCommand(demoCommand(), upCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return envFallback(cmd) }
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether:", err)
 		var u usageError
@@ -48,3 +49,5 @@ func isUsage(err error) bool {
 	}
 	return false
 }
+
+var errNodes = errors.New("--nodes must be at least 1")

@@ -1,0 +1,201 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node/layout"
+)
+
+// Change is one desired-state document of ApplyAll: exactly one field set.
+type Change struct {
+	Volume   *store.VolumeSpec
+	Node     *store.NodeSpec
+	Workload *store.Workload
+}
+
+func (ch Change) ref() (kind, name string, err error) {
+	n := 0
+	if ch.Volume != nil {
+		n, kind, name = n+1, "volume", string(ch.Volume.ID)
+	}
+	if ch.Node != nil {
+		n, kind, name = n+1, "node", string(ch.Node.Name)
+	}
+	if ch.Workload != nil {
+		n, kind, name = n+1, "workload", ch.Workload.UID
+	}
+	if n != 1 {
+		return "", "", fmt.Errorf("%w: a document must hold exactly one object, found %d", ErrInvalid, n)
+	}
+	return kind, name, nil
+}
+
+var nameKinds = map[string]string{"volume": layout.KindVolume, "node": layout.KindNode, "workload": layout.KindWorkload}
+
+// ApplyAll validates every change against the store and the other changes,
+// then writes them in one atomic store transaction and tells the actors.
+// Nothing is applied when anything is wrong. It returns one line per
+// change ("volume/x created", "... configured", "... unchanged").
+func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.validate(changes); err != nil {
+		return nil, err
+	}
+	var ops []store.Op
+	var result []string
+	var vols []cloud.VolumeID
+	var nodes []cloud.NodeName
+	for _, ch := range changes {
+		verb, err := c.verb(ch)
+		if err != nil {
+			return nil, err
+		}
+		kind, name, _ := ch.ref()
+		result = append(result, fmt.Sprintf("%s/%s %s", kind, name, verb))
+		switch {
+		case ch.Volume != nil:
+			v := *ch.Volume
+			ops = append(ops, store.Op{PutVolume: &v})
+			vols = append(vols, v.ID)
+		case ch.Node != nil:
+			n := *ch.Node
+			ops = append(ops, store.Op{PutNode: &n})
+			nodes = append(nodes, n.Name)
+		default:
+			w := *ch.Workload
+			old, _, err := c.env.store.Workload(w.UID)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, store.Op{PutWorkload: &w})
+			vols = union(vols, union(old.Volumes, w.Volumes))
+			nodes = appendNode(appendNode(nodes, old.Node), w.Node)
+		}
+	}
+	if err := c.env.store.Apply(ops); err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		c.env.sys.Root.Send(c.env.lookup.Node(n), wake)
+	}
+	if err := c.tellDesired(vols...); err != nil {
+		return result, err
+	}
+	for _, n := range nodes {
+		if err := c.tellAgent(n); err != nil {
+			return result, err
+		}
+	}
+	return result, nil
+}
+
+func appendNode(ns []cloud.NodeName, n cloud.NodeName) []cloud.NodeName {
+	if n == "" || slices.Contains(ns, n) {
+		return ns
+	}
+	return append(ns, n)
+}
+
+// batchIndex is what a batch itself defines, for reference checks.
+type batchIndex struct {
+	volumes map[cloud.VolumeID]bool
+	nodes   map[cloud.NodeName]bool
+}
+
+// validate checks names, duplicates and references. Caller holds c.mu.
+func (c *Controller) validate(changes []Change) error {
+	b := batchIndex{volumes: map[cloud.VolumeID]bool{}, nodes: map[cloud.NodeName]bool{}}
+	seen := map[string]int{}
+	for i, ch := range changes {
+		kind, name, err := ch.ref()
+		if err != nil {
+			return fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if err := layout.ValidName(nameKinds[kind], name); err != nil {
+			return fmt.Errorf("%w: document %d: %w", ErrInvalid, i+1, err)
+		}
+		key := kind + "/" + name
+		if j, dup := seen[key]; dup {
+			return fmt.Errorf("%w: %s appears in documents %d and %d", ErrInvalid, key, j+1, i+1)
+		}
+		seen[key] = i
+		switch {
+		case ch.Volume != nil:
+			if ch.Volume.Mode != cloud.Exclusive && ch.Volume.Mode != cloud.MultiNode {
+				return fmt.Errorf("%w: document %d: volume %q: unknown access mode", ErrInvalid, i+1, name)
+			}
+			b.volumes[ch.Volume.ID] = true
+		case ch.Node != nil:
+			b.nodes[ch.Node.Name] = true
+		}
+	}
+	for i, ch := range changes {
+		if ch.Workload != nil {
+			if err := c.checkWorkload(*ch.Workload, b); err != nil {
+				return fmt.Errorf("document %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkWorkload: its node and volumes exist (in the store or the batch),
+// its volume names are valid and listed once, read-only ones are used.
+func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
+	if err := layout.ValidName(layout.KindNode, string(w.Node)); err != nil {
+		return fmt.Errorf("%w: workload %q: %w", ErrInvalid, w.UID, err)
+	}
+	if _, ok, err := c.env.store.Node(w.Node); err != nil {
+		return err
+	} else if !ok && !b.nodes[w.Node] {
+		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
+	}
+	for i, v := range w.Volumes {
+		if err := layout.ValidName(layout.KindVolume, string(v)); err != nil {
+			return fmt.Errorf("%w: workload %q: %w", ErrInvalid, w.UID, err)
+		}
+		if slices.Contains(w.Volumes[:i], v) {
+			return fmt.Errorf("%w: workload %q lists volume %q twice", ErrInvalid, w.UID, v)
+		}
+		if _, ok, err := c.env.store.Volume(v); err != nil {
+			return err
+		} else if !ok && !b.volumes[v] {
+			return fmt.Errorf("%w: workload %q names unknown volume %q", ErrInvalid, w.UID, v)
+		}
+	}
+	for _, v := range w.ReadOnly {
+		if !slices.Contains(w.Volumes, v) {
+			return fmt.Errorf("%w: workload %q lists %q read-only but does not use it", ErrInvalid, w.UID, v)
+		}
+	}
+	return nil
+}
+
+// verb says what applying ch will do.
+func (c *Controller) verb(ch Change) (string, error) {
+	switch {
+	case ch.Volume != nil:
+		old, ok, err := c.env.store.Volume(ch.Volume.ID)
+		return verbOf(ok, ok && old == *ch.Volume), err
+	case ch.Node != nil:
+		old, ok, err := c.env.store.Node(ch.Node.Name)
+		return verbOf(ok, ok && old == *ch.Node), err
+	}
+	old, ok, err := c.env.store.Workload(ch.Workload.UID)
+	same := ok && old.Node == ch.Workload.Node && slices.Equal(old.Volumes, ch.Workload.Volumes) && slices.Equal(old.ReadOnly, ch.Workload.ReadOnly)
+	return verbOf(ok, same), err
+}
+
+func verbOf(existed, same bool) string {
+	switch {
+	case same:
+		return "unchanged"
+	case existed:
+		return "configured"
+	}
+	return "created"
+}

@@ -1,0 +1,147 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node/mount"
+)
+
+// Method label values of tether_cloud_calls_total.
+const (
+	methodInstanceID         = "instance_id"
+	methodAttach             = "attach"
+	methodDetach             = "detach"
+	methodVolumesAreAttached = "volumes_are_attached"
+	methodInstanceVolumes    = "instance_volumes"
+)
+
+// Result label values.
+const (
+	resultOK    = "ok"
+	resultError = "error"
+)
+
+// cloudResult is "ok" or the error's class, so a dashboard can tell
+// throttling from attach conflicts without parsing messages.
+func cloudResult(err error) string {
+	if err == nil {
+		return resultOK
+	}
+	return cloud.Classify(err).String()
+}
+
+// InstrumentProvider returns a Provider that records every call of p
+// (tether_cloud_calls_total, tether_cloud_call_seconds) and otherwise
+// behaves exactly like p: same answers, same errors, same BatchSize. With a
+// nil m (or a nil p) it returns p itself.
+func InstrumentProvider(p cloud.Provider, m *Metrics) cloud.Provider {
+	if m == nil || p == nil {
+		return p
+	}
+	return &provider{p: p, m: m}
+}
+
+type provider struct {
+	p cloud.Provider
+	m *Metrics
+}
+
+func (i *provider) record(method string, start time.Time, err error) {
+	i.m.CloudCall(method, cloudResult(err), time.Since(start))
+}
+
+func (i *provider) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
+	start := time.Now()
+	id, err := i.p.InstanceID(ctx, node)
+	i.record(methodInstanceID, start, err)
+	return id, err
+}
+
+func (i *provider) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
+	start := time.Now()
+	dev, err := i.p.Attach(ctx, vol, inst)
+	i.record(methodAttach, start, err)
+	return dev, err
+}
+
+func (i *provider) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {
+	start := time.Now()
+	err := i.p.Detach(ctx, vol, inst)
+	i.record(methodDetach, start, err)
+	return err
+}
+
+func (i *provider) VolumesAreAttached(ctx context.Context, query map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	start := time.Now()
+	res, err := i.p.VolumesAreAttached(ctx, query)
+	i.record(methodVolumesAreAttached, start, err)
+	return res, err
+}
+
+func (i *provider) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	start := time.Now()
+	res, err := i.p.InstanceVolumes(ctx, insts)
+	i.record(methodInstanceVolumes, start, err)
+	return res, err
+}
+
+func (i *provider) BatchSize() int { return i.p.BatchSize() }
+
+// InstrumentMounter returns a Mounter that records Stage, Unstage, Publish
+// and Unpublish as operations (tether_operations_total{op, result} with
+// result "ok" or "error", tether_operation_seconds{op}) and otherwise
+// behaves exactly like mt. Inspect and Name pass through unmeasured. With a
+// nil m (or a nil mt) it returns mt itself.
+func InstrumentMounter(mt mount.Mounter, m *Metrics) mount.Mounter {
+	if m == nil || mt == nil {
+		return mt
+	}
+	return &mounter{mt: mt, m: m}
+}
+
+type mounter struct {
+	mt mount.Mounter
+	m  *Metrics
+}
+
+func (i *mounter) record(op string, start time.Time, err error) {
+	result := resultOK
+	if err != nil {
+		result = resultError
+	}
+	i.m.Operation(op, result, time.Since(start))
+}
+
+func (i *mounter) Stage(source, target string) error {
+	start := time.Now()
+	err := i.mt.Stage(source, target)
+	i.record("stage", start, err)
+	return err
+}
+
+func (i *mounter) Unstage(target string) error {
+	start := time.Now()
+	err := i.mt.Unstage(target)
+	i.record("unstage", start, err)
+	return err
+}
+
+func (i *mounter) Publish(staged, target string, readOnly bool) error {
+	start := time.Now()
+	err := i.mt.Publish(staged, target, readOnly)
+	i.record("publish", start, err)
+	return err
+}
+
+func (i *mounter) Unpublish(target string) error {
+	start := time.Now()
+	err := i.mt.Unpublish(target)
+	i.record("unpublish", start, err)
+	return err
+}
+
+func (i *mounter) Inspect(target string) (mount.State, string, error) { return i.mt.Inspect(target) }
+
+func (i *mounter) Name() string { return i.mt.Name() }

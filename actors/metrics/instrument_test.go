@@ -1,0 +1,186 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node/mount"
+)
+
+// fakeProvider answers every call with err (nil: success) and fixed values.
+type fakeProvider struct {
+	err   error
+	calls int
+}
+
+func (f *fakeProvider) InstanceID(context.Context, cloud.NodeName) (cloud.InstanceID, error) {
+	f.calls++
+	return "i-1", f.err
+}
+
+func (f *fakeProvider) Attach(context.Context, cloud.VolumeID, cloud.InstanceID) (string, error) {
+	f.calls++
+	return "/dev/xvdb", f.err
+}
+
+func (f *fakeProvider) Detach(context.Context, cloud.VolumeID, cloud.InstanceID) error {
+	f.calls++
+	return f.err
+}
+
+func (f *fakeProvider) VolumesAreAttached(context.Context, map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	f.calls++
+	return map[cloud.InstanceID]map[cloud.VolumeID]bool{"i-1": {"v": true}}, f.err
+}
+
+func (f *fakeProvider) InstanceVolumes(context.Context, []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	f.calls++
+	return map[cloud.InstanceID]map[cloud.VolumeID]string{"i-1": {"v": "/dev/xvdb"}}, f.err
+}
+
+func (f *fakeProvider) BatchSize() int { return 7 }
+
+// callAll calls every counted Provider method once.
+func callAll(t *testing.T, p cloud.Provider, wantErr error) {
+	t.Helper()
+	ctx := context.Background()
+	check := func(method string, err error) {
+		t.Helper()
+		if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {
+			t.Errorf("%s: err %v, want %v", method, err, wantErr)
+		}
+	}
+	id, err := p.InstanceID(ctx, "n1")
+	check("InstanceID", err)
+	if id != "i-1" {
+		t.Errorf("InstanceID = %q, want i-1", id)
+	}
+	dev, err := p.Attach(ctx, "v", "i-1")
+	check("Attach", err)
+	if dev != "/dev/xvdb" {
+		t.Errorf("Attach = %q, want /dev/xvdb", dev)
+	}
+	check("Detach", p.Detach(ctx, "v", "i-1"))
+	att, err := p.VolumesAreAttached(ctx, map[cloud.InstanceID][]cloud.VolumeID{"i-1": {"v"}})
+	check("VolumesAreAttached", err)
+	if !att["i-1"]["v"] {
+		t.Errorf("VolumesAreAttached lost the answer: %v", att)
+	}
+	vols, err := p.InstanceVolumes(ctx, []cloud.InstanceID{"i-1"})
+	check("InstanceVolumes", err)
+	if vols["i-1"]["v"] != "/dev/xvdb" {
+		t.Errorf("InstanceVolumes lost the answer: %v", vols)
+	}
+}
+
+var providerMethods = []string{"instance_id", "attach", "detach", "volumes_are_attached", "instance_volumes"}
+
+func TestInstrumentProviderRecordsResults(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		result string
+	}{
+		{"ok", nil, "ok"},
+		{"throttled", fmt.Errorf("ec2: slow down: %w", cloud.ErrThrottled), "throttled"},
+		{"attached elsewhere", fmt.Errorf("ec2: in use: %w", cloud.ErrAttachedElsewhere), "attached-elsewhere"},
+		{"unclassified", errors.New("connection reset"), "retryable"},
+		{"context", context.DeadlineExceeded, "retryable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMetrics(t)
+			fake := &fakeProvider{err: tt.err}
+			p := InstrumentProvider(fake, m)
+
+			callAll(t, p, tt.err)
+			if fake.calls != len(providerMethods) {
+				t.Errorf("fake saw %d calls, want %d", fake.calls, len(providerMethods))
+			}
+			if got := p.BatchSize(); got != 7 {
+				t.Errorf("BatchSize = %d, want 7", got)
+			}
+			for _, method := range providerMethods {
+				l := labels{"method": method, "result": tt.result}
+				if got := counter(t, m, "tether_cloud_calls_total", l); got != 1 {
+					t.Errorf("tether_cloud_calls_total%v = %v, want 1", l, got)
+				}
+				if n, _ := observations(t, m, "tether_cloud_call_seconds", labels{"method": method}); n != 1 {
+					t.Errorf("tether_cloud_call_seconds{method=%q} count = %d, want 1", method, n)
+				}
+			}
+		})
+	}
+}
+
+// fakeMounter fails every operation whose name is in fail.
+type fakeMounter struct {
+	fail  map[string]bool
+	calls []string
+}
+
+var errFake = errors.New("fake mount failure")
+
+func (f *fakeMounter) do(op string) error {
+	f.calls = append(f.calls, op)
+	if f.fail[op] {
+		return errFake
+	}
+	return nil
+}
+
+func (f *fakeMounter) Stage(_, _ string) error           { return f.do("stage") }
+func (f *fakeMounter) Unstage(string) error              { return f.do("unstage") }
+func (f *fakeMounter) Publish(_, _ string, _ bool) error { return f.do("publish") }
+func (f *fakeMounter) Unpublish(string) error            { return f.do("unpublish") }
+func (f *fakeMounter) Name() string                      { return "fake" }
+
+func (f *fakeMounter) Inspect(string) (mount.State, string, error) {
+	f.calls = append(f.calls, "inspect")
+	return mount.Mounted, "/src", nil
+}
+
+func TestInstrumentMounterRecordsOperations(t *testing.T) {
+	m := newMetrics(t)
+	fake := &fakeMounter{fail: map[string]bool{"publish": true}}
+	mt := InstrumentMounter(fake, m)
+
+	if err := mt.Stage("/src", "/root/staged"); err != nil {
+		t.Errorf("Stage: %v", err)
+	}
+	if err := mt.Publish("/root/staged", "/root/pub", true); !errors.Is(err, errFake) {
+		t.Errorf("Publish: %v, want the fake's error", err)
+	}
+	if err := mt.Unpublish("/root/pub"); err != nil {
+		t.Errorf("Unpublish: %v", err)
+	}
+	if err := mt.Unstage("/root/staged"); err != nil {
+		t.Errorf("Unstage: %v", err)
+	}
+	state, src, err := mt.Inspect("/root/staged")
+	if state != mount.Mounted || src != "/src" || err != nil {
+		t.Errorf("Inspect = %v %q %v, want mounted /src nil", state, src, err)
+	}
+	if got := mt.Name(); got != "fake" {
+		t.Errorf("Name = %q, want fake", got)
+	}
+	if want := []string{"stage", "publish", "unpublish", "unstage", "inspect"}; fmt.Sprint(fake.calls) != fmt.Sprint(want) {
+		t.Errorf("calls = %v, want %v", fake.calls, want)
+	}
+
+	for op, result := range map[string]string{"stage": "ok", "publish": "error", "unpublish": "ok", "unstage": "ok"} {
+		l := labels{"op": op, "result": result}
+		if got := counter(t, m, "tether_operations_total", l); got != 1 {
+			t.Errorf("tether_operations_total%v = %v, want 1", l, got)
+		}
+		if n, _ := observations(t, m, "tether_operation_seconds", labels{"op": op}); n != 1 {
+			t.Errorf("tether_operation_seconds{op=%q} count = %d, want 1", op, n)
+		}
+	}
+	if s := sample(t, m, "tether_operation_seconds", labels{"op": "inspect"}); s != nil {
+		t.Errorf("Inspect was measured")
+	}
+}

@@ -1,0 +1,278 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/cloud"
+)
+
+// ErrInUse is matched (errors.Is) by OpenBolt's error when another process
+// holds the database.
+var ErrInUse = errors.New("store: database is in use by another process")
+
+// lockTimeout bounds OpenBolt's wait for bbolt's file lock: without it a
+// second process would hang instead of being told the store is taken.
+const lockTimeout = time.Second
+
+// Every key of a bucket is the record's ID (volume ID, node name, workload
+// UID, node name), so a bucket's key order (bytewise) is the order Volumes,
+// Nodes and NodeStatuses return. Values are JSON of the records below.
+var (
+	bucketVolumes   = []byte("volumes")
+	bucketNodes     = []byte("nodes")
+	bucketWorkloads = []byte("workloads")
+	bucketStatuses  = []byte("statuses")
+	bucketMeta      = []byte("meta") // keyRevision, keySeq: big-endian uint64
+	allBuckets      = [][]byte{bucketVolumes, bucketNodes, bucketWorkloads, bucketStatuses, bucketMeta}
+
+	keyRevision = []byte("revision")
+	keySeq      = []byte("seq") // the last Seq given to a workload
+)
+
+// Bolt is a durable Store in one bbolt file. Every write is one bbolt
+// transaction, so a failed write changes nothing; reads are read
+// transactions and see whole writes only. Secondary lookups (WorkloadsOn,
+// DesiredNodes, StatusesWithVolume) scan their bucket.
+type Bolt struct {
+	db *bolt.DB
+
+	mu         sync.Mutex // guards the injected failures
+	failApply  int
+	failStatus int
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens (creating if needed, file mode 0600, parent dir must exist)
+// the database at path. It takes bbolt's file lock with a timeout (1 s), so
+// a second process gets an error matching ErrInUse ("store: <path> is in use
+// by another process") instead of hanging.
+func OpenBolt(path string) (*Bolt, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, inUseError{path: path}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: create buckets in %s: %w", path, err)
+	}
+	return &Bolt{db: db}, nil
+}
+
+type inUseError struct{ path string }
+
+func (e inUseError) Error() string        { return "store: " + e.path + " is in use by another process" }
+func (e inUseError) Is(target error) bool { return target == ErrInUse }
+
+// Close releases the file and its lock.
+func (b *Bolt) Close() error {
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", b.db.Path(), err)
+	}
+	return nil
+}
+
+// FailApplies makes the next n Apply calls (single-op writes included) that
+// pass validation fail with ErrInjected. The failure comes after the batch
+// is written inside the transaction, so it exercises the rollback.
+func (b *Bolt) FailApplies(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failApply = n
+}
+
+// FailNodeStatusWrites makes the next n PutNodeStatus calls fail with
+// ErrInjected, changing nothing; like FailApplies, after the write.
+func (b *Bolt) FailNodeStatusWrites(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failStatus = n
+}
+
+// injected consumes one injected failure from *n.
+func (b *Bolt) injected(n *int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if *n == 0 {
+		return false
+	}
+	*n--
+	return true
+}
+
+// Apply implements Store in one transaction.
+func (b *Bolt) Apply(ops []Op) error {
+	if err := checkOps(ops); err != nil {
+		return err
+	}
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		for _, op := range ops {
+			if err := applyBolt(tx, op); err != nil {
+				return err
+			}
+		}
+		if _, err := bump(tx, keyRevision); err != nil {
+			return err
+		}
+		if b.injected(&b.failApply) {
+			return ErrInjected
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: apply %d ops: %w", len(ops), err)
+	}
+	return nil
+}
+
+// applyBolt performs one op that passed Op.check.
+func applyBolt(tx *bolt.Tx, op Op) error {
+	switch {
+	case op.PutVolume != nil:
+		v := op.PutVolume
+		return put(tx, bucketVolumes, string(v.ID), volumeRecord{ID: v.ID, Mode: int(v.Mode)})
+	case op.DeleteVolume != "":
+		return tx.Bucket(bucketVolumes).Delete([]byte(op.DeleteVolume))
+	case op.PutNode != nil:
+		return put(tx, bucketNodes, string(op.PutNode.Name), nodeRecord{Name: op.PutNode.Name})
+	case op.DeleteNode != "":
+		return tx.Bucket(bucketNodes).Delete([]byte(op.DeleteNode))
+	case op.PutWorkload != nil:
+		return putWorkloadBolt(tx, *op.PutWorkload)
+	case op.DeleteWorkload != "":
+		return tx.Bucket(bucketWorkloads).Delete([]byte(op.DeleteWorkload))
+	}
+	return nil
+}
+
+// putWorkloadBolt stores w, keeping the Seq of the workload it replaces.
+func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
+	old, ok, err := get[workloadRecord](tx, bucketWorkloads, w.UID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		w.Seq = old.Seq
+	} else if w.Seq, err = bump(tx, keySeq); err != nil {
+		return err
+	}
+	return put(tx, bucketWorkloads, w.UID, toWorkloadRecord(w))
+}
+
+// PutNodeStatus implements Store.
+func (b *Bolt) PutNodeStatus(s nodestatus.Status) error {
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		if err := put(tx, bucketStatuses, string(s.Name), toStatusRecord(s)); err != nil {
+			return err
+		}
+		if b.injected(&b.failStatus) {
+			return ErrInjected
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put status of node %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+func (b *Bolt) PutVolume(v VolumeSpec) error {
+	return b.Apply([]Op{{PutVolume: &v}})
+}
+
+func (b *Bolt) DeleteVolume(id cloud.VolumeID) error {
+	return b.Apply([]Op{{DeleteVolume: id}})
+}
+
+func (b *Bolt) PutNode(n NodeSpec) error {
+	return b.Apply([]Op{{PutNode: &n}})
+}
+
+func (b *Bolt) DeleteNode(name cloud.NodeName) error {
+	return b.Apply([]Op{{DeleteNode: name}})
+}
+
+func (b *Bolt) PutWorkload(w Workload) error {
+	return b.Apply([]Op{{PutWorkload: &w}})
+}
+
+func (b *Bolt) DeleteWorkload(uid string) error {
+	return b.Apply([]Op{{DeleteWorkload: uid}})
+}
+
+// bump increments the counter at key of the meta bucket and returns its
+// new value.
+func bump(tx *bolt.Tx, key []byte) (uint64, error) {
+	n, err := counter(tx, key)
+	if err != nil {
+		return 0, err
+	}
+	n++
+	return n, tx.Bucket(bucketMeta).Put(key, binary.BigEndian.AppendUint64(nil, n))
+}
+
+// counter reads a counter of the meta bucket; a missing one is 0.
+func counter(tx *bolt.Tx, key []byte) (uint64, error) {
+	v := tx.Bucket(bucketMeta).Get(key)
+	switch len(v) {
+	case 0:
+		return 0, nil
+	case 8:
+		return binary.BigEndian.Uint64(v), nil
+	}
+	return 0, fmt.Errorf("store: %s/%s holds %d bytes, want 8", bucketMeta, key, len(v))
+}
+
+func put(tx *bolt.Tx, bucket []byte, key string, rec any) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("store: encode %s/%s: %w", bucket, key, err)
+	}
+	return tx.Bucket(bucket).Put([]byte(key), data)
+}
+
+// get decodes the record at key; the bytes bbolt returns live only as long
+// as the transaction, the decoded record longer.
+func get[R any](tx *bolt.Tx, bucket []byte, key string) (R, bool, error) {
+	var rec R
+	data := tx.Bucket(bucket).Get([]byte(key))
+	if data == nil {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, false, fmt.Errorf("store: decode %s/%s: %w", bucket, key, err)
+	}
+	return rec, true, nil
+}
+
+// scan decodes every record of bucket, in key order.
+func scan[R any](tx *bolt.Tx, bucket []byte, fn func(R)) error {
+	return tx.Bucket(bucket).ForEach(func(k, data []byte) error {
+		var rec R
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return fmt.Errorf("store: decode %s/%s: %w", bucket, k, err)
+		}
+		fn(rec)
+		return nil
+	})
+}

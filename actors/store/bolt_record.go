@@ -1,0 +1,63 @@
+package store
+
+import (
+	"time"
+
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/cloud"
+)
+
+// The records are Bolt's on-disk format: JSON with explicit names, apart
+// from the domain types so that renaming a Go field does not change the
+// file. Slices keep nil and empty apart (no omitempty), as Memory does.
+
+type volumeRecord struct {
+	ID   cloud.VolumeID `json:"id"`
+	Mode int            `json:"mode"`
+}
+
+type nodeRecord struct {
+	Name cloud.NodeName `json:"name"`
+}
+
+type workloadRecord struct {
+	UID      string           `json:"uid"`
+	Node     cloud.NodeName   `json:"node"`
+	Volumes  []cloud.VolumeID `json:"volumes"`
+	ReadOnly []cloud.VolumeID `json:"readOnly"`
+	Seq      uint64           `json:"seq"`
+}
+
+// statusRecord: a zero NotReadySince round-trips as the zero time; maps come
+// back empty, never nil (Status.Clone's form).
+type statusRecord struct {
+	Name             cloud.NodeName            `json:"name"`
+	VolumesAttached  map[cloud.VolumeID]string `json:"volumesAttached"`
+	VolumesInUse     map[cloud.VolumeID]bool   `json:"volumesInUse"`
+	VolumesDetaching map[cloud.VolumeID]bool   `json:"volumesDetaching"`
+	Ready            bool                      `json:"ready"`
+	NotReadySince    time.Time                 `json:"notReadySince"`
+	OutOfService     bool                      `json:"outOfService"`
+}
+
+func (r volumeRecord) spec() VolumeSpec { return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode)} }
+
+// The conversions below stop compiling when a domain type gains a field, so
+// a new field cannot be silently left out of the file.
+
+func (r nodeRecord) spec() NodeSpec { return NodeSpec(r) }
+
+func toWorkloadRecord(w Workload) workloadRecord { return workloadRecord(w) }
+
+// workload: r is freshly decoded, so its slices are the caller's own.
+func (r workloadRecord) workload() Workload { return Workload(r) }
+
+func toStatusRecord(s nodestatus.Status) statusRecord { return statusRecord(s) }
+
+func (r statusRecord) status() nodestatus.Status { return nodestatus.Status(r).Clone() }
+
+// hasVolume is StatusesWithVolume's filter.
+func (r statusRecord) hasVolume(vol cloud.VolumeID) bool {
+	_, attached := r.VolumesAttached[vol]
+	return attached || r.VolumesInUse[vol] || r.VolumesDetaching[vol]
+}

@@ -1,0 +1,134 @@
+// Package api serves tether's operator API (messages/api.proto) over gRPC:
+// every call authenticated with the bearer token stored under the data
+// directory, loopback only unless told otherwise, requests bounded in size.
+// It translates requests into Controller calls and never decides anything
+// itself: validation of names, references and atomicity live in the
+// controller and the store.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// MaxRequestBytes bounds one request.
+const MaxRequestBytes = 1 << 20
+
+// Nodes is the cloud behind the nodes as the API needs it (the sim cloud
+// in embedded mode): it provisions instances for new nodes and disks for
+// new volumes, and terminates and starts instances.
+type Nodes interface {
+	InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool)
+	Running(inst cloud.InstanceID) bool
+	Terminate(inst cloud.InstanceID) error
+	Start(inst cloud.InstanceID) error
+	AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error)
+	CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) error
+}
+
+// Server is a running API server.
+type Server struct {
+	grpc *grpc.Server
+	lis  net.Listener
+	done chan error
+}
+
+// Serve listens on addr (a loopback address unless allowRemote) and serves
+// in a goroutine.
+func Serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRemote bool) (*Server, error) {
+	if !allowRemote {
+		if err := checkLoopback(addr); err != nil {
+			return nil, err
+		}
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("api: listen %s: %w", addr, err)
+	}
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxRequestBytes), grpc.UnaryInterceptor(authenticate(token)))
+	messages.RegisterTetherServer(g, &service{ctl: ctl, nodes: nodes})
+	s := &Server{grpc: g, lis: lis, done: make(chan error, 1)}
+	go func() { s.done <- g.Serve(lis) }()
+	return s, nil
+}
+
+// Addr is where the server listens ("127.0.0.1:PORT").
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// Stop finishes the calls in flight and stops.
+func (s *Server) Stop() error {
+	s.grpc.GracefulStop()
+	if err := <-s.done; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return err
+	}
+	return nil
+}
+
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("api: address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("api: refusing to listen on %q: not a loopback address", addr)
+}
+
+// authenticate checks "authorization: Bearer <token>" on every call, in
+// constant time.
+func authenticate(token string) grpc.UnaryServerInterceptor {
+	want := []byte("Bearer " + token)
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		got := md.Get("authorization")
+		if len(got) != 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1 {
+			return nil, status.Error(codes.Unauthenticated, "missing or wrong API token (see the api-token file in the data directory)")
+		}
+		return h(ctx, req)
+	}
+}
+
+// toStatus maps controller errors to gRPC codes.
+func toStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, controller.ErrInvalid):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, errNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+var errNotFound = errors.New("not found")
+
+// kindOf normalizes "volumes", "Volume", "vol" to "volume".
+func kindOf(s string) (string, error) {
+	switch strings.ToLower(s) {
+	case "volume", "volumes", "vol", "vols":
+		return "volume", nil
+	case "node", "nodes":
+		return "node", nil
+	case "workload", "workloads", "wl":
+		return "workload", nil
+	}
+	return "", fmt.Errorf("%w: unknown kind %q (want volume, node or workload)", controller.ErrInvalid, s)
+}

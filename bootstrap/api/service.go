@@ -1,0 +1,292 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+	"github.com/tether/tether/node/layout"
+)
+
+const actorTimeout = 5 * time.Second
+
+type service struct {
+	messages.UnimplementedTetherServer
+	ctl   *controller.Controller
+	nodes Nodes
+}
+
+func (s *service) Apply(_ context.Context, req *messages.ApplyRequest) (*messages.ApplyResponse, error) {
+	changes := make([]controller.Change, 0, len(req.Documents))
+	for i, d := range req.Documents {
+		ch, err := changeOf(d)
+		if err != nil {
+			return nil, toStatus(fmt.Errorf("document %d: %w", i+1, err))
+		}
+		changes = append(changes, ch)
+	}
+	if len(changes) == 0 {
+		return nil, toStatus(fmt.Errorf("%w: no documents", controller.ErrInvalid))
+	}
+	if err := s.provision(changes); err != nil {
+		return nil, toStatus(err)
+	}
+	applied, err := s.ctl.ApplyAll(changes)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &messages.ApplyResponse{Applied: applied}, nil
+}
+
+// provision makes sure the cloud has an instance for every node and a disk
+// for every volume the documents name, before they enter the desired state
+// (both are idempotent; one left over by a refused apply is unused, like an
+// idle disk). Names are checked first: they become paths in the sim.
+func (s *service) provision(changes []controller.Change) error {
+	for _, ch := range changes {
+		switch {
+		case ch.Volume != nil:
+			if err := layout.ValidName(layout.KindVolume, string(ch.Volume.ID)); err != nil {
+				return fmt.Errorf("%w: %w", controller.ErrInvalid, err)
+			}
+		case ch.Node != nil:
+			if err := layout.ValidName(layout.KindNode, string(ch.Node.Name)); err != nil {
+				return fmt.Errorf("%w: %w", controller.ErrInvalid, err)
+			}
+		}
+	}
+	for _, ch := range changes {
+		switch {
+		case ch.Volume != nil:
+			if err := s.nodes.CreateVolumeChecked(ch.Volume.ID, ch.Volume.Mode); err != nil {
+				return err
+			}
+		case ch.Node != nil:
+			if _, err := s.nodes.AddInstanceChecked(ch.Node.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// changeOf converts one document.
+func changeOf(d *messages.Document) (controller.Change, error) {
+	switch x := d.GetDoc().(type) {
+	case *messages.Document_Volume:
+		mode, err := ModeOf(x.Volume.AccessMode)
+		if err != nil {
+			return controller.Change{}, err
+		}
+		return controller.Change{Volume: &store.VolumeSpec{ID: cloud.VolumeID(x.Volume.Name), Mode: mode}}, nil
+	case *messages.Document_Node:
+		return controller.Change{Node: &store.NodeSpec{Name: cloud.NodeName(x.Node.Name)}}, nil
+	case *messages.Document_Workload:
+		w := store.Workload{UID: x.Workload.Name, Node: cloud.NodeName(x.Workload.Node)}
+		for _, v := range x.Workload.Volumes {
+			w.Volumes = append(w.Volumes, cloud.VolumeID(v.Name))
+			if v.ReadOnly {
+				w.ReadOnly = append(w.ReadOnly, cloud.VolumeID(v.Name))
+			}
+		}
+		return controller.Change{Workload: &w}, nil
+	}
+	return controller.Change{}, fmt.Errorf("%w: empty document", controller.ErrInvalid)
+}
+
+// ModeOf parses an access mode ("" means ReadWriteOnce).
+func ModeOf(s string) (cloud.AccessMode, error) {
+	switch s {
+	case "", "ReadWriteOnce":
+		return cloud.Exclusive, nil
+	case "ReadWriteMany", "ReadOnlyMany":
+		return cloud.MultiNode, nil
+	}
+	return 0, fmt.Errorf("%w: unknown access mode %q (want ReadWriteOnce, ReadWriteMany or ReadOnlyMany)", controller.ErrInvalid, s)
+}
+
+func modeName(m cloud.AccessMode) string {
+	if m == cloud.MultiNode {
+		return "ReadWriteMany"
+	}
+	return "ReadWriteOnce"
+}
+
+func (s *service) Delete(_ context.Context, req *messages.DeleteRequest) (*messages.DeleteResponse, error) {
+	kind, err := kindOf(req.Kind)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.exists(kind, req.Name); err != nil {
+		return nil, toStatus(err)
+	}
+	switch kind {
+	case "volume":
+		err = s.ctl.DeleteVolume(cloud.VolumeID(req.Name))
+	case "node":
+		err = s.ctl.DeleteNode(cloud.NodeName(req.Name))
+	default:
+		err = s.ctl.DeleteWorkload(req.Name)
+	}
+	return &messages.DeleteResponse{}, toStatus(err)
+}
+
+// exists returns errNotFound (wrapped, naming the object) unless it exists.
+func (s *service) exists(kind, name string) error {
+	st := s.ctl.Store()
+	var ok bool
+	var err error
+	switch kind {
+	case "volume":
+		_, ok, err = st.Volume(cloud.VolumeID(name))
+	case "node":
+		_, ok, err = st.Node(cloud.NodeName(name))
+	default:
+		_, ok, err = st.Workload(name)
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s %q", errNotFound, kind, name)
+	}
+	return err
+}
+
+func (s *service) Get(_ context.Context, req *messages.GetRequest) (*messages.GetResponse, error) {
+	kind, err := kindOf(req.Kind)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if req.Name != "" {
+		if err := s.exists(kind, req.Name); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	res, err := s.get(kind, req.Name)
+	return res, toStatus(err)
+}
+
+func (s *service) get(kind, name string) (*messages.GetResponse, error) {
+	res := &messages.GetResponse{}
+	st := s.ctl.Store()
+	switch kind {
+	case "volume":
+		specs, err := st.Volumes()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range specs {
+			if name == "" || string(v.ID) == name {
+				res.Volumes = append(res.Volumes, s.volumeInfo(v))
+			}
+		}
+	case "node":
+		specs, err := st.Nodes()
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range specs {
+			if name == "" || string(n.Name) == name {
+				res.Nodes = append(res.Nodes, s.nodeInfo(n))
+			}
+		}
+	default:
+		ws, err := st.Workloads()
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			if name == "" || w.UID == name {
+				res.Workloads = append(res.Workloads, s.workloadInfo(w))
+			}
+		}
+	}
+	return res, nil
+}
+
+func (s *service) volumeInfo(v store.VolumeSpec) *messages.VolumeInfo {
+	info := &messages.VolumeInfo{Spec: &messages.VolumeDoc{Name: string(v.ID), AccessMode: modeName(v.Mode)}}
+	if st, err := s.ctl.VolumeStatus(v.ID, actorTimeout); err == nil {
+		info.DesiredNodes, info.Attachments = st.DesiredNodes, st.Attachments
+	}
+	return info
+}
+
+func (s *service) nodeInfo(n store.NodeSpec) *messages.NodeInfo {
+	info := &messages.NodeInfo{Spec: &messages.NodeDoc{Name: string(n.Name)}}
+	if st, err := s.ctl.NodeStatus(n.Name, actorTimeout); err == nil {
+		info.Status = st
+	}
+	if inst, ok := s.nodes.InstanceOf(n.Name); ok {
+		info.InstanceId, info.InstanceRunning = string(inst), s.nodes.Running(inst)
+	}
+	return info
+}
+
+func (s *service) workloadInfo(w store.Workload) *messages.WorkloadInfo {
+	doc := &messages.WorkloadDoc{Name: w.UID, Node: string(w.Node)}
+	for _, v := range w.Volumes {
+		doc.Volumes = append(doc.Volumes, &messages.WorkloadVolumeDoc{Name: string(v), ReadOnly: slices.Contains(w.ReadOnly, v)})
+	}
+	info := &messages.WorkloadInfo{Spec: doc, Phase: "Pending"}
+	if st, err := s.ctl.AgentStatus(w.Node, actorTimeout); err == nil {
+		for _, m := range st.Mounts {
+			if m.WorkloadUid == w.UID && m.State == "Mounted" {
+				info.MountedVolumes = append(info.MountedVolumes, m.VolumeId)
+			}
+		}
+	}
+	if len(info.MountedVolumes) == len(w.Volumes) {
+		info.Phase = "Running"
+	}
+	return info
+}
+
+func (s *service) Describe(_ context.Context, req *messages.DescribeRequest) (*messages.DescribeResponse, error) {
+	kind, err := kindOf(req.Kind)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := s.exists(kind, req.Name); err != nil {
+		return nil, toStatus(err)
+	}
+	obj, err := s.get(kind, req.Name)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	res := &messages.DescribeResponse{Object: obj}
+	for _, e := range s.ctl.Events(events.Ref{Kind: events.Kind(kind), Name: req.Name}) {
+		res.Events = append(res.Events, &messages.EventInfo{TimeUnixNano: e.Time.UnixNano(), Type: e.Type, Node: e.Node, Warning: e.Warning, Message: e.Message})
+	}
+	return res, nil
+}
+
+func (s *service) NodeOperation(_ context.Context, req *messages.NodeOperationRequest) (*messages.NodeOperationResponse, error) {
+	if err := s.exists("node", req.Node); err != nil {
+		return nil, toStatus(err)
+	}
+	n := cloud.NodeName(req.Node)
+	switch req.Operation {
+	case "out-of-service", "in-service":
+		s.ctl.SetOutOfService(n, req.Operation == "out-of-service")
+		return &messages.NodeOperationResponse{Result: fmt.Sprintf("node/%s marked %s", n, req.Operation)}, nil
+	case "terminate", "start":
+		inst, ok := s.nodes.InstanceOf(n)
+		if !ok {
+			return nil, toStatus(fmt.Errorf("%w: no instance backs node %q", errNotFound, n))
+		}
+		op := s.nodes.Terminate
+		if req.Operation == "start" {
+			op = s.nodes.Start
+		}
+		if err := op(inst); err != nil {
+			return nil, toStatus(err)
+		}
+		return &messages.NodeOperationResponse{Result: fmt.Sprintf("instance %s of node/%s: %s", inst, n, req.Operation)}, nil
+	}
+	return nil, toStatus(fmt.Errorf("%w: unknown node operation %q (want terminate, start, out-of-service or in-service)", controller.ErrInvalid, req.Operation))
+}

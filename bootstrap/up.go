@@ -1,0 +1,124 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether/tether/actors/metrics"
+	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/cloud"
+)
+
+// AddrFile, under the data directory, tells clients where the API listens.
+const AddrFile = "api-addr"
+
+// UpConfig configures tether up: the embedded system made durable, served
+// over the API and observed through the metrics endpoint.
+type UpConfig struct {
+	Embedded    Config
+	APIAddr     string
+	MetricsAddr string
+	// AllowRemote lets the API and metrics listen on non-loopback
+	// addresses (the token still guards the API).
+	AllowRemote bool
+}
+
+// Up runs tether until ctx is done, then shuts down gracefully: the API
+// stops taking calls, the agents and the controller stop, the store is
+// flushed and closed. Mounts stay: workloads keep running.
+func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
+	ec := cfg.Embedded
+	ec.Durable = true
+	if err := os.MkdirAll(ec.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	token, err := api.LoadOrCreateToken(ec.DataDir)
+	if err != nil {
+		return err
+	}
+	m, err := metrics.New()
+	if err != nil {
+		return err
+	}
+	m.SetGlobal()
+	ec.Metrics = m
+	e, err := StartEmbedded(ec)
+	if err != nil {
+		return err
+	}
+	var state atomic.Value // why not ready; "" when ready
+	state.Store("starting")
+	ready := func() error {
+		if why := state.Load().(string); why != "" {
+			return errors.New(why)
+		}
+		return nil
+	}
+	srv, err := api.Serve(cfg.APIAddr, token, e.Controller, e.Cloud, cfg.AllowRemote)
+	if err != nil {
+		return errors.Join(err, e.Stop())
+	}
+	serve := metrics.Serve
+	if cfg.AllowRemote {
+		serve = metrics.ServeExposed
+	}
+	msrv, err := serve(cfg.MetricsAddr, m, ready)
+	if err != nil {
+		return errors.Join(err, srv.Stop(), e.Stop())
+	}
+	addrFile := filepath.Join(ec.DataDir, AddrFile)
+	if err := writeFileAtomic(addrFile, []byte(srv.Addr()+"\n"), 0o600); err != nil {
+		return errors.Join(err, srv.Stop(), msrv.Close(context.Background()), e.Stop())
+	}
+	state.Store("")
+	fmt.Fprintf(out, "tether is up: %d nodes (%v), data in %s\n", len(e.NodeNames), e.NodeNames, ec.DataDir)
+	fmt.Fprintf(out, "  API      %s (gRPC; bearer token in %s)\n", srv.Addr(), filepath.Join(ec.DataDir, api.TokenFile))
+	fmt.Fprintf(out, "  metrics  http://%s/metrics  (and /healthz, /readyz)\n", msrv.Addr())
+	fmt.Fprintf(out, "  try      tether --data-dir %s get nodes\n", ec.DataDir)
+	<-ctx.Done()
+	fmt.Fprintln(out, "tether: shutting down")
+	state.Store("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(os.Remove(addrFile), srv.Stop(), msrv.Close(sctx), e.Stop(), m.Shutdown(sctx))
+}
+
+// NodeNames helps callers name the default nodes.
+func NodeNames(n int) []cloud.NodeName {
+	out := make([]cloud.NodeName, n)
+	for i := range out {
+		out[i] = cloud.NodeName(fmt.Sprintf("n%d", i+1))
+	}
+	return out
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/messages"
+)
+
+// AddrFile is written by tether up under the data directory: where its API
+// listens, so that the other commands find it.
+const AddrFile = "api-addr"
+
+// clientFlags are shared by the commands that talk to a running tether.
+type clientFlags struct {
+	dataDir string
+	addr    string
+	token   string
+	timeout time.Duration
+}
+
+func (f *clientFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "tether's data directory (where tether up keeps its state, token and address)")
+	fs.StringVar(&f.addr, "addr", "", "API address (default: read from <data-dir>/api-addr)")
+	fs.StringVar(&f.token, "token", "", "API bearer token (default: read from <data-dir>/api-token)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long a call may take")
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("TETHER_DATA_DIR"); d != "" {
+		return d
+	}
+	return "tether-data"
+}
+
+// envFallback sets every flag the user did not give from TETHER_<NAME>
+// (upper case, dashes as underscores), if set.
+func envFallback(cmd *cobra.Command) error {
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		env := "TETHER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !f.Changed {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
+// connect dials the API with the token attached to every call.
+func (f *clientFlags) connect() (messages.TetherClient, func(), error) {
+	addr, token := f.addr, f.token
+	if addr == "" {
+		b, err := os.ReadFile(filepath.Join(f.dataDir, AddrFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("no tether running with data directory %s (start one with: tether up --data-dir %s), or pass --addr", f.dataDir, f.dataDir)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		addr = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		b, err := os.ReadFile(filepath.Join(f.dataDir, api.TokenFile))
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the API token: %w (pass --token)", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token), method, req, reply, cc, opts...)
+		}))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	return messages.NewTetherClient(conn), func() { conn.Close() }, nil
+}
+
+func (f *clientFlags) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), f.timeout)
+}

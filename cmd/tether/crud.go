@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/status"
+
+	"github.com/tether/tether/messages"
+)
+
+// rpcError turns a gRPC status into a plain message.
+func rpcError(err error) error {
+	if s, ok := status.FromError(err); ok {
+		return fmt.Errorf("%s: %s", s.Code(), s.Message())
+	}
+	return err
+}
+
+func applyCommand() *cobra.Command {
+	var cf clientFlags
+	var file string
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or update volumes, nodes and workloads from a YAML or JSON file (- for stdin), all or nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageError{fmt.Errorf("apply needs -f FILE")}
+			}
+			var r io.Reader = cmd.InOrStdin()
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				r = f
+			}
+			docs, err := parseDocuments(r)
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			c, done, err := cf.connect()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			res, err := c.Apply(ctx, &messages.ApplyRequest{Documents: docs})
+			if err != nil {
+				return rpcError(err)
+			}
+			for _, line := range res.Applied {
+				fmt.Fprintln(cmd.OutOrStdout(), line)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "file to apply (YAML or JSON; several documents allowed)")
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+func getCommand() *cobra.Command {
+	var cf clientFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get volumes|nodes|workloads [NAME]",
+		Short: "List objects with their status",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usageError{fmt.Errorf("-o %q: want table or json", output)}
+			}
+			req := &messages.GetRequest{Kind: args[0]}
+			if len(args) == 2 {
+				req.Name = args[1]
+			}
+			c, done, err := cf.connect()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			res, err := c.Get(ctx, req)
+			if err != nil {
+				return rpcError(err)
+			}
+			if output == "json" {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			return printTable(cmd.OutOrStdout(), res)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+func describeCommand() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "describe volume|node|workload NAME",
+		Short: "Show one object's state and recent events",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := cf.connect()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			res, err := c.Describe(ctx, &messages.DescribeRequest{Kind: args[0], Name: args[1]})
+			if err != nil {
+				return rpcError(err)
+			}
+			return printDescribe(cmd.OutOrStdout(), res)
+		},
+	}
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+func deleteCommand() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "delete volume|node|workload NAME",
+		Short: "Delete one object",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := cf.connect()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			if _, err := c.Delete(ctx, &messages.DeleteRequest{Kind: args[0], Name: args[1]}); err != nil {
+				return rpcError(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s deleted\n", args[0], args[1])
+			return nil
+		},
+	}
+	cf.register(cmd.Flags())
+	return cmd
+}
+
+func nodeCommand() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:       "node terminate|start|out-of-service|in-service NAME",
+		Short:     "Terminate or start a node's sim instance, or mark it out of service",
+		Args:      cobra.ExactArgs(2),
+		ValidArgs: []string{"terminate", "start", "out-of-service", "in-service"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, done, err := cf.connect()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := cf.ctx()
+			defer cancel()
+			res, err := c.NodeOperation(ctx, &messages.NodeOperationRequest{Operation: args[0], Node: args[1]})
+			if err != nil {
+				return rpcError(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), res.Result)
+			return nil
+		},
+	}
+	cf.register(cmd.Flags())
+	return cmd
+}

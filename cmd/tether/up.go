@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether/tether/bootstrap"
+)
+
+func upCommand() *cobra.Command {
+	cfg := bootstrap.UpConfig{Embedded: bootstrap.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run tether embedded: sim cloud, controller, node agents, durable store, API and metrics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Embedded.Nodes < 1 {
+				return usageError{errNodes}
+			}
+			cfg.Embedded.LogOutput = cmd.ErrOrStderr()
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return bootstrap.Up(ctx, cfg, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Embedded.DataDir, "data-dir", defaultDataDir(), "where tether keeps its state, mounts, token and address")
+	f.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:7070", "API listen address (loopback unless --allow-remote)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:7071", "metrics, /healthz and /readyz listen address")
+	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses")
+	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent")
+	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
+	f.DurationVar(&cfg.Embedded.Controller.Volume.MaxWaitForUnmount, "max-wait-for-unmount", cfg.Embedded.Controller.Volume.MaxWaitForUnmount, "force detach from a NotReady node after this long")
+	f.BoolVar(&cfg.Embedded.Controller.Volume.DisableForceDetach, "disable-force-detach", false, "never force detach from NotReady nodes")
+	f.DurationVar(&cfg.Embedded.Sim.Latency, "sim-latency", 0, "latency the sim cloud adds to every call")
+	f.Float64Var(&cfg.Embedded.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the sim cloud accepts before throttling (0: unlimited)")
+	f.StringVar(&cfg.Embedded.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.Embedded.LogFormat, "log-format", "text", "text or json")
+	return cmd
+}
