@@ -111,6 +111,7 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	cc := cfg.Controller
 	cc.Log, cc.Supervisor.Log = log, log
 	if cfg.Metrics != nil {
+		cc.Observer = cfg.Metrics
 		cc.Supervisor.OnRestart = func(child *actor.PID, _ int, _ time.Duration, _ interface{}) {
 			cfg.Metrics.ActorRestart(actorKind(child.Id))
 		}

@@ -57,6 +57,7 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 		},
 		wanted:    e.wanted,
 		onRespawn: cfg.OnRespawn,
+		observer:  cfg.Observer,
 	}
 	return &Controller{env: e, cancel: cancel}
 }

@@ -38,6 +38,8 @@ type Config struct {
 	OnRespawn func(name string, delay time.Duration)
 	// RetireAfter: an actor of a deleted volume, idle this long, stops.
 	RetireAfter time.Duration
+	// Observer, if set, hears what metrics need; its methods must not block.
+	Observer Observer
 	// Middleware wraps every actor's Receive (metrics, message counts).
 	Middleware []actor.ReceiverMiddleware
 	Clock      clock.Clock
@@ -82,6 +84,20 @@ type env struct {
 }
 
 var wake = &messages.Wake{}
+
+// Observer hears about the controller's work, for metrics. Methods are
+// called from actors and must return at once.
+type Observer interface {
+	// VolumeStates adjusts the count of attachments per state.
+	VolumeStates(delta map[string]int)
+	// BackoffWait: an operation (attach, detach) failed and waits d.
+	BackoffWait(op string, d time.Duration)
+	// SyncPass: a verification pass took d, with that many cloud calls
+	// and failed calls.
+	SyncPass(d time.Duration, calls, errors int)
+	// ActorRestart: an actor of that kind was restarted or respawned.
+	ActorRestart(kind string)
+}
 
 func (e *env) record(obj events.Ref, typ, node string, warning bool, msg string) {
 	e.events.Record(events.Event{Time: e.clock.Now(), Object: obj, Type: typ, Node: node, Warning: warning, Message: msg})

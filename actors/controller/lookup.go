@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,7 @@ type localLookup struct {
 	wanted func(name string, desiredOnly bool) bool
 	// onRespawn is Config.OnRespawn.
 	onRespawn func(name string, delay time.Duration)
+	observer  Observer
 	mu        sync.Mutex
 	closing   bool
 	retiring  map[string]bool
@@ -144,6 +146,9 @@ func (l *localLookup) stopped(name string) {
 	delay := l.respawn.Delay(d.count, 0)
 	if l.onRespawn != nil {
 		l.onRespawn(name, delay)
+	}
+	if l.observer != nil {
+		l.observer.ActorRestart(strings.SplitN(name, "/", 2)[0])
 	}
 	l.timers[name] = l.clock.AfterFunc(delay, func() {
 		l.mu.Lock()

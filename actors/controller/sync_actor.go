@@ -29,6 +29,7 @@ type syncActor struct {
 	stats    *messages.SyncPassFinished
 	ctx      context.Context
 	cancel   context.CancelFunc
+	started  time.Time
 }
 
 func newSyncActor(e *env) actor.Actor {
@@ -68,6 +69,7 @@ func (a *syncActor) start() {
 	}
 	a.pass++
 	a.stats = &messages.SyncPassFinished{Pass: a.pass}
+	a.started = a.env.clock.Now()
 	nodes, err := a.readBelief()
 	if err != nil {
 		a.env.log.Errorf("sync: reading node statuses: %v", err)
@@ -189,6 +191,9 @@ func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
 func (a *syncActor) finish() {
 	st := a.stats
 	a.env.sys.EventStream.Publish(st)
+	if obs := a.env.cfg.Observer; obs != nil {
+		obs.SyncPass(a.env.clock.Now().Sub(a.started), int(st.Calls), int(st.Errors))
+	}
 	a.env.log.WithField("pass", st.Pass).Debugf("sync: %d nodes, %d calls, %d errors, %d lost, %d unknown attachments", st.Nodes, st.Calls, st.Errors, st.Lost, st.Dangling)
 	if a.rerun {
 		a.rerun = false

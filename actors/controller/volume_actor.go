@@ -24,6 +24,8 @@ type volumeActor struct {
 	timer   timer
 	deleted bool
 	rev     uint64 // store revision of the desired state this actor has
+	// states: attachments per state last told to the observer.
+	states map[string]int
 	// retireAt: when an idle actor of a deleted volume stops (zero: not
 	// idle).
 	retireAt time.Time
@@ -101,6 +103,35 @@ func (a *volumeActor) step(ctx actor.Context, ev volume.Event) {
 	for _, eff := range a.core.Step(now, ev) {
 		a.run(ctx, eff)
 	}
+	a.reportStates()
+}
+
+// reportStates tells the observer how this volume's attachment states
+// changed since the last report.
+func (a *volumeActor) reportStates() {
+	obs := a.env.cfg.Observer
+	if obs == nil || a.core == nil {
+		return
+	}
+	now := map[string]int{}
+	for _, at := range a.core.Status().Attachments {
+		now[at.State.String()]++
+	}
+	delta := map[string]int{}
+	for s, n := range now {
+		if d := n - a.states[s]; d != 0 {
+			delta[s] = d
+		}
+	}
+	for s, n := range a.states {
+		if _, ok := now[s]; !ok {
+			delta[s] = -n
+		}
+	}
+	if len(delta) > 0 {
+		obs.VolumeStates(delta)
+	}
+	a.states = now
 }
 
 // maybeRetire stops an actor whose volume was deleted and is attached
@@ -127,6 +158,16 @@ func (a *volumeActor) maybeRetire(ctx actor.Context) {
 }
 
 func (a *volumeActor) shutdown() {
+	// This incarnation's attachments leave the gauge; the next one counts
+	// its own.
+	if obs := a.env.cfg.Observer; obs != nil && len(a.states) > 0 {
+		delta := map[string]int{}
+		for s, n := range a.states {
+			delta[s] = -n
+		}
+		obs.VolumeStates(delta)
+		a.states = nil
+	}
 	a.timer.stop()
 	if a.cancel != nil {
 		a.cancel()

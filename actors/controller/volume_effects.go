@@ -31,6 +31,13 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 		go a.verifyNodes(a.ctx, []cloud.NodeName{f.Node}, false)
 	case volume.Record:
 		e.record(a.ref, f.Type, string(f.Node), f.Warning, f.Message)
+		if f.Retry > 0 && e.cfg.Observer != nil {
+			op := "attach"
+			if f.Type == volume.EventFailedDetach {
+				op = "detach"
+			}
+			e.cfg.Observer.BackoffWait(op, f.Retry)
+		}
 	case volume.WakeAt:
 		a.timer.wakeAt(e, a.self, f.At)
 	default:

@@ -52,6 +52,8 @@ type Record struct {
 	Node    NodeName
 	Warning bool
 	Message string
+	// Retry is the backoff before the next try, for failures.
+	Retry time.Duration
 }
 
 // WakeAt: deliver Tick at (or soon after) At.

@@ -284,7 +284,7 @@ func (v *Volume) failed(now time.Time, n NodeName, k opKind, typ, msg string) []
 	}
 	b := v.backoff(n, k)
 	at := b.Fail(now, v.cfg.Backoff, u)
-	return []Effect{Record{Type: typ, Node: n, Warning: true,
+	return []Effect{Record{Type: typ, Node: n, Warning: true, Retry: at.Sub(now),
 		Message: fmt.Sprintf("%s (failure %d; no retry for %s, until %s)", msg, b.Failures(), at.Sub(now), at.UTC().Format(time.RFC3339Nano))}}
 }
 

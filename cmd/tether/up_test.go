@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,14 +48,42 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
+// syncBuffer is a bytes.Buffer safe for the child's output goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// metricsURL finds the metrics address tether up printed.
+func metricsURL(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "metrics" {
+			return strings.TrimSuffix(f[1], "/metrics")
+		}
+	}
+	return ""
+}
+
 // tetherUp starts `tether up` on data and waits until its API answers.
-func tetherUp(t *testing.T, data string) *exec.Cmd {
+func tetherUp(t *testing.T, data string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(data, AddrFile))
 	cmd := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 		"--sync-period", "1s", "--sim-latency", "30ms", "--sim-throttle", "8", "--log-level", "warn")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +100,7 @@ func tetherUp(t *testing.T, data string) *exec.Cmd {
 		_, err := run(t, data, "get", "nodes")
 		return err == nil
 	})
-	return cmd
+	return cmd, out
 }
 
 // run runs a tether client command against data.
@@ -145,7 +175,7 @@ func TestUpSurvivesSIGKILL(t *testing.T) {
 	}
 	data := t.TempDir()
 	t.Cleanup(func() { teardown(t, data) })
-	up := tetherUp(t, data)
+	up, _ := tetherUp(t, data)
 	const n = 12
 	var spec strings.Builder
 	for i := 0; i < n; i++ {
@@ -171,7 +201,7 @@ func TestUpSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("killed with %d of %d volumes attached", before, n)
 
-	up = tetherUp(t, data)
+	up, out := tetherUp(t, data)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, kind := range []string{"volumes", "workloads", "nodes"} {
@@ -191,6 +221,7 @@ func TestUpSurvivesSIGKILL(t *testing.T) {
 	if c.AttachNew != n || c.DetachNew != 0 {
 		t.Fatalf("cloud made %d attachments and removed %d; want %d and 0 (nothing attached twice)", c.AttachNew, c.DetachNew, n)
 	}
+	checkMetrics(t, metricsURL(out.String()))
 	if err := up.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +289,35 @@ func readCounters(t *testing.T, data string) cloudCounters {
 		t.Fatal(err)
 	}
 	return st.Counters
+}
+
+// checkMetrics: the endpoint serves tether's and Proto.Actor's metrics and
+// says it is healthy and ready.
+func checkMetrics(t *testing.T, base string) {
+	t.Helper()
+	if base == "" {
+		t.Fatal("tether up did not print its metrics address")
+	}
+	for path, want := range map[string]string{
+		"/metrics": "tether_operations_total",
+		"/healthz": "ok",
+		"/readyz":  "ready",
+	} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Fatalf("GET %s: %d, body lacks %q", path, res.StatusCode, want)
+		}
+		if path == "/metrics" {
+			for _, m := range []string{"tether_cloud_calls_total", "tether_attachments", "protoactor_", "tether_sync_pass_seconds"} {
+				if !strings.Contains(string(body), m) {
+					t.Errorf("/metrics lacks %s", m)
+				}
+			}
+		}
+	}
 }
