@@ -80,7 +80,7 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	fmt.Fprintf(out, "tether is up: %d nodes (%v), data in %s\n", len(e.NodeNames), e.NodeNames, ec.DataDir)
 	fmt.Fprintf(out, "  API      %s (gRPC; bearer token in %s)\n", srv.Addr(), filepath.Join(ec.DataDir, api.TokenFile))
 	fmt.Fprintf(out, "  metrics  http://%s/metrics  (and /healthz, /readyz)\n", msrv.Addr())
-	fmt.Fprintf(out, "  try      tether --data-dir %s get nodes\n", ec.DataDir)
+	fmt.Fprintf(out, "  try      tether get nodes --data-dir %s\n", ec.DataDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "tether: shutting down")
 	state.Store("shutting down")
