@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,6 +47,8 @@ type Config struct {
 	Durable bool
 	// Metrics, if set, is fed by every part of the process.
 	Metrics *metrics.Metrics
+	// WrapMounter, if set, wraps each agent's mounter (invariant checks).
+	WrapMounter func(cloud.NodeName, mount.Mounter) mount.Mounter
 }
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
@@ -65,6 +68,10 @@ type Embedded struct {
 	Agents     map[cloud.NodeName]*node.Agent
 	cfg        Config
 	guardian   actor.SupervisorStrategy
+	ctlCfg     controller.Config
+	provider   cloud.Provider
+	mu         sync.Mutex
+	mounters   map[cloud.NodeName]mount.Mounter
 }
 
 // NewLogger builds the process logger.
@@ -98,7 +105,7 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg}
+	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}}
 	if err := e.open(); err != nil {
 		return nil, err
 	}
@@ -117,7 +124,8 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 		}
 	}
 	e.guardian = supervisor.NewStrategy(cc.Supervisor)
-	e.Controller = controller.New(e.System, cc, metrics.InstrumentProvider(e.Cloud, cfg.Metrics), e.Store, e.Events)
+	e.ctlCfg, e.provider = cc, metrics.InstrumentProvider(e.Cloud, cfg.Metrics)
+	e.Controller = controller.New(e.System, cc, e.provider, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return nil, err
 	}
@@ -145,19 +153,76 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	ac := e.cfg.Agent
 	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
 	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
-	if e.cfg.Metrics != nil {
-		l, err := layout.New(ac.DataDir)
+	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil {
+		m, err := e.Mounter(n)
 		if err != nil {
 			return err
 		}
-		ac.Mounter = metrics.InstrumentMounter(mount.Default(l), e.cfg.Metrics)
+		m = metrics.InstrumentMounter(m, e.cfg.Metrics)
+		if e.cfg.WrapMounter != nil {
+			m = e.cfg.WrapMounter(n, m)
+		}
+		ac.Mounter = m
 	}
-	ac.Controller = e.Controller.Lookup().Node
+	ac.Controller = e.controllerNode
 	a, err := node.Start(e.System, ac, e.guardian)
 	if err != nil {
 		return err
 	}
 	e.Agents[n] = a
+	return nil
+}
+
+// Mounter returns the kind of mounter node n's agent uses by default.
+func (e *Embedded) Mounter(n cloud.NodeName) (mount.Mounter, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m, ok := e.mounters[n]; ok {
+		return m, nil
+	}
+	l, err := layout.New(e.NodeDir(n))
+	if err != nil {
+		return nil, err
+	}
+	m := mount.Default(l)
+	e.mounters[n] = m
+	return m, nil
+}
+
+// Ctl returns the current controller (RestartController replaces it).
+func (e *Embedded) Ctl() *controller.Controller {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.Controller
+}
+
+// controllerNode resolves a node actor through the current controller (it
+// may have been restarted).
+func (e *Embedded) controllerNode(n cloud.NodeName) *actor.PID {
+	e.mu.Lock()
+	ctl := e.Controller
+	e.mu.Unlock()
+	return ctl.Lookup().Node(n)
+}
+
+// RestartController stops the controller's actors and starts a new
+// controller on the same store and cloud, as after a crash of the
+// controller process: it rebuilds everything from the store, the node
+// agents' reports and the cloud.
+func (e *Embedded) RestartController() error {
+	e.mu.Lock()
+	old := e.Controller
+	e.mu.Unlock()
+	if err := old.Stop(10 * time.Second); err != nil {
+		return err
+	}
+	ctl := controller.New(e.System, e.ctlCfg, e.provider, e.Store, e.Events)
+	if err := ctl.Start(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.Controller = ctl
+	e.mu.Unlock()
 	return nil
 }
 

@@ -68,6 +68,10 @@ func (s Status) Info(vol cloud.VolumeID) VolumeInfo {
 // NotReady (Kubernetes: 40 s).
 type Config struct {
 	NotReadyAfter time.Duration
+	// BreakIgnoreInUse is a TEST-ONLY hook that breaks I2 on purpose
+	// (prepare a detach of a volume in use), so that tests can prove the
+	// invariant checkers catch it. Never set it elsewhere.
+	BreakIgnoreInUse bool
 }
 
 // DefaultConfig is Kubernetes' value.

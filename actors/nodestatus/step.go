@@ -151,7 +151,7 @@ func (n *Node) onRestored(now time.Time, e Restored) []Effect {
 }
 
 func (n *Node) onDetachRequested(e DetachRequested) []Effect {
-	if n.cur.VolumesInUse[e.Volume] && e.Force == "" {
+	if n.cur.VolumesInUse[e.Volume] && e.Force == "" && !n.cfg.BreakIgnoreInUse {
 		return []Effect{PrepareAnswer{Volume: e.Volume, Op: e.Op, Msg: fmt.Sprintf("node %q reports volume %q in use", n.cur.Name, e.Volume)}}
 	}
 	ans := PrepareAnswer{Volume: e.Volume, Op: e.Op, OK: true}

@@ -74,7 +74,7 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 func (v *Volume) detachAllowed(now time.Time, n NodeName, a *Attachment) (force string, ok bool, wake time.Time) {
 	info := v.nodes[n]
 	switch {
-	case !info.InUse:
+	case !info.InUse || v.cfg.BreakIgnoreInUse:
 		return "", true, time.Time{}
 	case info.OutOfService:
 		return ForceOutOfService, true, time.Time{}

@@ -99,6 +99,10 @@ type Config struct {
 	Backoff     backoff.Policy
 	// Rand draws the backoff jitter in [0,1); nil means no jitter.
 	Rand func() float64
+	// BreakIgnoreInUse is a TEST-ONLY hook that breaks I2 on purpose
+	// (detach without waiting for VolumesInUse), so that tests can prove
+	// the invariant checkers catch it. Never set it elsewhere.
+	BreakIgnoreInUse bool
 }
 
 // DefaultConfig is Kubernetes' values.

@@ -27,7 +27,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(demoCommand(), upCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
+	root.AddCommand(demoCommand(), chaosCommand(), upCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return envFallback(cmd) }
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether:", err)

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether/tether/bootstrap/chaos"
+)
+
+func chaosCommand() *cobra.Command {
+	var cfg chaos.Config
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Run embedded tether under seeded faults and check its invariants on ground truth",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Volumes < 1 || cfg.Nodes < 2 || cfg.Duration <= 0 {
+				return usageError{errors.New("need --volumes >= 1, --nodes >= 2 and a positive --duration")}
+			}
+			cfg.Log = cmd.ErrOrStderr()
+			rep, err := chaos.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				b, err := json.Marshal(struct {
+					Seed            uint64  `json:"seed"`
+					Kills           int     `json:"kills"`
+					Restarts        int     `json:"restarts"`
+					Faults          int     `json:"faults"`
+					Violations      int     `json:"violations"`
+					Converged       bool    `json:"converged"`
+					ConvergeSeconds float64 `json:"converge_seconds"`
+				}{rep.Seed, rep.Kills, rep.Restarts, rep.Faults, rep.Violations, rep.Converged, rep.ConvergeSeconds})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, string(b))
+			} else {
+				printChaos(cmd, rep)
+			}
+			if rep.Violations > 0 || !rep.Converged {
+				return fmt.Errorf("chaos seed %d: %d violations, converged=%v", rep.Seed, rep.Violations, rep.Converged)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1e6), "seed of the fault plan (the same seed gives the same plan)")
+	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long faults are injected")
+	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes (every fourth is multi-node)")
+	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory (default: a temporary one, removed afterwards)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func printChaos(cmd *cobra.Command, rep chaos.Report) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "seed %d: %d kills, %d restarts, %d faults injected, %d forced detaches\n", rep.Seed, rep.Kills, rep.Restarts, rep.Faults, rep.ForcedDetaches)
+	for _, m := range []map[string]int{rep.KillsByKind, rep.FaultsByKind} {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(out, "  %-24s %d\n", k, m[k])
+		}
+	}
+	fmt.Fprintf(out, "violations: %d\n", rep.Violations)
+	for _, d := range rep.Details {
+		fmt.Fprintln(out, "  "+d)
+	}
+	if rep.Converged {
+		fmt.Fprintf(out, "converged in %.2fs after faults stopped\n", rep.ConvergeSeconds)
+	} else {
+		fmt.Fprintf(out, "NOT converged within %s: %s\n", chaos.Deadline(), rep.NotConverged)
+	}
+}
