@@ -95,6 +95,12 @@ func (f *clientFlags) connect() (messages.TetherClient, func(), error) {
 	return messages.NewTetherClient(conn), func() { conn.Close() }, nil
 }
 
-func (f *clientFlags) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), f.timeout)
+// open connects and bounds the call by --timeout; done releases both.
+func (f *clientFlags) open() (messages.TetherClient, context.Context, func(), error) {
+	c, closeConn, err := f.connect()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	return c, ctx, func() { cancel(); closeConn() }, nil
 }

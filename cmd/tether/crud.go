@@ -43,13 +43,11 @@ func applyCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			c, done, err := cf.connect()
+			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := cf.ctx()
-			defer cancel()
 			res, err := c.Apply(ctx, &messages.ApplyRequest{Documents: docs})
 			if err != nil {
 				return rpcError(err)
@@ -80,13 +78,11 @@ func getCommand() *cobra.Command {
 			if len(args) == 2 {
 				req.Name = args[1]
 			}
-			c, done, err := cf.connect()
+			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := cf.ctx()
-			defer cancel()
 			res, err := c.Get(ctx, req)
 			if err != nil {
 				return rpcError(err)
@@ -109,13 +105,11 @@ func describeCommand() *cobra.Command {
 		Short: "Show one object's state and recent events",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := cf.connect()
+			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := cf.ctx()
-			defer cancel()
 			res, err := c.Describe(ctx, &messages.DescribeRequest{Kind: args[0], Name: args[1]})
 			if err != nil {
 				return rpcError(err)
@@ -134,13 +128,11 @@ func deleteCommand() *cobra.Command {
 		Short: "Delete one object",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := cf.connect()
+			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := cf.ctx()
-			defer cancel()
 			if _, err := c.Delete(ctx, &messages.DeleteRequest{Kind: args[0], Name: args[1]}); err != nil {
 				return rpcError(err)
 			}
@@ -160,13 +152,11 @@ func nodeCommand() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"terminate", "start", "out-of-service", "in-service"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, done, err := cf.connect()
+			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := cf.ctx()
-			defer cancel()
 			res, err := c.NodeOperation(ctx, &messages.NodeOperationRequest{Operation: args[0], Node: args[1]})
 			if err != nil {
 				return rpcError(err)
