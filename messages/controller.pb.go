@@ -1057,6 +1057,7 @@ type ReportVolumesInUse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	VolumeIds     []string               `protobuf:"bytes,2,rep,name=volume_ids,json=volumeIds,proto3" json:"volume_ids,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"` // numbers the agent's reports; echoed in NodeStatusUpdated
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1104,13 @@ func (x *ReportVolumesInUse) GetVolumeIds() []string {
 		return x.VolumeIds
 	}
 	return nil
+}
+
+func (x *ReportVolumesInUse) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 // Heartbeat says the node agent is alive.
@@ -1729,8 +1737,11 @@ type NodeStatusUpdated struct {
 	Node            string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	VolumesAttached []*AttachedVolume      `protobuf:"bytes,2,rep,name=volumes_attached,json=volumesAttached,proto3" json:"volumes_attached,omitempty"`
 	VolumesInUse    []string               `protobuf:"bytes,3,rep,name=volumes_in_use,json=volumesInUse,proto3" json:"volumes_in_use,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// in_use_seq is the seq of the last ReportVolumesInUse applied: the
+	// agent trusts volumes_in_use only when it matches its latest report.
+	InUseSeq      uint64 `protobuf:"varint,4,opt,name=in_use_seq,json=inUseSeq,proto3" json:"in_use_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatusUpdated) Reset() {
@@ -1782,6 +1793,13 @@ func (x *NodeStatusUpdated) GetVolumesInUse() []string {
 		return x.VolumesInUse
 	}
 	return nil
+}
+
+func (x *NodeStatusUpdated) GetInUseSeq() uint64 {
+	if x != nil {
+		return x.InUseSeq
+	}
+	return 0
 }
 
 type VolumeUse struct {
@@ -2254,11 +2272,12 @@ const file_controller_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\x12\x0e\n" +
 	"\x02op\x18\x03 \x01(\x04R\x02op\x12\x14\n" +
-	"\x05force\x18\x04 \x01(\tR\x05force\"G\n" +
+	"\x05force\x18\x04 \x01(\tR\x05force\"Y\n" +
 	"\x12ReportVolumesInUse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1d\n" +
 	"\n" +
-	"volume_ids\x18\x02 \x03(\tR\tvolumeIds\"\x1f\n" +
+	"volume_ids\x18\x02 \x03(\tR\tvolumeIds\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x1f\n" +
 	"\tHeartbeat\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"K\n" +
 	"\x0fSetOutOfService\x12\x12\n" +
@@ -2303,11 +2322,13 @@ const file_controller_proto_rawDesc = "" +
 	"\x05Crash\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\"\n" +
 	"\fAgentStarted\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\"\x99\x01\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"\xb7\x01\n" +
 	"\x11NodeStatusUpdated\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12J\n" +
 	"\x10volumes_attached\x18\x02 \x03(\v2\x1f.tether.messages.AttachedVolumeR\x0fvolumesAttached\x12$\n" +
-	"\x0evolumes_in_use\x18\x03 \x03(\tR\fvolumesInUse\"E\n" +
+	"\x0evolumes_in_use\x18\x03 \x03(\tR\fvolumesInUse\x12\x1c\n" +
+	"\n" +
+	"in_use_seq\x18\x04 \x01(\x04R\binUseSeq\"E\n" +
 	"\tVolumeUse\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\"V\n" +

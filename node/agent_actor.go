@@ -105,7 +105,7 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	if a.mounter == nil {
 		a.mounter = mount.Default(l)
 	}
-	a.core = agent.New(a.cfg.Agent)
+	a.core = agent.New(a.cfg.Agent, uint64(time.Now().UnixNano())&^0xffffffff)
 	restored, err := a.scan()
 	if err != nil {
 		// Without knowing what is mounted the agent must not act: fail and
@@ -128,7 +128,7 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	} else {
 		// Repeat the report: at-most-once delivery must not leave the
 		// controller with a stale VolumesInUse.
-		ctx.Send(ctl, inUseMsg(a.cfg.Node, st.InUse))
+		ctx.Send(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq))
 	}
 	self := a.self
 	sys := ctx.ActorSystem()

@@ -18,7 +18,7 @@ import (
 func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 	switch f := eff.(type) {
 	case agent.ReportInUse:
-		ctx.Send(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes))
+		ctx.Send(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq))
 	case agent.Stage:
 		a.do(f.Volume, f.Op, func(c context.Context) error { return a.stage(c, f) })
 	case agent.Unstage:
@@ -163,8 +163,8 @@ func (a *agentActor) status() *messages.AgentStatus {
 	return out
 }
 
-func inUseMsg(node cloud.NodeName, vols []cloud.VolumeID) *messages.ReportVolumesInUse {
-	msg := &messages.ReportVolumesInUse{Node: string(node)}
+func inUseMsg(node cloud.NodeName, vols []cloud.VolumeID, seq uint64) *messages.ReportVolumesInUse {
+	msg := &messages.ReportVolumesInUse{Node: string(node), Seq: seq}
 	for _, v := range vols {
 		msg.VolumeIds = append(msg.VolumeIds, string(v))
 	}
@@ -195,7 +195,7 @@ func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []agent.Workload 
 }
 
 func statusFromProto(m *messages.NodeStatusUpdated) agent.StatusChanged {
-	s := agent.StatusChanged{Attached: map[cloud.VolumeID]string{}, InUse: map[cloud.VolumeID]bool{}}
+	s := agent.StatusChanged{Attached: map[cloud.VolumeID]string{}, InUse: map[cloud.VolumeID]bool{}, InUseSeq: m.InUseSeq}
 	for _, v := range m.VolumesAttached {
 		s.Attached[cloud.VolumeID(v.VolumeId)] = v.DevicePath
 	}

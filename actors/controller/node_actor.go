@@ -21,6 +21,9 @@ type nodeActor struct {
 	core  *nodestatus.Node
 	self  *actor.PID
 	timer timer
+	// inUseSeq: number of the agent's last VolumesInUse report applied
+	// (0 after a restart: the agent's next report sets it).
+	inUseSeq uint64
 }
 
 func newNodeActor(e *env, name cloud.NodeName) actor.Actor {
@@ -51,6 +54,10 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			vols[i] = cloud.VolumeID(v)
 		}
 		a.step(ctx, nodestatus.InUseReported{Volumes: vols})
+		// Answer every report, changed or not, with the persisted status
+		// and the report's number (a failed write left the old status).
+		a.inUseSeq = m.Seq
+		a.pushStatus(ctx)
 	case *messages.Heartbeat:
 		a.step(ctx, nodestatus.HeartbeatReceived{})
 	case *messages.AgentStarted:
@@ -133,7 +140,7 @@ func (a *nodeActor) status() *messages.NodeStatus {
 // pushStatus tells the agent the persisted status (after every write).
 func (a *nodeActor) pushStatus(ctx actor.Context) {
 	st := a.status()
-	ctx.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse})
+	ctx.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.inUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.

@@ -53,15 +53,20 @@ type Agent struct {
 	pubs         map[PubKey]MountState
 	reported     []VolumeID
 	reportedOnce bool
+	reportSeq    uint64 // of the last ReportInUse
+	ackedSeq     uint64 // InUseSeq of the last StatusChanged
 	busy         map[VolumeID]inflight
 	backoffs     map[opKey]*backoff.Backoff
 	nextOp       uint64
 }
 
-// New returns an agent machine.
-func New(cfg Config) *Agent {
+// New returns an agent machine. seqBase starts its report numbers, so that
+// an incarnation's numbers never match an earlier one's (the shell passes a
+// random or time-derived value).
+func New(cfg Config, seqBase uint64) *Agent {
 	return &Agent{
 		cfg:        cfg,
+		reportSeq:  seqBase,
 		desired:    map[string]*desiredWorkload{},
 		attached:   map[VolumeID]string{},
 		inUseAcked: map[VolumeID]bool{},
@@ -84,6 +89,7 @@ func (a *Agent) Step(now time.Time, ev Event) []Effect {
 		a.statusKnown = true
 		a.attached = maps.Clone(e.Attached)
 		a.inUseAcked = maps.Clone(e.InUse)
+		a.ackedSeq = e.InUseSeq
 	case OpDone:
 		effs = a.onOpDone(now, e)
 	case Tick:
@@ -235,12 +241,13 @@ type Mount struct {
 type Status struct {
 	Ready  bool // disk scanned, desired state and node status known
 	InUse  []VolumeID
+	Seq    uint64 // of the last VolumesInUse report
 	Mounts []Mount
 }
 
 // Status returns a copy of the machine's state, mounts sorted.
 func (a *Agent) Status() Status {
-	st := Status{Ready: a.restored && a.desiredKnown && a.statusKnown, InUse: slices.Clone(a.reported)}
+	st := Status{Ready: a.restored && a.desiredKnown && a.statusKnown, InUse: slices.Clone(a.reported), Seq: a.reportSeq}
 	for v, s := range a.stages {
 		st.Mounts = append(st.Mounts, Mount{Volume: v, State: s})
 	}

@@ -17,7 +17,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	return &harness{t: t, a: New(DefaultConfig()), now: t0, ops: map[VolumeID]uint64{}}
+	return &harness{t: t, a: New(DefaultConfig(), 0), now: t0, ops: map[VolumeID]uint64{}}
 }
 
 func (h *harness) expect(ev Event, want ...string) {
@@ -67,8 +67,10 @@ func wl(uid string, vols ...VolumeID) Workload {
 	return w
 }
 
-func status(inUse []VolumeID, attached ...VolumeID) StatusChanged {
-	s := StatusChanged{Attached: map[VolumeID]string{}, InUse: map[VolumeID]bool{}}
+// status is what the controller would push after applying the agent's
+// latest report (it echoes its number).
+func (h *harness) status(inUse []VolumeID, attached ...VolumeID) StatusChanged {
+	s := StatusChanged{Attached: map[VolumeID]string{}, InUse: map[VolumeID]bool{}, InUseSeq: h.a.Status().Seq}
 	for _, v := range attached {
 		s.Attached[v] = "/dev/" + string(v)
 	}
@@ -86,10 +88,10 @@ func TestMountOnlyAfterInUseAndAttached(t *testing.T) {
 	h := newHarness(t)
 	h.expect(Restored{})
 	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1")}}, "in-use [v1]", "wake +2m3s")
-	h.expect(status(nil), "wake +2m3s")                                  // status known, nothing in it
-	h.expect(status(nil, "v1"), "wake +2m3s")                            // attached, but our report not heard yet
-	h.expect(status(vols("v1")), "wake +2m3s")                           // heard, not attached yet
-	h.expect(status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s") // both
+	h.expect(h.status(nil), "wake +2m3s")                                  // status known, nothing in it
+	h.expect(h.status(nil, "v1"), "wake +2m3s")                            // attached, but our report not heard yet
+	h.expect(h.status(vols("v1")), "wake +2m3s")                           // heard, not attached yet
+	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s") // both
 	h.expect(h.done("v1"), "publish v1 w1 ro=false", "wake +2m3s")
 	h.expect(h.done("v1"), "event SuccessfulMountVolume w1 v1")
 	h.expect(Tick{})
@@ -99,8 +101,8 @@ func TestMountOnlyAfterInUseAndAttached(t *testing.T) {
 func TestUnmountBeforeLeavingInUse(t *testing.T) {
 	h := newHarness(t)
 	h.expect(Restored{})
-	h.expect(status(vols("v1"), "v1"))
-	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1")}}, "in-use [v1]", "stage v1 /dev/v1", "wake +2m3s")
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1")}}, "in-use [v1]", "wake +2m3s")
+	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s")
 	h.expect(h.done("v1"), "publish v1 w1 ro=false", "wake +2m3s")
 	h.expect(h.done("v1"), "event SuccessfulMountVolume w1 v1")
 	h.expect(DesiredChanged{}, "unpublish v1 w1")
@@ -113,8 +115,8 @@ func TestUnmountBeforeLeavingInUse(t *testing.T) {
 func TestSharedVolumeRefCounted(t *testing.T) {
 	h := newHarness(t)
 	h.expect(Restored{})
-	h.expect(status(vols("v1"), "v1"))
-	h.expect(DesiredChanged{Workloads: []Workload{wl("a", "v1"), {UID: "b", Volumes: []Use{{Volume: "v1", ReadOnly: true}}}}}, "in-use [v1]", "stage v1 /dev/v1", "wake +2m3s")
+	h.expect(DesiredChanged{Workloads: []Workload{wl("a", "v1"), {UID: "b", Volumes: []Use{{Volume: "v1", ReadOnly: true}}}}}, "in-use [v1]", "wake +2m3s")
+	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s")
 	h.expect(h.done("v1"), "publish v1 a ro=false", "wake +2m3s")
 	h.expect(h.done("v1"), "event SuccessfulMountVolume a v1", "publish v1 b ro=true", "wake +2m3s")
 	h.expect(h.done("v1"), "event SuccessfulMountVolume b v1")
@@ -128,8 +130,8 @@ func TestSharedVolumeRefCounted(t *testing.T) {
 func TestVolumesProceedInParallelAndFailuresBackOff(t *testing.T) {
 	h := newHarness(t)
 	h.expect(Restored{})
-	h.expect(status(vols("v1", "v2"), "v1", "v2"))
-	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1", "v2")}}, "in-use [v1 v2]", "stage v1 /dev/v1", "stage v2 /dev/v2", "wake +2m3s")
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1", "v2")}}, "in-use [v1 v2]", "wake +2m3s")
+	h.expect(h.status(vols("v1", "v2"), "v1", "v2"), "stage v1 /dev/v1", "stage v2 /dev/v2", "wake +2m3s")
 	h.expect(h.fail("v1"), "event FailedMount  v1", "wake +500ms")
 	h.expect(h.done("v2"), "publish v2 w1 ro=false", "wake +500ms")
 	h.now = h.now.Add(500 * time.Millisecond)
@@ -145,13 +147,8 @@ func TestReconstruction(t *testing.T) {
 		Stages:    map[VolumeID]Found{"kept": {Mounted: true}, "half": {Mounted: true}, "orphan": {Mounted: true}, "partial": {}},
 		Publishes: map[PubKey]Found{{"w1", "kept"}: {Mounted: true}, {"w1", "half"}: {}, {"gone", "orphan"}: {Mounted: true}},
 	}, "event Reconstructed  ")
-	h.expect(status(vols("kept", "half", "orphan", "partial"), "kept", "half", "orphan", "partial"))
-	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "kept", "half")}},
-		"in-use [half kept orphan partial]",
-		"publish half w1 ro=false", // complete the interrupted publish
-		"unpublish orphan gone",    // nobody wants it
-		"unstage partial",          // roll back the half-done stage
-		"wake +2m3s")
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "kept", "half")}}, "in-use [half kept orphan partial]", "wake +2m3s")
+	h.expect(h.status(vols("kept", "half", "orphan", "partial"), "kept", "half", "orphan", "partial"), "publish half w1 ro=false", "unpublish orphan gone", "unstage partial", "wake +2m3s")
 	h.expect(h.done("orphan"), "unstage orphan", "wake +2m3s")
 	h.expect(h.done("partial"), "in-use [half kept orphan]", "wake +2m3s")
 	h.expect(h.done("orphan"), "in-use [half kept]", "wake +2m3s")
@@ -161,8 +158,8 @@ func TestReconstruction(t *testing.T) {
 func TestWaitForAttachTimeoutNamesVolumes(t *testing.T) {
 	h := newHarness(t)
 	h.expect(Restored{})
-	h.expect(status(vols("v1"), "v1"))
-	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1", "v2")}}, "in-use [v1 v2]", "stage v1 /dev/v1", "wake +2m3s")
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1", "v2")}}, "in-use [v1 v2]", "wake +2m3s")
+	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s")
 	h.expect(h.done("v1"), "publish v1 w1 ro=false", "wake +2m3s")
 	h.expect(h.done("v1"), "event SuccessfulMountVolume w1 v1", "wake +2m3s")
 	h.now = h.now.Add(2*time.Minute + 3*time.Second)
@@ -175,4 +172,19 @@ func TestStaleResultIgnored(t *testing.T) {
 	h.expect(Restored{})
 	h.expect(DesiredChanged{}, "in-use []")
 	h.expect(OpDone{Volume: "v9", Op: 42})
+}
+
+// Regression (found by chaos): a status pushed before the controller heard
+// our latest VolumesInUse report must not let us mount: it may show the
+// volume in use from an older report, after which we reported it unused
+// and the controller was free to detach it.
+func TestStaleStatusDoesNotAllowMount(t *testing.T) {
+	h := newHarness(t)
+	h.expect(Restored{})
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1")}}, "in-use [v1]", "wake +2m3s")
+	stale := h.status(vols("v1"), "v1") // answers report 1
+	h.expect(DesiredChanged{}, "in-use []")
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1")}}, "in-use [v1]", "wake +2m3s") // report 3
+	h.expect(stale, "wake +2m3s")                                                                // says in use, but answers report 1
+	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s")                       // answers report 3
 }

@@ -14,10 +14,13 @@ type Restored struct {
 // DesiredChanged replaces the workloads on this node.
 type DesiredChanged struct{ Workloads []Workload }
 
-// StatusChanged is the controller's persisted node status.
+// StatusChanged is the controller's persisted node status. InUseSeq is
+// the sequence number of the last VolumesInUse report the controller had
+// applied when it sent this status.
 type StatusChanged struct {
 	Attached map[VolumeID]string // volume -> device path
 	InUse    map[VolumeID]bool
+	InUseSeq uint64
 }
 
 // OpDone is the result of a mount operation.
@@ -41,9 +44,14 @@ type Effect interface{ isEffect() }
 
 type (
 	// ReportInUse sends the full VolumesInUse list (sorted) to the
-	// controller. It comes BEFORE any Stage of a newly wanted volume, which
-	// in addition waits for the controller to echo it back (I3).
-	ReportInUse struct{ Volumes []VolumeID }
+	// controller, numbered by Seq. It comes BEFORE any Stage of a newly
+	// wanted volume, which in addition waits for a status that echoes this
+	// Seq (I3): an older status may still show a volume in use that the
+	// controller has since been told is not.
+	ReportInUse struct {
+		Volumes []VolumeID
+		Seq     uint64
+	}
 	// Stage mounts the attached device at the node's global mount.
 	Stage struct {
 		Volume VolumeID

@@ -17,7 +17,8 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 	var effs []Effect
 	if inUse := a.inUse(wanted); !a.reportedOnce || !slices.Equal(inUse, a.reported) {
 		a.reported, a.reportedOnce = inUse, true
-		effs = append(effs, ReportInUse{Volumes: slices.Clone(inUse)})
+		a.reportSeq++
+		effs = append(effs, ReportInUse{Volumes: slices.Clone(inUse), Seq: a.reportSeq})
 	}
 	effs = append(effs, a.timeouts(now)...)
 	if !a.statusKnown {
@@ -76,8 +77,8 @@ func (a *Agent) next(now time.Time, v VolumeID, users map[string]bool) []Effect 
 		return nil
 	}
 	dev, attached := a.attached[v]
-	if !attached || !a.inUseAcked[v] {
-		return nil // I3: wait for the controller
+	if !attached || !a.inUseAcked[v] || a.ackedSeq != a.reportSeq {
+		return nil // I3: wait for the controller to have heard our latest report
 	}
 	if a.stages[v] != Mounted {
 		return a.start(now, opKey{v, "", opStage}, Stage{Volume: v, Device: dev})
