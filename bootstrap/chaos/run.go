@@ -59,7 +59,7 @@ var (
 // period, the longest backoff (operations and restarts), a fence of one
 // cloud timeout, and slack for the operations themselves.
 func Deadline() time.Duration {
-	return syncPeriod + 2*opBackoff.Max + cloudTimout + 10*time.Second
+	return syncPeriod + 2*opBackoff.Max + cloudTimout + 20*time.Second
 }
 
 func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64) bootstrap.Config {
