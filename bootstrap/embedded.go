@@ -49,6 +49,8 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// WrapMounter, if set, wraps each agent's mounter (invariant checks).
 	WrapMounter func(cloud.NodeName, mount.Mounter) mount.Mounter
+	// WrapStore, if set, wraps the store (chaos diagnostics).
+	WrapStore func(store.Store) store.Store
 }
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
@@ -108,6 +110,9 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}}
 	if err := e.open(); err != nil {
 		return nil, err
+	}
+	if cfg.WrapStore != nil {
+		e.Store = cfg.WrapStore(e.Store)
 	}
 	opts := []actor.ConfigOption{actor.WithLoggerFactory(slogrus.LoggerFactory(log))}
 	if cfg.Metrics != nil {

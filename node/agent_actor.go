@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -105,7 +106,10 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	if a.mounter == nil {
 		a.mounter = mount.Default(l)
 	}
-	a.core = agent.New(a.cfg.Agent, uint64(time.Now().UnixNano())&^0xffffffff)
+	// Report numbers of this incarnation never match an earlier one's (a
+	// status answering those may still be queued): random, not from the
+	// clock, which can repeat within seconds.
+	a.core = agent.New(a.cfg.Agent, rand.Uint64()&^0xffffffff)
 	restored, err := a.scan()
 	if err != nil {
 		// Without knowing what is mounted the agent must not act: fail and

@@ -152,3 +152,10 @@ func (tm *timer) stop() {
 		tm.t = nil
 	}
 }
+
+// incarnationBase returns a random number with its low 32 bits clear: an
+// actor incarnation numbers its operations from it, so that results meant
+// for an earlier incarnation (still queued in the mailbox, which survives
+// a restart) never match. Random, not time-derived: incarnations started
+// within the same few seconds must differ too.
+func incarnationBase() uint64 { return rand.Uint64() &^ 0xffffffff }

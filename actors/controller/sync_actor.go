@@ -42,7 +42,7 @@ func (a *syncActor) Receive(ctx actor.Context) {
 		a.self = ctx.Self()
 		// Pass numbers of this incarnation never match an earlier one's
 		// answers still queued in the mailbox.
-		a.pass = uint64(time.Now().UnixNano()) &^ 0xffffffff
+		a.pass = incarnationBase()
 		a.ctx, a.cancel = context.WithCancel(a.env.ctx)
 		a.timer.wakeAt(a.env, a.self, a.env.clock.Now().Add(a.env.cfg.SyncPeriod))
 	case *actor.Restarting, *actor.Stopping:

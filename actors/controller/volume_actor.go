@@ -182,9 +182,7 @@ func (a *volumeActor) onStarted(ctx actor.Context) {
 	a.ctx, a.cancel = context.WithCancel(a.env.ctx)
 	cfg := a.env.cfg.Volume
 	cfg.Rand = newRand(a.seed())
-	h := fnv.New64a()
-	h.Write([]byte(time.Now().String()))
-	a.incarnation = h.Sum64() &^ 0xffffffff
+	a.incarnation = incarnationBase()
 	a.core = volume.New(a.id, cfg, a.incarnation)
 	a.restoring = true
 	base, candidates, err := a.readStore()

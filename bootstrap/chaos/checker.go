@@ -61,8 +61,8 @@ func (c *Checker) note(vol cloud.VolumeID, format string, args ...any) {
 		c.history = map[cloud.VolumeID][]string{}
 	}
 	h := append(c.history[vol], c.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
-	if len(h) > 40 {
-		h = h[len(h)-40:]
+	if len(h) > 200 {
+		h = h[len(h)-200:]
 	}
 	c.history[vol] = h
 }
@@ -176,4 +176,11 @@ func (c *Checker) ForcedDetaches() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.forceCount
+}
+
+// Note adds a line to a volume's history (the runner tells what it does).
+func (c *Checker) Note(vol cloud.VolumeID, format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.note(vol, format, args...)
 }

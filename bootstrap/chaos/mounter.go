@@ -38,6 +38,18 @@ func (m *i3Mounter) Publish(staged, target string, ro bool) error {
 	return err
 }
 
+func (m *i3Mounter) Unstage(target string) error {
+	err := m.Mounter.Unstage(target)
+	m.c.Note(cloud.VolumeID(filepath.Base(target)), "unstage on %s: %v", m.node, err)
+	return err
+}
+
+func (m *i3Mounter) Unpublish(target string) error {
+	err := m.Mounter.Unpublish(target)
+	m.c.Note(cloud.VolumeID(filepath.Base(target)), "unpublish on %s: %v", m.node, err)
+	return err
+}
+
 func (m *i3Mounter) check(op string, vol cloud.VolumeID) {
 	c := m.c
 	inst, _ := c.Cloud.InstanceOf(m.node)

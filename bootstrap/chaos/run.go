@@ -98,6 +98,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	chk := &Checker{Now: time.Now}
 	ec := embeddedConfig(cfg, dir, &restarts)
 	ec.WrapMounter = chk.WrapMounter
+	ec.WrapStore = func(s store.Store) store.Store { return recordingStore{Store: s, c: chk} }
 	e, err := bootstrap.StartEmbedded(ec)
 	if err != nil {
 		return rep, err

@@ -76,12 +76,15 @@ func (r *runner) do(a Action) error {
 	case KillVolume:
 		r.kill(a.How, "volume/"+string(volName(a.Volume)), "volume")
 	case KillNode:
+		r.noteAll("node actor %s killed (%s)", n, a.How)
 		r.kill(a.How, "node/"+string(n), "node")
 	case KillSync:
 		r.kill(a.How, "sync", "sync")
 	case KillAgent:
+		r.noteAll("agent %s killed", n)
 		r.kill(ByPanic, "agent/"+string(n), "agent")
 	case RestartAgent:
+		r.noteAll("agent %s restarted", n)
 		r.rep.KillsByKind["agent-restart"]++
 		r.rep.Kills++
 		if err := r.e.StopAgent(n); err != nil {
@@ -89,6 +92,7 @@ func (r *runner) do(a Action) error {
 		}
 		return r.e.StartAgent(n)
 	case RestartController:
+		r.noteAll("controller restarted")
 		r.rep.KillsByKind["controller"]++
 		r.rep.Kills++
 		return r.e.RestartController()
@@ -168,6 +172,7 @@ func (r *runner) churn(a Action) {
 		r.seq++
 		w := store.Workload{UID: fmt.Sprintf("w%04d", r.seq), Node: r.e.NodeNames[a.Node], Volumes: []cloud.VolumeID{v}}
 		if ctl.ApplyWorkload(w) == nil {
+			r.chk.Note(v, "workload %s created on %s", w.UID, w.Node)
 			r.wls[w.UID] = w
 			if volMode(a.Volume) == cloud.Exclusive {
 				r.owner[v] = w.UID
@@ -176,13 +181,16 @@ func (r *runner) churn(a Action) {
 	case len(uids) == 0:
 	case a.Kind == MoveWorkload:
 		w := r.wls[uids[a.Other%len(uids)]]
+		from := w.Node
 		w.Node = r.e.NodeNames[a.Node]
 		if ctl.ApplyWorkload(w) == nil {
+			r.chk.Note(w.Volumes[0], "workload %s moved %s -> %s", w.UID, from, w.Node)
 			r.wls[w.UID] = w
 		}
 	default:
 		w := r.wls[uids[a.Other%len(uids)]]
 		if ctl.DeleteWorkload(w.UID) == nil {
+			r.chk.Note(w.Volumes[0], "workload %s deleted from %s", w.UID, w.Node)
 			delete(r.wls, w.UID)
 			for _, v := range w.Volumes {
 				if r.owner[v] == w.UID {
@@ -290,4 +298,11 @@ func (r *runner) diffMounts(n cloud.NodeName, want []string) string {
 		return fmt.Sprintf("node %s has %v, want %v", n, got, want)
 	}
 	return ""
+}
+
+// noteAll adds a line to every volume's history (node-wide events).
+func (r *runner) noteAll(format string, args ...any) {
+	for i := 0; i < r.cfg.Volumes; i++ {
+		r.chk.Note(volName(i), format, args...)
+	}
 }

@@ -60,13 +60,15 @@ type Agent struct {
 	nextOp       uint64
 }
 
-// New returns an agent machine. seqBase starts its report numbers, so that
-// an incarnation's numbers never match an earlier one's (the shell passes a
-// random or time-derived value).
+// New returns an agent machine. seqBase starts its report and operation
+// numbers, so that an incarnation's numbers never match an earlier one's:
+// results and statuses meant for an earlier incarnation may still be queued
+// (the shell passes a random value).
 func New(cfg Config, seqBase uint64) *Agent {
 	return &Agent{
 		cfg:        cfg,
 		reportSeq:  seqBase,
+		nextOp:     seqBase,
 		desired:    map[string]*desiredWorkload{},
 		attached:   map[VolumeID]string{},
 		inUseAcked: map[VolumeID]bool{},

@@ -188,3 +188,30 @@ func TestStaleStatusDoesNotAllowMount(t *testing.T) {
 	h.expect(stale, "wake +2m3s")                                                                // says in use, but answers report 1
 	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s")                       // answers report 3
 }
+
+// Regression (found by chaos): operation numbers start afresh in every
+// incarnation only if the shell gives a new base; a result of an earlier
+// incarnation's operation must not complete this one's (it once let an
+// agent drop a volume from VolumesInUse while it was still staged).
+func TestEarlierIncarnationResultIgnored(t *testing.T) {
+	old := New(DefaultConfig(), 1<<32)
+	h := newHarness(t)
+	h.a = New(DefaultConfig(), 2<<32)
+	for _, a := range []*Agent{old, h.a} {
+		a.Step(t0, Restored{Stages: map[VolumeID]Found{"v1": {Mounted: true}}, Publishes: map[PubKey]Found{{"w1", "v1"}: {Mounted: true}}})
+	}
+	// The earlier incarnation started its unpublish too, then died.
+	old.Step(t0, DesiredChanged{})
+	var staleOp uint64
+	for _, e := range old.Step(t0, StatusChanged{Attached: map[VolumeID]string{"v1": "/dev/v1"}, InUse: map[VolumeID]bool{"v1": true}, InUseSeq: old.Status().Seq}) {
+		if u, ok := e.(Unpublish); ok {
+			staleOp = u.Op
+		}
+	}
+	h.expect(DesiredChanged{}, "in-use [v1]")
+	h.expect(h.status(vols("v1"), "v1"), "unpublish v1 w1")
+	// Its result arrives now: it must not complete this incarnation's.
+	h.expect(OpDone{Volume: "v1", Op: staleOp})
+	h.expect(h.done("v1"), "unstage v1")
+	h.expect(h.done("v1"), "in-use []")
+}
