@@ -1,0 +1,99 @@
+// Package simulation is tether's deterministic simulation tier (DESIGN.md,
+// testing tier 2). It wires the pure cores (actors/volume,
+// actors/nodestatus, node/agent, actors/syncer) to the in-memory sim cloud,
+// the in-memory store and a simulated disk per node, through a
+// single-threaded, seeded event loop with a virtual clock, and checks the
+// safety invariants I1-I4 after every change of the ground truth and I5
+// once the faults stop. It never starts goroutines, never reads the real
+// clock and never sleeps: the same seed gives the same run, trace included.
+//
+// The loop mimics the actor shells (actors/controller, node): how effects
+// are carried out (a Persist before what depends on it; cloud calls started
+// asynchronously, their results sent back to the caller as messages) and
+// how every core rebuilds when it (re)starts (volume: store snapshot then a
+// targeted verify, messages queued until it answers; node: the persisted
+// status, then workloads and status pushed to the agent; agent: a scan of
+// its disk, then a hello). The sync actor's loop is written here over
+// syncer.Batches and syncer.Compare.
+//
+// # Fault model
+//
+// Only what the real system can do is injected. Every injected fault (and
+// every workload change and kill) is a decision of the run's fault plan,
+// drawn from the seed and named by where it happened and its number there
+// ("link agent/n1>node/n1#3", "cloud attach v2#0", "faults#7"), which is
+// what shrinking turns off. Each site (a link, a volume's calls of one
+// method, a node's store writes, the churn, ...) draws from a stream of
+// its own and the same number of values whatever happens, so that turning
+// one decision off shifts as little else as possible.
+//
+//   - In-process messages (volume <-> node actor, sync -> volume, the
+//     desired-state writer -> volume) are FIFO per (sender, receiver) pair
+//     with a small random latency, never duplicated, and lost only when the
+//     receiver dies: a killed core loses its queued inbound messages and
+//     every message sent to it while it is down.
+//   - The agent <-> node actor link (it crosses a network in distributed
+//     mode; the workloads the controller sends to an agent travel on it
+//     too) has independent latencies, so it reorders; a message may be
+//     delayed by seconds (REORDER), dropped (DROP) or delivered twice
+//     (DUPLICATE), and a node may be partitioned (every message dropped)
+//     for minutes, which makes it NotReady and lets force detach happen.
+//   - Cloud calls execute in the sim cloud after a random latency, always
+//     before the caller's CloudTimeout (the shells bound every call by it).
+//     A call may fail before any effect (FailNext, seeded), its response
+//     may be lost (the effect happened, the caller gets a timeout error at
+//     CloudTimeout), and its result may be delivered twice. Results travel
+//     independently (they reorder) and go to whichever incarnation of the
+//     caller is alive when they arrive (none: lost): a killed core's calls
+//     still complete in the cloud and the new incarnation sees them as
+//     stale results.
+//   - A store write of a node status may fail (FailNodeStatusWrites).
+//   - A mount operation may fail, possibly leaving a half-done mount.
+//   - Any core may be killed at any time and comes back after a restart
+//     delay (0.5 to 5 s), with a new random incarnation base for its
+//     operation, report or pass numbers, as the shells draw it; a killed
+//     agent's mount operations in flight complete, stop half-done or never
+//     happen. An instance may be terminated (the cloud detaches everything,
+//     the node's agent goes down and, as after a reboot, every mount is
+//     left half-done) and started again later.
+//   - The workload churn (create, move, delete workloads) runs during the
+//     faulty phase only. It never wants an exclusive volume on two nodes at
+//     once: moving a workload is how such a volume changes nodes.
+//
+// After the faulty phase comes the calm: partitions heal, out-of-service
+// marks are lifted, terminated instances start, dead cores restart, and no
+// fault is injected any more. I5 is checked at the end of the calm.
+//
+// # Invariants (ground truth: the sim cloud, the simulated disks, the store)
+//
+//   - I1: an exclusive volume is attached to at most one instance.
+//   - I2: no detach by tether while the node's disk has the volume staged
+//     or published (half-done mounts included), unless a ForceDetach was
+//     recorded for that volume and node since it was last attached there.
+//   - I3: a stage or publish executes only while the cloud has the volume
+//     attached to the node's instance (at the device the stage names: the
+//     data mounted must be the volume's), unless it was force-detached from
+//     the node; and the agent decided it while the last node status it had
+//     seen listed the volume in both VolumesInUse and VolumesAttached, and
+//     that status was not superseded by the agent's own reports (the
+//     node's persisted VolumesInUse leaving the volume out before the node
+//     heard the report in which the agent started reporting it again).
+//   - I4: at each detach by tether, the persisted node status does not list
+//     the volume in VolumesAttached.
+//   - I5: at the end of the calm (Config.CalmDeadline: one sync period,
+//     the largest backoff, one cloud timeout and the heartbeat timeout after
+//     the faults stop), every workload's volumes are attached to its node
+//     and staged and published there, and nothing else is attached or
+//     mounted.
+//
+// On a violation, Run shrinks the fault plan (prefixes, then single
+// decisions removed, a bounded number of re-runs) and returns the trace of
+// the smallest plan that still breaks the same invariant.
+//
+// # Running
+//
+//	go test ./actors/simulation -run TestSimulationSeeds -sim.seeds=1000
+//	go test ./actors/simulation -run TestSimulationSeeds -sim.first=238 -sim.seeds=1 -sim.trace=/tmp/trace.txt
+//
+// The second replays one seed and writes its full trace.
+package simulation

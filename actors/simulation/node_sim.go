@@ -1,0 +1,145 @@
+package simulation
+
+import (
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/volume"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node/agent"
+)
+
+// agentStarted is the agent's hello: the node actor answers with the
+// workloads and the status.
+type agentStarted struct{}
+
+// inUseMsg is ReportVolumesInUse (Seq is the agent's number of the
+// report), with the simulation's number of the report (Num, which no core
+// sees).
+type inUseMsg struct {
+	Seq     uint64
+	Num     uint64
+	Volumes []cloud.VolumeID
+}
+
+// nodeSim mimics actors/controller's node actor.
+type nodeSim struct {
+	w     *world
+	name  cloud.NodeName
+	alive bool
+	inc   uint64
+	core  *nodestatus.Node
+	timer *timer
+	// inUseSeq: the agent's number of the last VolumesInUse report applied
+	// (0 after a restart: the agent's next report sets it).
+	inUseSeq uint64
+}
+
+func (n *nodeSim) incarnation() uint64 { return n.inc }
+func (n *nodeSim) isAlive() bool       { return n.alive }
+func (n *nodeSim) addr() addr          { return nodeAddr(n.name) }
+
+// start is the shell's onStarted: the persisted status, then the agent
+// hears its workloads and status (it may have started first).
+func (n *nodeSim) start() {
+	w := n.w
+	n.inc++
+	n.alive, n.timer = true, &timer{}
+	n.core = nodestatus.New(n.name, w.cfg.Node)
+	n.inUseSeq = 0
+	st, found, _ := w.st.NodeStatus(n.name)
+	w.tracef("%s starts (incarnation %d): found %v attached %v in use %v detaching %v", n.addr(), n.inc, found, st.VolumesAttached, st.VolumesInUse, st.VolumesDetaching)
+	n.step(nodestatus.Restored{Status: st, Found: found})
+	n.sendWorkloads()
+	n.pushStatus()
+}
+
+func (n *nodeSim) kill() { n.alive, n.core = false, nil }
+
+func (n *nodeSim) receive(_ addr, msg any) {
+	switch m := msg.(type) {
+	case wakeMsg:
+		n.step(nodestatus.Tick{})
+	case agentStarted:
+		n.sendWorkloads()
+		n.pushStatus()
+	case inUseMsg:
+		n.w.chk.reportApplied(n.name, m)
+		n.w.heard[n.name] = max(n.w.heard[n.name], m.Num)
+		n.step(nodestatus.InUseReported{Volumes: m.Volumes})
+		// Every report, changed or not, is answered with the persisted
+		// status and the report's number (a failed write left the old
+		// status).
+		n.inUseSeq = m.Seq
+		n.pushStatus()
+	case nodestatus.Event:
+		n.step(m)
+	}
+}
+
+// step steps the core and carries out the effects; false: a write failed.
+func (n *nodeSim) step(ev nodestatus.Event) bool {
+	before := n.core.Status().Ready
+	ok := n.runAll(n.core.Step(n.w.now, ev))
+	if after := n.core.Status().Ready; after != before {
+		n.w.tracef("%s ready=%v", n.addr(), after)
+	}
+	return ok
+}
+
+// runAll is the shell's runAll: a failed Persist drops the effects after
+// it and runs what the core returns for the failure instead; after every
+// successful Persist the status is pushed to the agent. It reports whether
+// every write succeeded.
+func (n *nodeSim) runAll(effs []nodestatus.Effect) bool {
+	w := n.w
+	for _, eff := range effs {
+		switch f := eff.(type) {
+		case nodestatus.Persist:
+			if w.chance(w.plan.site("persist "+string(n.name)), w.cfg.Faults.PersistFail) {
+				w.fault("fail the next status write of %s", n.name)
+				w.st.FailNodeStatusWrites(1)
+			}
+			if err := w.st.PutNodeStatus(f.Status); err != nil {
+				w.tracef("%s persist failed: %v", n.addr(), err)
+				n.runAll(n.core.Step(w.now, nodestatus.PersistFailed{Msg: err.Error()}))
+				return false
+			}
+			n.core.Step(w.now, nodestatus.Persisted{})
+			w.tracef("%s persisted attached %v in use %v detaching %v ready %v oos %v", n.addr(),
+				f.Status.VolumesAttached, f.Status.VolumesInUse, f.Status.VolumesDetaching, f.Status.Ready, f.Status.OutOfService)
+			n.pushStatus()
+		case nodestatus.PrepareAnswer:
+			w.send(n.addr(), volAddr(f.Volume), volume.DetachPrepared{Node: n.name, Op: f.Op, OK: f.OK, Msg: f.Msg})
+		case nodestatus.NotifyVolume:
+			info := volume.NodeInfo{InUse: f.Info.InUse, Ready: f.Info.Ready, NotReadySince: f.Info.NotReadySince, OutOfService: f.Info.OutOfService}
+			w.send(n.addr(), volAddr(f.Volume), volume.NodeChanged{Node: n.name, Info: info})
+		case nodestatus.WakeAt:
+			w.wakeAt(n.timer, n.addr(), f.At)
+		}
+	}
+	return true
+}
+
+// pushStatus tells the agent the status (after every write).
+func (n *nodeSim) pushStatus() {
+	st := n.core.Status()
+	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, agent.StatusChanged{Attached: st.VolumesAttached, InUse: st.VolumesInUse, InUseSeq: n.inUseSeq})
+}
+
+// sendWorkloads tells the agent its desired state from the store.
+func (n *nodeSim) sendWorkloads() {
+	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, n.w.workloadsOf(n.name))
+}
+
+// workloadsOf is the agent's desired state as the store has it.
+func (w *world) workloadsOf(n cloud.NodeName) agent.DesiredChanged {
+	ws, _ := w.st.WorkloadsOn(n)
+	out := agent.DesiredChanged{Workloads: []agent.Workload{}}
+	for _, wl := range ws {
+		aw := agent.Workload{UID: wl.UID}
+		for _, v := range wl.Volumes {
+			aw.Volumes = append(aw.Volumes, agent.Use{Volume: v})
+		}
+		out.Workloads = append(out.Workloads, aw)
+	}
+	return out
+}
