@@ -21,9 +21,11 @@ import (
 
 // Devices turns a device path the controller reported into the directory
 // that holds the volume's content on this node (the sim cloud's "block
-// device"). It fails unless the volume is attached here.
+// device"). It fails unless vol itself is attached here at that device: a
+// device path is reused by the next volume once one is detached, and a
+// stale status must never mount another volume's data.
 type Devices interface {
-	Source(ctx context.Context, device string) (string, error)
+	Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error)
 }
 
 // Config of one node agent.

@@ -65,7 +65,7 @@ func (a *agentActor) stage(c context.Context, f agent.Stage) error {
 	if err != nil {
 		return err
 	}
-	source, err := a.cfg.Devices.Source(c, f.Device)
+	source, err := a.cfg.Devices.Source(c, f.Volume, f.Device)
 	if err != nil {
 		return fmt.Errorf("device %s of volume %s: %w", f.Device, f.Volume, err)
 	}

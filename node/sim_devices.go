@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -17,10 +18,17 @@ type SimDevices struct {
 }
 
 // Source implements Devices.
-func (d SimDevices) Source(_ context.Context, device string) (string, error) {
+func (d SimDevices) Source(_ context.Context, vol cloud.VolumeID, device string) (string, error) {
 	inst, ok := d.Cloud.InstanceOf(d.Node)
 	if !ok {
 		return "", fmt.Errorf("node %s has no instance: %w", d.Node, cloud.ErrNotFound)
 	}
-	return d.Cloud.DeviceSource(inst, device)
+	dir, err := d.Cloud.DeviceSource(inst, device)
+	if err != nil {
+		return "", err
+	}
+	if got := cloud.VolumeID(filepath.Base(dir)); got != vol {
+		return "", fmt.Errorf("device %s on node %s holds volume %s, not %s: %w", device, d.Node, got, vol, cloud.ErrNotFound)
+	}
+	return dir, nil
 }

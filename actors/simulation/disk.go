@@ -131,6 +131,11 @@ func (w *world) execOp(a *agentSim, op *diskOp, canFail bool) string {
 		if !ok {
 			return w.opResult(a, op, "device "+op.dev+" not attached here")
 		}
+		if holder != op.vol {
+			// As the shell's Devices.Source: the device must hold this
+			// very volume.
+			return w.opResult(a, op, "device "+op.dev+" holds "+string(holder))
+		}
 		w.chk.mounting(a.node, op, holder)
 	case opPublish:
 		if d.stages[op.vol] != mounted {

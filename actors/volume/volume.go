@@ -234,8 +234,15 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 	case e.Attached && a == nil:
 		a = &Attachment{DevicePath: e.DevicePath}
 		v.att[e.Node] = a
-		v.set(a, Attached, now)
-		effs := []Effect{ReportAttached{Node: e.Node, DevicePath: e.DevicePath}}
+		var effs []Effect
+		if e.DevicePath == "" {
+			// Attached, but where? Never report a device we do not know:
+			// an (idempotent) attach will tell, or a detach will end it.
+			v.set(a, Uncertain, now)
+		} else {
+			v.set(a, Attached, now)
+			effs = append(effs, ReportAttached{Node: e.Node, DevicePath: e.DevicePath})
+		}
 		if !v.isDesired(e.Node) {
 			effs = append(effs, Record{Type: EventDanglingAttachment, Node: e.Node, Warning: true,
 				Message: fmt.Sprintf("volume %q is attached to node %q but no workload wants it there: detaching", v.id, e.Node)})
@@ -245,11 +252,9 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 		// The node status may have missed the report (its actor died
 		// before persisting it): report again; the node ignores repeats.
 		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
-	case e.Attached && a.State == Uncertain:
+	case e.Attached && a.State == Uncertain && e.DevicePath != "":
 		v.set(a, Attached, now)
-		if e.DevicePath != "" {
-			a.DevicePath = e.DevicePath
-		}
+		a.DevicePath = e.DevicePath
 		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
 	case !e.Attached && a != nil && a.State == Attached:
 		v.remove(e.Node, now)
