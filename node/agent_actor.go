@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -55,6 +54,10 @@ func DefaultConfig() Config {
 		Clock: clock.Real(), Log: logrus.StandardLogger(), OpTimeout: time.Minute}
 }
 
+// resyncEvery: every this many heartbeats the agent asks for its desired
+// state again.
+const resyncEvery = 6
+
 // agentActor is the shell. Its state is rebuilt on every start from the disk
 // and from the controller.
 type agentActor struct {
@@ -68,6 +71,7 @@ type agentActor struct {
 	wakeAt  time.Time
 	beat    clock.Timer
 	ops     sync.WaitGroup
+	beats   int
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -83,7 +87,7 @@ func (a *agentActor) Receive(ctx actor.Context) {
 	case *messages.GetAgentStatus:
 		ctx.Respond(a.status())
 	case *messages.NodeWorkloads:
-		a.step(ctx, agent.DesiredChanged{Workloads: a.validWorkloads(m)})
+		a.step(ctx, a.desired(m))
 	case *messages.NodeStatusUpdated:
 		a.step(ctx, statusFromProto(m))
 	case *messages.MountFinished:
@@ -108,10 +112,15 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	if a.mounter == nil {
 		a.mounter = mount.Default(l)
 	}
-	// Report numbers of this incarnation never match an earlier one's (a
-	// status answering those may still be queued): random, not from the
-	// clock, which can repeat within seconds.
-	a.core = agent.New(a.cfg.Agent, rand.Uint64()&^0xffffffff)
+	// Reports and operations are numbered from this incarnation's epoch
+	// (kept on disk, one more at every start): numbers of an earlier
+	// incarnation, still queued somewhere, never match, and the controller
+	// can tell a late copy of an older report from a newer one.
+	epoch, err := nextEpoch(l)
+	if err != nil {
+		panic(fmt.Sprintf("agent %s: %v", a.cfg.Node, err))
+	}
+	a.core = agent.New(a.cfg.Agent, epoch<<32)
 	restored, err := a.scan()
 	if err != nil {
 		// Without knowing what is mounted the agent must not act: fail and
@@ -129,9 +138,13 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	ctl := a.cfg.Controller(a.cfg.Node)
 	ctx.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)})
 	st := a.core.Status()
-	if !st.Ready {
+	a.beats++
+	if !st.Ready || a.beats%resyncEvery == 0 {
+		// Ask for the desired state: at start, and now and then in case a
+		// snapshot was lost on the way (revisions make repeats harmless).
 		ctx.Send(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)})
-	} else {
+	}
+	if st.Ready {
 		// Repeat the report: at-most-once delivery must not leave the
 		// controller with a stale VolumesInUse.
 		ctx.Send(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq))

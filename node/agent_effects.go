@@ -174,6 +174,10 @@ func inUseMsg(node cloud.NodeName, vols []cloud.VolumeID, seq uint64) *messages.
 // validWorkloads converts the desired state, refusing (with a FailedMount
 // event) every workload whose UID or volume IDs are not valid names: they
 // would become paths, and nothing of them is reported or mounted.
+func (a *agentActor) desired(m *messages.NodeWorkloads) agent.DesiredChanged {
+	return agent.DesiredChanged{Workloads: a.validWorkloads(m), Revision: m.Revision}
+}
+
 func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []agent.Workload {
 	out := make([]agent.Workload, 0, len(m.Workloads))
 	for _, w := range m.Workloads {

@@ -21,9 +21,6 @@ type nodeActor struct {
 	core  *nodestatus.Node
 	self  *actor.PID
 	timer timer
-	// inUseSeq: number of the agent's last VolumesInUse report applied
-	// (0 after a restart: the agent's next report sets it).
-	inUseSeq uint64
 }
 
 func newNodeActor(e *env, name cloud.NodeName) actor.Actor {
@@ -53,10 +50,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		for i, v := range m.VolumeIds {
 			vols[i] = cloud.VolumeID(v)
 		}
-		a.step(ctx, nodestatus.InUseReported{Volumes: vols})
-		// Answer every report, changed or not, with the persisted status
-		// and the report's number (a failed write left the old status).
-		a.inUseSeq = m.Seq
+		a.step(ctx, nodestatus.InUseReported{Volumes: vols, Seq: m.Seq})
+		// Answer every report, changed or not, with the status and the
+		// number of the report it reflects.
 		a.pushStatus(ctx)
 	case *messages.Heartbeat:
 		a.step(ctx, nodestatus.HeartbeatReceived{})
@@ -118,6 +114,8 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 				NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
 		case nodestatus.WakeAt:
 			a.timer.wakeAt(a.env, a.self, f.At)
+		case nodestatus.AttachNotRecorded:
+			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
 		default:
 			panic(fmt.Sprintf("controller: unknown node effect %T", eff))
 		}
@@ -140,7 +138,7 @@ func (a *nodeActor) status() *messages.NodeStatus {
 // pushStatus tells the agent the persisted status (after every write).
 func (a *nodeActor) pushStatus(ctx actor.Context) {
 	st := a.status()
-	ctx.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.inUseSeq})
+	ctx.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.Status().InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.
@@ -155,11 +153,15 @@ func (a *nodeActor) sendWorkloads(ctx actor.Context) {
 
 // nodeWorkloads builds a node agent's desired state from the store.
 func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error) {
+	rev, err := e.store.Revision()
+	if err != nil {
+		return nil, err
+	}
 	ws, err := e.store.WorkloadsOn(node)
 	if err != nil {
 		return nil, err
 	}
-	msg := &messages.NodeWorkloads{Node: string(node)}
+	msg := &messages.NodeWorkloads{Node: string(node), Revision: rev}
 	for _, w := range ws {
 		spec := &messages.WorkloadSpec{Uid: w.UID}
 		for _, v := range w.Volumes {

@@ -31,6 +31,10 @@ type Status struct {
 	Ready            bool
 	NotReadySince    time.Time
 	OutOfService     bool
+	// InUseSeq numbers the agent report VolumesInUse came from. Agents
+	// number reports increasingly across restarts, so an older report that
+	// arrives late (over a network) is recognized and ignored.
+	InUseSeq uint64
 }
 
 // Clone returns a deep copy.
@@ -83,7 +87,8 @@ type Node struct {
 	cur           Status
 	saved         Status
 	lastHeartbeat time.Time
-	pending       []PrepareAnswer // answered OK after Persisted, refused after PersistFailed
+	pending       []PrepareAnswer  // answered OK after Persisted, refused after PersistFailed
+	attaching     []cloud.VolumeID // VolumeAttached in the write under way
 }
 
 // New returns a node machine holding an empty status for name.

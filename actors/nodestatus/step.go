@@ -33,8 +33,12 @@ type (
 		Op     uint64
 		Force  string
 	}
-	// InUseReported replaces VolumesInUse.
-	InUseReported struct{ Volumes []cloud.VolumeID }
+	// InUseReported replaces VolumesInUse, unless Seq is older than the
+	// report already applied.
+	InUseReported struct {
+		Volumes []cloud.VolumeID
+		Seq     uint64
+	}
 	// HeartbeatReceived: the agent is alive.
 	HeartbeatReceived struct{}
 	// OutOfServiceSet marks or unmarks the node.
@@ -80,12 +84,16 @@ type (
 	}
 	// WakeAt: deliver Tick at At.
 	WakeAt struct{ At time.Time }
+	// AttachNotRecorded: a VolumeAttached could not be persisted; the
+	// volume actor must know, or it would believe the node sees it.
+	AttachNotRecorded struct{ Volume cloud.VolumeID }
 )
 
-func (Persist) isEffect()       {}
-func (PrepareAnswer) isEffect() {}
-func (NotifyVolume) isEffect()  {}
-func (WakeAt) isEffect()        {}
+func (Persist) isEffect()           {}
+func (PrepareAnswer) isEffect()     {}
+func (NotifyVolume) isEffect()      {}
+func (WakeAt) isEffect()            {}
+func (AttachNotRecorded) isEffect() {}
 
 // Step applies one event at time now.
 func (n *Node) Step(now time.Time, ev Event) []Effect {
@@ -98,6 +106,7 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 		}
 		n.cur.VolumesAttached[e.Volume] = e.DevicePath
 		delete(n.cur.VolumesDetaching, e.Volume)
+		n.attaching = append(n.attaching, e.Volume)
 		return n.persist()
 	case VolumeDetached:
 		_, listed := n.cur.VolumesAttached[e.Volume]
@@ -124,7 +133,7 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 		return n.onTick(now)
 	case Persisted:
 		n.saved = n.cur.Clone()
-		n.pending = nil
+		n.pending, n.attaching = nil, nil
 		return nil
 	case PersistFailed:
 		n.cur = n.saved.Clone()
@@ -132,7 +141,10 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 		for _, p := range n.pending {
 			effs = append(effs, PrepareAnswer{Volume: p.Volume, Op: p.Op, OK: false, Msg: e.Msg})
 		}
-		n.pending = nil
+		for _, v := range n.attaching {
+			effs = append(effs, AttachNotRecorded{Volume: v})
+		}
+		n.pending, n.attaching = nil, nil
 		return effs
 	}
 	panic(fmt.Sprintf("nodestatus: unknown event %T", ev))
@@ -166,6 +178,11 @@ func (n *Node) onDetachRequested(e DetachRequested) []Effect {
 }
 
 func (n *Node) onInUse(e InUseReported) []Effect {
+	if e.Seq < n.cur.InUseSeq {
+		return nil // a late copy of an older report
+	}
+	n.cur.InUseSeq = e.Seq
+	n.saved.InUseSeq = max(n.saved.InUseSeq, e.Seq) // unchanged reports are not written: the number is
 	next := map[cloud.VolumeID]bool{}
 	for _, v := range e.Volumes {
 		next[v] = true

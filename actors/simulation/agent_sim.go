@@ -33,6 +33,7 @@ type agentSim struct {
 	// mailbox, which survives a restart: the next incarnation gets them
 	// after it started.
 	queued []agent.OpDone
+	beats  int
 }
 
 func (a *agentSim) incarnation() uint64 { return a.inc }
@@ -51,7 +52,8 @@ func (a *agentSim) start() {
 	a.seen, a.desired, a.reported, a.addedAt = agent.StatusChanged{}, agent.DesiredChanged{}, nil, map[cloud.VolumeID]uint64{}
 	cfg := w.cfg.Agent
 	cfg.Rand = w.plan.site("jitter " + a.addr().String()).float
-	a.core = agent.New(cfg, w.incarnationBase(a.addr()))
+	// As the shell: numbers from an epoch that grows with every start.
+	a.core = agent.New(cfg, a.inc<<32)
 	restored := w.disks[a.node].scan()
 	w.tracef("%s starts (incarnation %d): disk %v", a.addr(), a.inc, w.disks[a.node])
 	a.step(restored)
@@ -98,9 +100,12 @@ func (a *agentSim) heartbeat() {
 	w := a.w
 	na := nodeAddr(a.node)
 	w.sendLink(a.addr(), na, a.node, nodestatus.HeartbeatReceived{})
-	if st := a.core.Status(); !st.Ready {
+	a.beats++
+	st := a.core.Status()
+	if !st.Ready || a.beats%6 == 0 { // as the shell's resyncEvery
 		w.sendLink(a.addr(), na, a.node, agentStarted{})
-	} else {
+	}
+	if st.Ready {
 		a.report(st.InUse, st.Seq)
 	}
 	inc := a.inc

@@ -28,9 +28,6 @@ type nodeSim struct {
 	inc   uint64
 	core  *nodestatus.Node
 	timer *timer
-	// inUseSeq: the agent's number of the last VolumesInUse report applied
-	// (0 after a restart: the agent's next report sets it).
-	inUseSeq uint64
 }
 
 func (n *nodeSim) incarnation() uint64 { return n.inc }
@@ -44,7 +41,6 @@ func (n *nodeSim) start() {
 	n.inc++
 	n.alive, n.timer = true, &timer{}
 	n.core = nodestatus.New(n.name, w.cfg.Node)
-	n.inUseSeq = 0
 	st, found, _ := w.st.NodeStatus(n.name)
 	w.tracef("%s starts (incarnation %d): found %v attached %v in use %v detaching %v", n.addr(), n.inc, found, st.VolumesAttached, st.VolumesInUse, st.VolumesDetaching)
 	n.step(nodestatus.Restored{Status: st, Found: found})
@@ -64,11 +60,9 @@ func (n *nodeSim) receive(_ addr, msg any) {
 	case inUseMsg:
 		n.w.chk.reportApplied(n.name, m)
 		n.w.heard[n.name] = max(n.w.heard[n.name], m.Num)
-		n.step(nodestatus.InUseReported{Volumes: m.Volumes})
-		// Every report, changed or not, is answered with the persisted
-		// status and the report's number (a failed write left the old
-		// status).
-		n.inUseSeq = m.Seq
+		n.step(nodestatus.InUseReported{Volumes: m.Volumes, Seq: m.Seq})
+		// Every report, changed or not, is answered with the status and
+		// the number of the report it reflects.
 		n.pushStatus()
 	case nodestatus.Event:
 		n.step(m)
@@ -114,6 +108,8 @@ func (n *nodeSim) runAll(effs []nodestatus.Effect) bool {
 			w.send(n.addr(), volAddr(f.Volume), volume.NodeChanged{Node: n.name, Info: info})
 		case nodestatus.WakeAt:
 			w.wakeAt(n.timer, n.addr(), f.At)
+		case nodestatus.AttachNotRecorded:
+			w.send(n.addr(), volAddr(f.Volume), volume.ReportFailed{Node: n.name})
 		}
 	}
 	return true
@@ -122,7 +118,7 @@ func (n *nodeSim) runAll(effs []nodestatus.Effect) bool {
 // pushStatus tells the agent the status (after every write).
 func (n *nodeSim) pushStatus() {
 	st := n.core.Status()
-	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, agent.StatusChanged{Attached: st.VolumesAttached, InUse: st.VolumesInUse, InUseSeq: n.inUseSeq})
+	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, agent.StatusChanged{Attached: st.VolumesAttached, InUse: st.VolumesInUse, InUseSeq: st.InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.
@@ -132,8 +128,9 @@ func (n *nodeSim) sendWorkloads() {
 
 // workloadsOf is the agent's desired state as the store has it.
 func (w *world) workloadsOf(n cloud.NodeName) agent.DesiredChanged {
+	rev, _ := w.st.Revision()
 	ws, _ := w.st.WorkloadsOn(n)
-	out := agent.DesiredChanged{Workloads: []agent.Workload{}}
+	out := agent.DesiredChanged{Workloads: []agent.Workload{}, Revision: rev}
 	for _, wl := range ws {
 		aw := agent.Workload{UID: wl.UID}
 		for _, v := range wl.Volumes {

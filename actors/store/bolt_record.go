@@ -38,6 +38,7 @@ type statusRecord struct {
 	Ready            bool                      `json:"ready"`
 	NotReadySince    time.Time                 `json:"notReadySince"`
 	OutOfService     bool                      `json:"outOfService"`
+	InUseSeq         uint64                    `json:"inUseSeq"`
 }
 
 func (r volumeRecord) spec() VolumeSpec { return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode)} }

@@ -70,6 +70,12 @@ type Verified struct {
 	AsOf       time.Time
 }
 
+// ReportFailed: the node could not record the attachment reported to it
+// (its status write failed): it does not list the volume.
+type ReportFailed struct {
+	Node NodeName
+}
+
 // Tick re-evaluates timers (backoff expiry, force-detach deadline).
 type Tick struct{}
 
@@ -81,3 +87,4 @@ func (DetachDone) isEvent()     {}
 func (DetachPrepared) isEvent() {}
 func (Verified) isEvent()       {}
 func (Tick) isEvent()           {}
+func (ReportFailed) isEvent()   {}

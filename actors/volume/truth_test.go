@@ -160,3 +160,14 @@ func TestRebuildFencesNodesWithDetachInFlight(t *testing.T) {
 	h.expect(Tick{}, "attach n1") // attach is idempotent: it resolves the uncertainty
 	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
 }
+
+// Regression (found by the simulation): a node that failed to record a
+// reported attachment does not list it; the volume must not go on
+// believing it does, or nothing ever mounts (and, the instance gone, the
+// sync sees no difference to correct).
+func TestReportFailedReattaches(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.attachedOn(cloud.Exclusive, "n1")
+	h.expect(ReportFailed{Node: "n1"}, "attach n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
+}

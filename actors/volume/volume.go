@@ -77,6 +77,12 @@ func (v *Volume) Step(now time.Time, ev Event) []Effect {
 		effs = v.onDetachDone(now, e)
 	case Verified:
 		effs = v.onVerified(now, e)
+	case ReportFailed:
+		// Not listed, so not mountable there: make it Uncertain, and the
+		// (idempotent) attach of a desired node reports it again.
+		if a := v.att[e.Node]; a != nil && a.State == Attached && a.op == 0 {
+			v.set(a, Uncertain, now)
+		}
 	case Tick:
 	default:
 		panic(fmt.Sprintf("volume: unknown event %T", ev))

@@ -55,6 +55,7 @@ type Agent struct {
 	reportedOnce bool
 	reportSeq    uint64 // of the last ReportInUse
 	ackedSeq     uint64 // InUseSeq of the last StatusChanged
+	desiredRev   uint64 // Revision of the last DesiredChanged applied
 	busy         map[VolumeID]inflight
 	backoffs     map[opKey]*backoff.Backoff
 	nextOp       uint64
@@ -128,6 +129,10 @@ func (a *Agent) onRestored(e Restored) []Effect {
 }
 
 func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
+	if e.Revision < a.desiredRev {
+		return // an older snapshot, overtaken
+	}
+	a.desiredRev = e.Revision
 	a.desiredKnown = true
 	next := map[string]*desiredWorkload{}
 	for _, w := range e.Workloads {

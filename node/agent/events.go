@@ -11,8 +11,13 @@ type Restored struct {
 	Publishes map[PubKey]Found
 }
 
-// DesiredChanged replaces the workloads on this node.
-type DesiredChanged struct{ Workloads []Workload }
+// DesiredChanged replaces the workloads on this node. Revision orders
+// snapshots of the desired state: an older one arriving after a newer one
+// is ignored (0: unordered).
+type DesiredChanged struct {
+	Workloads []Workload
+	Revision  uint64
+}
 
 // StatusChanged is the controller's persisted node status. InUseSeq is
 // the sequence number of the last VolumesInUse report the controller had
