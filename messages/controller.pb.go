@@ -1970,6 +1970,60 @@ func (x *NodeWorkloads) GetRevision() uint64 {
 	return 0
 }
 
+// AttachRecorded tells a volume actor that the node persisted the
+// attachment it reported.
+type AttachRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachRecorded) Reset() {
+	*x = AttachRecorded{}
+	mi := &file_controller_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachRecorded) ProtoMessage() {}
+
+func (x *AttachRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachRecorded.ProtoReflect.Descriptor instead.
+func (*AttachRecorded) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AttachRecorded) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *AttachRecorded) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // AttachNotRecorded tells a volume actor that the node could not persist
 // the attachment it reported (the node does not list it).
 type AttachNotRecorded struct {
@@ -1982,7 +2036,7 @@ type AttachNotRecorded struct {
 
 func (x *AttachNotRecorded) Reset() {
 	*x = AttachNotRecorded{}
-	mi := &file_controller_proto_msgTypes[30]
+	mi := &file_controller_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2048,7 @@ func (x *AttachNotRecorded) String() string {
 func (*AttachNotRecorded) ProtoMessage() {}
 
 func (x *AttachNotRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[30]
+	mi := &file_controller_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2061,7 @@ func (x *AttachNotRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachNotRecorded.ProtoReflect.Descriptor instead.
 func (*AttachNotRecorded) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{30}
+	return file_controller_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AttachNotRecorded) GetVolumeId() string {
@@ -2036,7 +2090,7 @@ type MountFinished struct {
 
 func (x *MountFinished) Reset() {
 	*x = MountFinished{}
-	mi := &file_controller_proto_msgTypes[31]
+	mi := &file_controller_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2048,7 +2102,7 @@ func (x *MountFinished) String() string {
 func (*MountFinished) ProtoMessage() {}
 
 func (x *MountFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[31]
+	mi := &file_controller_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2061,7 +2115,7 @@ func (x *MountFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountFinished.ProtoReflect.Descriptor instead.
 func (*MountFinished) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{31}
+	return file_controller_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MountFinished) GetVolumeId() string {
@@ -2094,7 +2148,7 @@ type GetAgentStatus struct {
 
 func (x *GetAgentStatus) Reset() {
 	*x = GetAgentStatus{}
-	mi := &file_controller_proto_msgTypes[32]
+	mi := &file_controller_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2106,7 +2160,7 @@ func (x *GetAgentStatus) String() string {
 func (*GetAgentStatus) ProtoMessage() {}
 
 func (x *GetAgentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[32]
+	mi := &file_controller_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2173,7 @@ func (x *GetAgentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatus.ProtoReflect.Descriptor instead.
 func (*GetAgentStatus) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{32}
+	return file_controller_proto_rawDescGZIP(), []int{33}
 }
 
 type AgentMount struct {
@@ -2133,7 +2187,7 @@ type AgentMount struct {
 
 func (x *AgentMount) Reset() {
 	*x = AgentMount{}
-	mi := &file_controller_proto_msgTypes[33]
+	mi := &file_controller_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2199,7 @@ func (x *AgentMount) String() string {
 func (*AgentMount) ProtoMessage() {}
 
 func (x *AgentMount) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[33]
+	mi := &file_controller_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2212,7 @@ func (x *AgentMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMount.ProtoReflect.Descriptor instead.
 func (*AgentMount) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{33}
+	return file_controller_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AgentMount) GetVolumeId() string {
@@ -2194,7 +2248,7 @@ type AgentStatus struct {
 
 func (x *AgentStatus) Reset() {
 	*x = AgentStatus{}
-	mi := &file_controller_proto_msgTypes[34]
+	mi := &file_controller_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2206,7 +2260,7 @@ func (x *AgentStatus) String() string {
 func (*AgentStatus) ProtoMessage() {}
 
 func (x *AgentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[34]
+	mi := &file_controller_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2219,7 +2273,7 @@ func (x *AgentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentStatus.ProtoReflect.Descriptor instead.
 func (*AgentStatus) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{34}
+	return file_controller_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AgentStatus) GetNode() string {
@@ -2402,7 +2456,10 @@ const file_controller_proto_rawDesc = "" +
 	"\rNodeWorkloads\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
 	"\tworkloads\x18\x02 \x03(\v2\x1d.tether.messages.WorkloadSpecR\tworkloads\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"D\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\"A\n" +
+	"\x0eAttachRecorded\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"D\n" +
 	"\x11AttachNotRecorded\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"R\n" +
@@ -2439,7 +2496,7 @@ func file_controller_proto_rawDescGZIP() []byte {
 }
 
 var file_controller_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_controller_proto_goTypes = []any{
 	(AccessMode)(0),                // 0: tether.messages.AccessMode
 	(*SetDesiredNodes)(nil),        // 1: tether.messages.SetDesiredNodes
@@ -2472,27 +2529,28 @@ var file_controller_proto_goTypes = []any{
 	(*VolumeUse)(nil),              // 28: tether.messages.VolumeUse
 	(*WorkloadSpec)(nil),           // 29: tether.messages.WorkloadSpec
 	(*NodeWorkloads)(nil),          // 30: tether.messages.NodeWorkloads
-	(*AttachNotRecorded)(nil),      // 31: tether.messages.AttachNotRecorded
-	(*MountFinished)(nil),          // 32: tether.messages.MountFinished
-	(*GetAgentStatus)(nil),         // 33: tether.messages.GetAgentStatus
-	(*AgentMount)(nil),             // 34: tether.messages.AgentMount
-	(*AgentStatus)(nil),            // 35: tether.messages.AgentStatus
-	nil,                            // 36: tether.messages.VolumeRestored.AttachedEntry
-	nil,                            // 37: tether.messages.SyncBatchFinished.ActualEntry
-	nil,                            // 38: tether.messages.NodeVolumes.VolumesEntry
+	(*AttachRecorded)(nil),         // 31: tether.messages.AttachRecorded
+	(*AttachNotRecorded)(nil),      // 32: tether.messages.AttachNotRecorded
+	(*MountFinished)(nil),          // 33: tether.messages.MountFinished
+	(*GetAgentStatus)(nil),         // 34: tether.messages.GetAgentStatus
+	(*AgentMount)(nil),             // 35: tether.messages.AgentMount
+	(*AgentStatus)(nil),            // 36: tether.messages.AgentStatus
+	nil,                            // 37: tether.messages.VolumeRestored.AttachedEntry
+	nil,                            // 38: tether.messages.SyncBatchFinished.ActualEntry
+	nil,                            // 39: tether.messages.NodeVolumes.VolumesEntry
 }
 var file_controller_proto_depIdxs = []int32{
 	0,  // 0: tether.messages.SetDesiredNodes.access_mode:type_name -> tether.messages.AccessMode
-	36, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
+	37, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
 	0,  // 2: tether.messages.VolumeStatus.access_mode:type_name -> tether.messages.AccessMode
 	10, // 3: tether.messages.VolumeStatus.attachments:type_name -> tether.messages.VolumeAttachment
 	19, // 4: tether.messages.NodeStatus.volumes_attached:type_name -> tether.messages.AttachedVolume
-	37, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
-	38, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
+	38, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
+	39, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
 	19, // 7: tether.messages.NodeStatusUpdated.volumes_attached:type_name -> tether.messages.AttachedVolume
 	28, // 8: tether.messages.WorkloadSpec.volumes:type_name -> tether.messages.VolumeUse
 	29, // 9: tether.messages.NodeWorkloads.workloads:type_name -> tether.messages.WorkloadSpec
-	34, // 10: tether.messages.AgentStatus.mounts:type_name -> tether.messages.AgentMount
+	35, // 10: tether.messages.AgentStatus.mounts:type_name -> tether.messages.AgentMount
 	23, // 11: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
 	12, // [12:12] is the sub-list for method output_type
 	12, // [12:12] is the sub-list for method input_type
@@ -2512,7 +2570,7 @@ func file_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_controller_proto_rawDesc), len(file_controller_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

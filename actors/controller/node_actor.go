@@ -114,6 +114,8 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 				NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
 		case nodestatus.WakeAt:
 			a.timer.wakeAt(a.env, a.self, f.At)
+		case nodestatus.AttachRecorded:
+			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
 		case nodestatus.AttachNotRecorded:
 			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
 		default:

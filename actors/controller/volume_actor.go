@@ -87,6 +87,8 @@ func (a *volumeActor) handle(ctx actor.Context, msg any) {
 		ev = volume.DetachDone{Node: cloud.NodeName(m.Node), Op: m.Op, Err: cloud.Kind(m.ErrorKind), Msg: m.Error}
 	case *messages.DetachPrepared:
 		ev = volume.DetachPrepared{Node: cloud.NodeName(m.Node), Op: m.Op, OK: m.Ok, Msg: m.Error}
+	case *messages.AttachRecorded:
+		ev = volume.AttachRecorded{Node: cloud.NodeName(m.Node)}
 	case *messages.AttachNotRecorded:
 		ev = volume.ReportFailed{Node: cloud.NodeName(m.Node)}
 	case *messages.AttachmentVerified:

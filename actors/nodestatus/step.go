@@ -87,6 +87,9 @@ type (
 	// AttachNotRecorded: a VolumeAttached could not be persisted; the
 	// volume actor must know, or it would believe the node sees it.
 	AttachNotRecorded struct{ Volume cloud.VolumeID }
+	// AttachRecorded: a VolumeAttached is persisted (it comes after the
+	// Persist, so it is dropped if the write fails).
+	AttachRecorded struct{ Volume cloud.VolumeID }
 )
 
 func (Persist) isEffect()           {}
@@ -94,6 +97,7 @@ func (PrepareAnswer) isEffect()     {}
 func (NotifyVolume) isEffect()      {}
 func (WakeAt) isEffect()            {}
 func (AttachNotRecorded) isEffect() {}
+func (AttachRecorded) isEffect()    {}
 
 // Step applies one event at time now.
 func (n *Node) Step(now time.Time, ev Event) []Effect {
@@ -101,13 +105,14 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 	case Restored:
 		return n.onRestored(now, e)
 	case VolumeAttached:
+		rec := AttachRecorded{Volume: e.Volume}
 		if dev, ok := n.cur.VolumesAttached[e.Volume]; ok && dev == e.DevicePath && !n.cur.VolumesDetaching[e.Volume] {
-			return nil
+			return []Effect{rec}
 		}
 		n.cur.VolumesAttached[e.Volume] = e.DevicePath
 		delete(n.cur.VolumesDetaching, e.Volume)
 		n.attaching = append(n.attaching, e.Volume)
-		return n.persist()
+		return append(n.persist(), rec)
 	case VolumeDetached:
 		_, listed := n.cur.VolumesAttached[e.Volume]
 		if !listed && !n.cur.VolumesDetaching[e.Volume] {

@@ -108,6 +108,8 @@ func (n *nodeSim) runAll(effs []nodestatus.Effect) bool {
 			w.send(n.addr(), volAddr(f.Volume), volume.NodeChanged{Node: n.name, Info: info})
 		case nodestatus.WakeAt:
 			w.wakeAt(n.timer, n.addr(), f.At)
+		case nodestatus.AttachRecorded:
+			w.send(n.addr(), volAddr(f.Volume), volume.AttachRecorded{Node: n.name})
 		case nodestatus.AttachNotRecorded:
 			w.send(n.addr(), volAddr(f.Volume), volume.ReportFailed{Node: n.name})
 		}

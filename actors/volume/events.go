@@ -70,6 +70,11 @@ type Verified struct {
 	AsOf       time.Time
 }
 
+// AttachRecorded: the node recorded the attachment reported to it.
+type AttachRecorded struct {
+	Node NodeName
+}
+
 // ReportFailed: the node could not record the attachment reported to it
 // (its status write failed): it does not list the volume.
 type ReportFailed struct {
@@ -88,3 +93,4 @@ func (DetachPrepared) isEvent() {}
 func (Verified) isEvent()       {}
 func (Tick) isEvent()           {}
 func (ReportFailed) isEvent()   {}
+func (AttachRecorded) isEvent() {}

@@ -160,6 +160,12 @@ func (v *Volume) checkPrepare(now time.Time, n NodeName) []Effect {
 		}
 		a.Fence = time.Time{}
 	}
+	if a.State == Attached && !a.unacked.IsZero() && a.op == 0 {
+		if due := a.unacked.Add(v.cfg.PrepareTimeout); now.Before(due) {
+			return []Effect{WakeAt{At: due}}
+		}
+		return []Effect{v.reportAttached(now, n, a)}
+	}
 	if a.State != Detaching || a.prepared || a.op == 0 {
 		return nil
 	}

@@ -66,7 +66,7 @@ func TestRegressionPrepareTimeoutWakeIsLost(t *testing.T) {
 func TestRegressionInUseBeforePrepareAnswerStillDetaches(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: ready(false)})
+	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "wake +30s")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(NodeChanged{Node: "n1", Info: ready(true)}, "wake +30s") // in use, Ready, not out of service
 	got := h.step(h.prepared("n1"))
@@ -89,7 +89,7 @@ func TestRegressionStaleVerifiedAfterDetachResurrects(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.advance(time.Second)
-	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +29s")
 	h.expect(h.prepared("n1"), "detach n1")
 	asOf := h.now.Add(100 * time.Millisecond) // the sync's cloud query, before the detach lands
 	h.advance(time.Second)

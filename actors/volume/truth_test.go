@@ -17,7 +17,7 @@ func TestPrepareBeforeDetachAndFailedPrepare(t *testing.T) {
 	h.expect(DetachPrepared{Node: "n1", Op: h.ops["n1"], OK: false, Msg: "disk full"}, "event FailedDetachVolume n1", "report-attached n1 /dev/xn1", "wake +500ms")
 	h.wantState("n1", "Attached")
 	h.advance(500 * time.Millisecond)
-	h.expect(Tick{}, "prepare n1", "wake +30s")
+	h.expect(Tick{}, "prepare n1", "wake +29.5s")
 	h.expect(h.prepared("n1"), "detach n1")
 	h.expect(h.prepared("n1")) // a duplicate answer starts nothing
 }
@@ -30,7 +30,7 @@ func TestPrepareWithoutAnswerTimesOut(t *testing.T) {
 	h.expect(Tick{}, "event FailedDetachVolume n1", "report-attached n1 /dev/xn1", "wake +500ms")
 	h.wantState("n1", "Attached")
 	h.advance(500 * time.Millisecond)
-	h.expect(Tick{}, "prepare n1", "wake +30s")
+	h.expect(Tick{}, "prepare n1", "wake +29.5s")
 }
 
 func TestWantedAgainWhilePreparing(t *testing.T) {
@@ -38,7 +38,7 @@ func TestWantedAgainWhilePreparing(t *testing.T) {
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n1")}, "wake +30s")
-	h.expect(h.prepared("n1"), "report-attached n1 /dev/xn1")
+	h.expect(h.prepared("n1"), "report-attached n1 /dev/xn1", "wake +30s")
 	h.wantState("n1", "Attached")
 }
 
@@ -63,16 +63,16 @@ func TestAttachmentLostIsHealed(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.advance(time.Second)
-	h.expect(Verified{Node: "n1", Attached: true, AsOf: h.now}, "report-attached n1 /dev/xn1")
+	h.expect(Verified{Node: "n1", Attached: true, AsOf: h.now}, "report-attached n1 /dev/xn1", "wake +30s")
 	h.expect(Verified{Node: "n1", Attached: false, AsOf: h.now},
 		"report-detached n1", "event AttachmentLost n1", "attach n1")
 	// Truth about a node with an operation in flight is ignored.
 	h.expect(Verified{Node: "n1", Attached: false, AsOf: h.now})
 	h.wantState("n1", "Attaching")
 	h.advance(time.Second)
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
 	// Truth asked before the attach finished is stale.
-	h.expect(Verified{Node: "n1", Attached: false, AsOf: h.now.Add(-time.Millisecond)})
+	h.expect(Verified{Node: "n1", Attached: false, AsOf: h.now.Add(-time.Millisecond)}, "wake +30s")
 	h.wantState("n1", "Attached")
 }
 
@@ -88,7 +88,7 @@ func TestUncertainResolvedByTruth(t *testing.T) {
 	h.expect(restored(cloud.Exclusive, "n1"), "attach n1")
 	h.expect(h.attachFailed("n1", cloud.KindRetryable), "event FailedAttachVolume n1", "wake +500ms")
 	h.advance(time.Millisecond)
-	h.expect(Verified{Node: "n1", Attached: true, DevicePath: "/dev/real", AsOf: h.now}, "report-attached n1 /dev/real")
+	h.expect(Verified{Node: "n1", Attached: true, DevicePath: "/dev/real", AsOf: h.now}, "report-attached n1 /dev/real", "wake +30s")
 	h.wantState("n1", "Attached")
 }
 
@@ -101,7 +101,7 @@ func TestRestoredWithTruth(t *testing.T) {
 		Nodes:   map[NodeName]NodeInfo{"n1": ready(true)},
 		Truth:   map[NodeName]bool{"n1": true, "n2": false},
 		AsOf:    h.now,
-	}, "report-attached n1 /dev/a", "event Multi-Attach n2")
+	}, "report-attached n1 /dev/a", "event Multi-Attach n2", "wake +30s")
 	h.wantState("n1", "Attached")
 	// The listed attachment the cloud no longer has is dropped, and the
 	// desired node gets it.
@@ -158,7 +158,7 @@ func TestRebuildFencesNodesWithDetachInFlight(t *testing.T) {
 	h.expect(Tick{}, "wake +30s")
 	h.advance(30 * time.Second)
 	h.expect(Tick{}, "attach n1") // attach is idempotent: it resolves the uncertainty
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
 }
 
 // Regression (found by the simulation): a node that failed to record a
@@ -169,5 +169,5 @@ func TestReportFailedReattaches(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
 	h.expect(ReportFailed{Node: "n1"}, "attach n1")
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
 }

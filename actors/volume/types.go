@@ -67,10 +67,11 @@ type Attachment struct {
 	// CloudTimeout); at the fence the machine asks the cloud (VerifyNode).
 	Fence time.Time
 
-	op       uint64 // operation in flight (Attaching, Detaching)
-	prepared bool   // Detaching: node status persisted, CallDetach sent
-	force    string // Detaching: force reason, "" when not forced
-	prev     State  // Detaching: state to fall back to if the prepare fails
+	op       uint64    // operation in flight (Attaching, Detaching)
+	unacked  time.Time // Attached: ReportAttached sent then, not yet recorded by the node
+	prepared bool      // Detaching: node status persisted, CallDetach sent
+	force    string    // Detaching: force reason, "" when not forced
+	prev     State     // Detaching: state to fall back to if the prepare fails
 }
 
 // NodeInfo is what the volume knows about a node, from the node actor.

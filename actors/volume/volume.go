@@ -77,6 +77,10 @@ func (v *Volume) Step(now time.Time, ev Event) []Effect {
 		effs = v.onDetachDone(now, e)
 	case Verified:
 		effs = v.onVerified(now, e)
+	case AttachRecorded:
+		if a := v.att[e.Node]; a != nil {
+			a.unacked = time.Time{}
+		}
 	case ReportFailed:
 		// Not listed, so not mountable there: make it Uncertain, and the
 		// (idempotent) attach of a desired node reports it again.
@@ -173,7 +177,7 @@ func (v *Volume) onAttachDone(now time.Time, e AttachDone) []Effect {
 	delete(v.backoffs, opKey{e.Node, opAttach}) // success resets the backoff
 	delete(v.multiAttach, e.Node)
 	return []Effect{
-		ReportAttached{Node: e.Node, DevicePath: e.DevicePath},
+		v.reportAttached(now, e.Node, a),
 		Record{Type: EventSuccessfulAttach, Node: e.Node,
 			Message: fmt.Sprintf("AttachVolume.Attach succeeded for volume %q on node %q (device %s)", v.id, e.Node, e.DevicePath)},
 	}
@@ -191,7 +195,7 @@ func (v *Volume) onDetachPrepared(now time.Time, e DetachPrepared) []Effect {
 		v.set(a, a.prev, now)
 		effs := v.failed(now, e.Node, opDetach, EventFailedDetach, "preparing node status for detach: "+e.Msg)
 		if a.State == Attached {
-			effs = append(effs, ReportAttached{Node: e.Node, DevicePath: a.DevicePath})
+			effs = append(effs, v.reportAttached(now, e.Node, a))
 		}
 		return effs
 	}
@@ -203,7 +207,7 @@ func (v *Volume) onDetachPrepared(now time.Time, e DetachPrepared) []Effect {
 		if a.State != Attached {
 			return nil
 		}
-		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
+		return []Effect{v.reportAttached(now, e.Node, a)}
 	}
 	a.prepared = true
 	return []Effect{CallDetach{Node: e.Node, Op: a.op, Force: a.force}}
@@ -247,7 +251,7 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 			v.set(a, Uncertain, now)
 		} else {
 			v.set(a, Attached, now)
-			effs = append(effs, ReportAttached{Node: e.Node, DevicePath: e.DevicePath})
+			effs = append(effs, v.reportAttached(now, e.Node, a))
 		}
 		if !v.isDesired(e.Node) {
 			effs = append(effs, Record{Type: EventDanglingAttachment, Node: e.Node, Warning: true,
@@ -257,11 +261,11 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 	case e.Attached && a.State == Attached:
 		// The node status may have missed the report (its actor died
 		// before persisting it): report again; the node ignores repeats.
-		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
+		return []Effect{v.reportAttached(now, e.Node, a)}
 	case e.Attached && a.State == Uncertain && e.DevicePath != "":
 		v.set(a, Attached, now)
 		a.DevicePath = e.DevicePath
-		return []Effect{ReportAttached{Node: e.Node, DevicePath: a.DevicePath}}
+		return []Effect{v.reportAttached(now, e.Node, a)}
 	case !e.Attached && a != nil && a.State == Attached:
 		v.remove(e.Node, now)
 		return []Effect{ReportDetached{Node: e.Node}, Record{Type: EventAttachmentLost, Node: e.Node, Warning: true,
@@ -271,6 +275,15 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 		return []Effect{ReportDetached{Node: e.Node}}
 	}
 	return nil
+}
+
+// reportAttached lists the attachment in the node's VolumesAttached and
+// waits for the node to say it recorded it (AttachRecorded); without an
+// answer in PrepareTimeout the report is sent again (the node actor may
+// have died with it).
+func (v *Volume) reportAttached(now time.Time, n NodeName, a *Attachment) Effect {
+	a.unacked = now
+	return ReportAttached{Node: n, DevicePath: a.DevicePath}
 }
 
 // remove deletes an attachment and remembers when, so that truth asked

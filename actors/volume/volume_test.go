@@ -19,9 +19,9 @@ func TestSingleAttach(t *testing.T) {
 	h.expect(restored(cloud.Exclusive, "n1"), "attach n1")
 	h.wantState("n1", "Attaching")
 	h.expect(Tick{}) // one operation at a time
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
 	h.wantState("n1", "Attached")
-	h.expect(Tick{})
+	h.expect(Tick{}, "wake +30s")
 }
 
 func TestExclusiveOnTwoNodes(t *testing.T) {
@@ -30,16 +30,16 @@ func TestExclusiveOnTwoNodes(t *testing.T) {
 	// While attaching to n1 nothing else starts, and no event yet: the
 	// exclusive volume is busy, not refused.
 	h.expect(Tick{})
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "event Multi-Attach n2")
-	h.expect(Tick{}) // Multi-Attach once per volume and node
-	h.expect(NodeChanged{Node: "n1", Info: ready(true)})
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "event Multi-Attach n2", "wake +30s")
+	h.expect(Tick{}, "wake +30s") // Multi-Attach once per volume and node
+	h.expect(NodeChanged{Node: "n1", Info: ready(true)}, "wake +30s")
 	// The workload leaves n1: detach waits for n1 to stop using it.
-	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")})
+	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")}, "wake +30s")
 	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1", "wake +30s")
 	h.expect(Tick{}, "wake +30s") // no attach to n2 while the detach is in flight
 	h.expect(h.prepared("n1"), "detach n1")
 	h.expect(h.detached("n1"), "report-detached n1", "event SuccessfulDetachVolume n1", "attach n2")
-	h.expect(h.attached("n2"), "report-attached n2 /dev/xn2", "event SuccessfulAttachVolume n2")
+	h.expect(h.attached("n2"), "report-attached n2 /dev/xn2", "event SuccessfulAttachVolume n2", "wake +30s")
 	h.wantState("n1", "none")
 }
 
@@ -55,25 +55,25 @@ func TestUncertainElsewhereBlocksExclusiveAttach(t *testing.T) {
 func TestMultiNodeOnThreeNodesAtOnce(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.expect(restored(cloud.MultiNode, "n1 n2 n3"), "attach n1", "attach n2", "attach n3")
-	h.expect(h.attached("n2"), "report-attached n2 /dev/xn2", "event SuccessfulAttachVolume n2")
+	h.expect(h.attached("n2"), "report-attached n2 /dev/xn2", "event SuccessfulAttachVolume n2", "wake +30s")
 	h.expect(h.attachFailed("n3", cloud.KindThrottled), "event FailedAttachVolume n3", "wake +500ms")
 	h.advance(500 * time.Millisecond)
-	h.expect(Tick{}, "attach n3")
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
-	h.expect(h.attached("n3"), "report-attached n3 /dev/xn3", "event SuccessfulAttachVolume n3")
+	h.expect(Tick{}, "attach n3", "wake +29.5s")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +29.5s")
+	h.expect(h.attached("n3"), "report-attached n3 /dev/xn3", "event SuccessfulAttachVolume n3", "wake +29.5s")
 	// Detaching from one node does not block the others.
-	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3")}, "prepare n2", "wake +30s")
+	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3")}, "prepare n2", "wake +29.5s")
 	h.expect(DesiredChanged{Mode: cloud.MultiNode, Desired: nodes("n1 n3 n4")}, "attach n4", "wake +30s")
 }
 
 func TestDetachWaitsWhileInUse(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: ready(true)})
-	h.expect(DesiredChanged{Mode: cloud.Exclusive})
+	h.expect(NodeChanged{Node: "n1", Info: ready(true)}, "wake +30s")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "wake +30s")
 	for i := 0; i < 10; i++ {
 		h.advance(time.Hour) // a Ready node is never force detached
-		h.expect(Tick{})
+		h.expect(Tick{}, "report-attached n1 /dev/xn1")
 	}
 	h.expect(NodeChanged{Node: "n1", Info: ready(false)}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
@@ -82,26 +82,26 @@ func TestDetachWaitsWhileInUse(t *testing.T) {
 func TestForceDetachOnlyNotReadyAfterMaxWait(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}})
+	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}}, "wake +30s")
 	h.advance(time.Minute)
 	// Deadline counts from the later of NotReady and the detach request.
-	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "wake +6m0s")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "report-attached n1 /dev/xn1", "wake +6m0s")
 	h.advance(6*time.Minute - time.Nanosecond)
-	h.expect(Tick{}, "wake +1ns")
+	h.expect(Tick{}, "report-attached n1 /dev/xn1", "wake +1ns")
 	h.advance(time.Nanosecond)
-	h.expect(Tick{}, "prepare n1", "event ForceDetach n1", "wake +30s")
+	h.expect(Tick{}, "prepare n1", "event ForceDetach n1", "wake +29.999999999s")
 	h.expect(h.prepared("n1"), "detach n1 force=timeout")
 }
 
 func TestForceDetachNeverOnReadyNode(t *testing.T) {
 	h := newHarness(t, DefaultConfig())
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: ready(true)})
-	h.expect(DesiredChanged{Mode: cloud.Exclusive})
+	h.expect(NodeChanged{Node: "n1", Info: ready(true)}, "wake +30s")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "wake +30s")
 	h.advance(7 * time.Minute)
-	h.expect(Tick{})
+	h.expect(Tick{}, "report-attached n1 /dev/xn1")
 	// The node goes NotReady only now: the clock starts now.
-	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}}, "wake +6m0s")
+	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}}, "wake +30s")
 }
 
 func TestForceDetachDisabled(t *testing.T) {
@@ -109,10 +109,10 @@ func TestForceDetachDisabled(t *testing.T) {
 	cfg.DisableForceDetach = true
 	h := newHarness(t, cfg)
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}})
-	h.expect(DesiredChanged{Mode: cloud.Exclusive})
+	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, NotReadySince: h.now}}, "wake +30s")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "wake +30s")
 	h.advance(24 * time.Hour)
-	h.expect(Tick{})
+	h.expect(Tick{}, "report-attached n1 /dev/xn1")
 	h.wantState("n1", "Attached")
 }
 
@@ -121,8 +121,8 @@ func TestOutOfServiceDetachesAtOnce(t *testing.T) {
 	cfg.DisableForceDetach = true // out-of-service is not subject to it
 	h := newHarness(t, cfg)
 	h.attachedOn(cloud.Exclusive, "n1")
-	h.expect(NodeChanged{Node: "n1", Info: ready(true)})
-	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")}, "event Multi-Attach n2")
+	h.expect(NodeChanged{Node: "n1", Info: ready(true)}, "wake +30s")
+	h.expect(DesiredChanged{Mode: cloud.Exclusive, Desired: nodes("n2")}, "event Multi-Attach n2", "wake +30s")
 	h.expect(NodeChanged{Node: "n1", Info: NodeInfo{InUse: true, Ready: true, OutOfService: true}},
 		"prepare n1", "event ForceDetach n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1 force=out-of-service")
@@ -142,7 +142,7 @@ func TestAttachBackoffDoubles(t *testing.T) {
 		h.advance(time.Millisecond)
 		h.expect(Tick{}, "attach n1")
 	}
-	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
 	// Success resets the backoff: the next failure waits 500 ms again.
 	h.expect(DesiredChanged{Mode: cloud.Exclusive}, "prepare n1", "wake +30s")
 	h.expect(h.prepared("n1"), "detach n1")
