@@ -57,9 +57,10 @@ var (
 
 // Deadline is how long convergence may take once faults stop: a sync
 // period, the longest backoff (operations and restarts), a fence of one
-// cloud timeout, and slack for the operations themselves.
+// cloud timeout, and slack for the operations themselves and for chains of
+// timeouts (an unanswered prepare or attachment report waits 5 s).
 func Deadline() time.Duration {
-	return syncPeriod + 2*opBackoff.Max + cloudTimout + 20*time.Second
+	return syncPeriod + 2*opBackoff.Max + cloudTimout + 30*time.Second
 }
 
 func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64) bootstrap.Config {
