@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -209,51 +210,68 @@ func (a *volumeActor) seed() uint64 {
 }
 
 func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
-	r := volume.Restored{Listed: map[cloud.NodeName]string{}, Nodes: map[cloud.NodeName]volume.NodeInfo{}}
-	rev, err := a.env.store.Revision()
+	snap, err := ReadVolume(a.env.store, a.id)
 	if err != nil {
-		return r, nil, err
+		return snap.Restored, nil, err
 	}
-	a.rev = rev
-	spec, ok, err := a.env.store.Volume(a.id)
+	a.rev, a.deleted = snap.Revision, snap.Deleted
+	return snap.Restored, snap.Candidates, nil
+}
+
+// VolumeSnapshot is what a volume actor rebuilds from: the store's view.
+type VolumeSnapshot struct {
+	// Restored lacks only the cloud's truth (Truth, AsOf).
+	Restored volume.Restored
+	// Candidates: the nodes to ask the cloud about (desired, listed, in
+	// use, detaching), sorted.
+	Candidates []cloud.NodeName
+	Deleted    bool   // the volume is not in the desired state
+	Revision   uint64 // read first: newer changes carry a higher one
+}
+
+// ReadVolume reads a volume actor's rebuild snapshot from the store. The
+// deterministic simulation rebuilds its volume cores with it too.
+func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
+	snap := VolumeSnapshot{Restored: volume.Restored{Listed: map[cloud.NodeName]string{}, Nodes: map[cloud.NodeName]volume.NodeInfo{}}}
+	r := &snap.Restored
+	var err error
+	if snap.Revision, err = st.Revision(); err != nil {
+		return snap, err
+	}
+	spec, ok, err := st.Volume(id)
 	if err != nil {
-		return r, nil, err
+		return snap, err
 	}
-	a.deleted = !ok
-	r.Mode = spec.Mode
-	if r.Desired, err = a.env.store.DesiredNodes(a.id); err != nil {
-		return r, nil, err
+	snap.Deleted, r.Mode = !ok, spec.Mode
+	if r.Desired, err = st.DesiredNodes(id); err != nil {
+		return snap, err
 	}
-	statuses, err := a.env.store.StatusesWithVolume(a.id)
+	statuses, err := st.StatusesWithVolume(id)
 	if err != nil {
-		return r, nil, err
+		return snap, err
 	}
 	cand := map[cloud.NodeName]bool{}
 	for _, n := range r.Desired {
 		cand[n] = true
 	}
-	for _, st := range statuses {
-		if dev, ok := st.VolumesAttached[a.id]; ok {
-			r.Listed[st.Name] = dev
-			cand[st.Name] = true
+	for _, s := range statuses {
+		if dev, ok := s.VolumesAttached[id]; ok {
+			r.Listed[s.Name] = dev
+			cand[s.Name] = true
 		}
-		if st.VolumesInUse[a.id] {
-			cand[st.Name] = true
+		if s.VolumesDetaching[id] {
+			r.Detaching = append(r.Detaching, s.Name)
 		}
-		if st.VolumesDetaching[a.id] {
-			r.Detaching = append(r.Detaching, st.Name)
-			cand[st.Name] = true
+		if s.VolumesInUse[id] || s.VolumesDetaching[id] {
+			cand[s.Name] = true
 		}
-		if cand[st.Name] {
-			i := st.Info(a.id)
-			r.Nodes[st.Name] = volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService}
+		if cand[s.Name] {
+			i := s.Info(id)
+			r.Nodes[s.Name] = volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService}
 		}
 	}
-	out := make([]cloud.NodeName, 0, len(cand))
-	for n := range cand {
-		out = append(out, n)
-	}
-	return r, out, nil
+	snap.Candidates = sortedKeys(cand)
+	return snap, nil
 }
 
 func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) {

@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"github.com/tether/tether/actors/controller"
 	"time"
 
 	"github.com/tether/tether/actors/nodestatus"
@@ -63,38 +64,15 @@ func (v *volSim) kill() {
 	v.alive, v.core, v.queued, v.base = false, nil, nil, volume.Restored{}
 }
 
-// readStore is the shell's readStore: desired nodes, the statuses that
-// list the volume, and the nodes to verify.
+// readStore is the shell's readStore: the same code (controller.ReadVolume),
+// with the test hook applied to what the nodes report.
 func (v *volSim) readStore() (volume.Restored, []cloud.NodeName) {
-	w := v.w
-	r := volume.Restored{Listed: map[cloud.NodeName]string{}, Nodes: map[cloud.NodeName]volume.NodeInfo{}}
-	v.rev, _ = w.st.Revision()
-	spec, _, _ := w.st.Volume(v.id)
-	r.Mode = spec.Mode
-	r.Desired, _ = w.st.DesiredNodes(v.id)
-	statuses, _ := w.st.StatusesWithVolume(v.id)
-	cand := map[cloud.NodeName]bool{}
-	for _, n := range r.Desired {
-		cand[n] = true
+	snap, _ := controller.ReadVolume(v.w.st, v.id)
+	v.rev = snap.Revision
+	for n, info := range snap.Restored.Nodes {
+		snap.Restored.Nodes[n] = v.w.hookInfo(info)
 	}
-	for _, st := range statuses {
-		if dev, ok := st.VolumesAttached[v.id]; ok {
-			r.Listed[st.Name] = dev
-			cand[st.Name] = true
-		}
-		if st.VolumesInUse[v.id] {
-			cand[st.Name] = true
-		}
-		if st.VolumesDetaching[v.id] {
-			r.Detaching = append(r.Detaching, st.Name)
-			cand[st.Name] = true
-		}
-		if cand[st.Name] {
-			i := st.Info(v.id)
-			r.Nodes[st.Name] = v.w.hookInfo(volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService})
-		}
-	}
-	return r, sortedKeys(cand)
+	return snap.Restored, snap.Candidates
 }
 
 func (v *volSim) receive(_ addr, msg any) {
