@@ -12,7 +12,6 @@ import (
 
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/bootstrap/api"
-	"github.com/tether/tether/cloud"
 )
 
 // AddrFile, under the data directory, tells clients where the API listens.
@@ -87,15 +86,6 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return errors.Join(os.Remove(addrFile), srv.Stop(), msrv.Close(sctx), e.Stop(), m.Shutdown(sctx))
-}
-
-// NodeNames helps callers name the default nodes.
-func NodeNames(n int) []cloud.NodeName {
-	out := make([]cloud.NodeName, n)
-	for i := range out {
-		out[i] = cloud.NodeName(fmt.Sprintf("n%d", i+1))
-	}
-	return out
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename.

@@ -16,13 +16,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/messages"
 )
-
-// AddrFile is written by tether up under the data directory: where its API
-// listens, so that the other commands find it.
-const AddrFile = "api-addr"
 
 // clientFlags are shared by the commands that talk to a running tether.
 type clientFlags struct {
@@ -68,7 +65,7 @@ func envFallback(cmd *cobra.Command) error {
 func (f *clientFlags) connect() (messages.TetherClient, func(), error) {
 	addr, token := f.addr, f.token
 	if addr == "" {
-		b, err := os.ReadFile(filepath.Join(f.dataDir, AddrFile))
+		b, err := os.ReadFile(filepath.Join(f.dataDir, bootstrap.AddrFile))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("no tether running with data directory %s (start one with: tether up --data-dir %s), or pass --addr", f.dataDir, f.dataDir)
 		}

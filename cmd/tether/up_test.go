@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -79,7 +80,7 @@ func metricsURL(out string) string {
 // tetherUp starts `tether up` on data and waits until its API answers.
 func tetherUp(t *testing.T, data string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	os.Remove(filepath.Join(data, AddrFile))
+	os.Remove(filepath.Join(data, bootstrap.AddrFile))
 	cmd := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 		"--sync-period", "1s", "--sim-latency", "30ms", "--sim-throttle", "8", "--log-level", "warn")
 	out := &syncBuffer{}
