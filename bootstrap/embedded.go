@@ -17,6 +17,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/cloud"
@@ -70,6 +71,7 @@ type Embedded struct {
 	Agents     map[cloud.NodeName]*node.Agent
 	cfg        Config
 	guardian   actor.SupervisorStrategy
+	guard      *spawn.Guard
 	ctlCfg     controller.Config
 	provider   cloud.Provider
 	mu         sync.Mutex
@@ -121,6 +123,8 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	}
 	e.System = actor.NewActorSystem(opts...)
 	cc := cfg.Controller
+	e.guard = spawn.New(e.System)
+	cc.Guard = e.guard
 	cc.Log, cc.Supervisor.Log = log, log
 	if cfg.Metrics != nil {
 		cc.Observer = cfg.Metrics
@@ -158,6 +162,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	ac := e.cfg.Agent
 	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
 	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
+	ac.Guard = e.guard
 	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil {
 		m, err := e.Mounter(n)
 		if err != nil {

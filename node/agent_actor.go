@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/agent"
@@ -44,6 +45,9 @@ type Config struct {
 	// Controller resolves the controller-side node actor of a node.
 	Controller func(cloud.NodeName) *actor.PID
 	Events     *events.Recorder
+	// Guard serialises spawns of named actors against sends: share the
+	// controller's (nil: the agent makes its own).
+	Guard *spawn.Guard
 	// OpTimeout bounds one mount operation.
 	OpTimeout time.Duration
 }
@@ -136,22 +140,22 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 // was down costs one heartbeat period, never more).
 func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	ctl := a.cfg.Controller(a.cfg.Node)
-	ctx.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)})
+	g := a.cfg.Guard
+	g.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)})
 	st := a.core.Status()
 	a.beats++
 	if !st.Ready || a.beats%resyncEvery == 0 {
 		// Ask for the desired state: at start, and now and then in case a
 		// snapshot was lost on the way (revisions make repeats harmless).
-		ctx.Send(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)})
+		g.Send(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)})
 	}
 	if st.Ready {
 		// Repeat the report: at-most-once delivery must not leave the
 		// controller with a stale VolumesInUse.
-		ctx.Send(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq))
+		g.Send(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq))
 	}
 	self := a.self
-	sys := ctx.ActorSystem()
-	a.beat = a.cfg.Clock.AfterFunc(a.cfg.HeartbeatEvery, func() { sys.Root.Send(self, &messages.Heartbeat{}) })
+	a.beat = a.cfg.Clock.AfterFunc(a.cfg.HeartbeatEvery, func() { g.Send(self, &messages.Heartbeat{}) })
 }
 
 func (a *agentActor) shutdown() {
@@ -197,8 +201,11 @@ func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy
 		return nil, fmt.Errorf("node agent %s: Devices and Controller are required", cfg.Node)
 	}
 	c := cfg
+	if c.Guard == nil {
+		c.Guard = spawn.New(sys)
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, actor.WithGuardian(guardian))
-	pid, err := sys.Root.SpawnNamed(props, AgentName(cfg.Node))
+	pid, err := c.Guard.Spawn(props, AgentName(cfg.Node))
 	if err != nil {
 		return nil, fmt.Errorf("node agent %s: %w", cfg.Node, err)
 	}
@@ -217,7 +224,7 @@ func (a *Agent) Stop() error {
 
 // Status asks the agent for its state.
 func (a *Agent) Status(timeout time.Duration) (*messages.AgentStatus, error) {
-	res, err := a.sys.Root.RequestFuture(a.pid, &messages.GetAgentStatus{}, timeout).Result()
+	res, err := a.cfg.Guard.Request(a.pid, &messages.GetAgentStatus{}, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("node agent %s: status: %w", a.cfg.Node, err)
 	}

@@ -18,7 +18,7 @@ import (
 func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 	switch f := eff.(type) {
 	case agent.ReportInUse:
-		ctx.Send(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq))
+		a.cfg.Guard.Send(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq))
 	case agent.Stage:
 		a.do(f.Volume, f.Op, func(c context.Context) error { return a.stage(c, f) })
 	case agent.Unstage:
@@ -36,9 +36,9 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 		if a.wake != nil {
 			a.wake.Stop()
 		}
-		self, sys := a.self, ctx.ActorSystem()
+		self, g := a.self, a.cfg.Guard
 		a.wakeAt = f.At
-		a.wake = a.cfg.Clock.AfterFunc(f.At.Sub(a.cfg.Clock.Now()), func() { sys.Root.Send(self, &messages.Wake{}) })
+		a.wake = a.cfg.Clock.AfterFunc(f.At.Sub(a.cfg.Clock.Now()), func() { g.Send(self, &messages.Wake{}) })
 	default:
 		panic(fmt.Sprintf("node: unknown agent effect %T", eff))
 	}
@@ -47,7 +47,7 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 // do runs one mount operation in a goroutine and reports its result.
 func (a *agentActor) do(vol cloud.VolumeID, op uint64, f func(context.Context) error) {
 	a.ops.Add(1)
-	self, parent, sys := a.self, a.ctx, a.sys
+	self, parent, g := a.self, a.ctx, a.cfg.Guard
 	go func() {
 		defer a.ops.Done()
 		c, cancel := context.WithTimeout(parent, a.cfg.OpTimeout)
@@ -56,7 +56,7 @@ func (a *agentActor) do(vol cloud.VolumeID, op uint64, f func(context.Context) e
 		if err := f(c); err != nil {
 			res.Error = err.Error()
 		}
-		sys.Root.Send(self, res)
+		g.Send(self, res)
 	}()
 }
 

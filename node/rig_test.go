@@ -142,6 +142,7 @@ func (r *rig) startAgent(n cloud.NodeName, wrap func(mount.Mounter) mount.Mounte
 	cfg.Mounter = use
 	cfg.Devices = SimDevices{Cloud: r.cloud, Node: n}
 	cfg.Controller = r.ctl.Lookup().Node
+	cfg.Guard = r.ctl.Guard()
 	a, err := Start(r.sys, cfg, r.guardian)
 	must(r.t, err)
 	r.agents[n] = a

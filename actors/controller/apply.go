@@ -80,7 +80,7 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 		return nil, err
 	}
 	for _, n := range nodes {
-		c.env.sys.Root.Send(c.env.lookup.Node(n), wake)
+		c.env.guard.Send(c.env.lookup.Node(n), wake)
 	}
 	if err := c.tellDesired(vols...); err != nil {
 		return result, err

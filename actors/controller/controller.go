@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/cloud"
@@ -32,14 +33,17 @@ type Controller struct {
 func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, rec *events.Recorder) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.Volume.CloudTimeout = cfg.CloudTimeout // fences wait out our own calls' bound
-	e := &env{sys: sys, cfg: cfg, cloud: p, store: st, events: rec, inst: newInstances(p), log: cfg.Log, clock: cfg.Clock, ctx: ctx}
+	e := &env{sys: sys, cfg: cfg, cloud: p, store: st, events: rec, inst: newInstances(p), log: cfg.Log, clock: cfg.Clock, ctx: ctx, guard: cfg.Guard}
+	if e.guard == nil {
+		e.guard = spawn.New(sys)
+	}
 	scfg := cfg.Supervisor
 	if scfg.Clock == nil {
 		scfg.Clock = cfg.Clock
 	}
 	guardian := actor.WithGuardian(supervisor.NewStrategy(scfg))
 	e.lookup = &localLookup{
-		sys: sys, clock: cfg.Clock, respawn: cfg.Respawn, quiet: cfg.RespawnQuiet,
+		sys: sys, guard: e.guard, clock: cfg.Clock, respawn: cfg.Respawn, quiet: cfg.RespawnQuiet,
 		retiring: map[string]bool{}, deaths: map[string]*death{}, timers: map[string]clock.Timer{}, spawned: map[string]bool{},
 		props: func(name string) *actor.Props {
 			var producer actor.Producer
@@ -101,14 +105,14 @@ func (c *Controller) Start() error {
 		return fmt.Errorf("controller: start: %w", err)
 	}
 	for _, n := range nodes {
-		e.sys.Root.Send(e.lookup.Node(n.Name), wake)
+		e.guard.Send(e.lookup.Node(n.Name), wake)
 	}
 	vols, err := e.store.Volumes()
 	if err != nil {
 		return fmt.Errorf("controller: start: %w", err)
 	}
 	for _, v := range vols {
-		e.sys.Root.Send(e.lookup.Volume(v.ID), wake)
+		e.guard.Send(e.lookup.Volume(v.ID), wake)
 	}
 	return nil
 }
@@ -134,11 +138,11 @@ func (c *Controller) Stop(timeout time.Duration) error {
 }
 
 // SyncNow starts a verification pass at once.
-func (c *Controller) SyncNow() { c.env.sys.Root.Send(c.env.lookup.Sync(), &messages.SyncNow{}) }
+func (c *Controller) SyncNow() { c.env.guard.Send(c.env.lookup.Sync(), &messages.SyncNow{}) }
 
 // VolumeStatus asks a volume actor for its state.
 func (c *Controller) VolumeStatus(id cloud.VolumeID, timeout time.Duration) (*messages.VolumeStatus, error) {
-	res, err := c.env.sys.Root.RequestFuture(c.env.lookup.Volume(id), &messages.GetVolumeStatus{}, timeout).Result()
+	res, err := c.env.guard.Request(c.env.lookup.Volume(id), &messages.GetVolumeStatus{}, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("controller: status of volume %q: %w", id, err)
 	}
@@ -147,9 +151,13 @@ func (c *Controller) VolumeStatus(id cloud.VolumeID, timeout time.Duration) (*me
 
 // NodeStatus asks a node actor for its status.
 func (c *Controller) NodeStatus(name cloud.NodeName, timeout time.Duration) (*messages.NodeStatus, error) {
-	res, err := c.env.sys.Root.RequestFuture(c.env.lookup.Node(name), &messages.GetNodeStatus{}, timeout).Result()
+	res, err := c.env.guard.Request(c.env.lookup.Node(name), &messages.GetNodeStatus{}, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("controller: status of node %q: %w", name, err)
 	}
 	return res.(*messages.NodeStatus), nil
 }
+
+// Guard is the spawn guard of this controller's actor system: agents and
+// anything else that spawns named actors or sends to them must use it.
+func (c *Controller) Guard() *spawn.Guard { return c.env.guard }

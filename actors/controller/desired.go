@@ -57,7 +57,7 @@ func (c *Controller) tellAgent(node cloud.NodeName) error {
 	if err != nil {
 		return err
 	}
-	c.env.sys.Root.Send(c.env.lookup.Agent(node), msg)
+	c.env.guard.Send(c.env.lookup.Agent(node), msg)
 	return nil
 }
 
@@ -113,7 +113,7 @@ func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
 		for _, n := range nodes {
 			msg.Nodes = append(msg.Nodes, string(n))
 		}
-		c.env.sys.Root.Send(c.env.lookup.Volume(id), msg)
+		c.env.guard.Send(c.env.lookup.Volume(id), msg)
 	}
 	return nil
 }
@@ -126,17 +126,17 @@ func (c *Controller) ReportVolumesInUse(node cloud.NodeName, vols []cloud.Volume
 	for _, v := range vols {
 		msg.VolumeIds = append(msg.VolumeIds, string(v))
 	}
-	c.env.sys.Root.Send(c.env.lookup.Node(node), msg)
+	c.env.guard.Send(c.env.lookup.Node(node), msg)
 }
 
 // Heartbeat tells the node actor its agent is alive.
 func (c *Controller) Heartbeat(node cloud.NodeName) {
-	c.env.sys.Root.Send(c.env.lookup.Node(node), &messages.Heartbeat{Node: string(node)})
+	c.env.guard.Send(c.env.lookup.Node(node), &messages.Heartbeat{Node: string(node)})
 }
 
 // SetOutOfService marks a node out of service (or not).
 func (c *Controller) SetOutOfService(node cloud.NodeName, oos bool) {
-	c.env.sys.Root.Send(c.env.lookup.Node(node), &messages.SetOutOfService{Node: string(node), OutOfService: oos})
+	c.env.guard.Send(c.env.lookup.Node(node), &messages.SetOutOfService{Node: string(node), OutOfService: oos})
 }
 
 func union(a, b []cloud.VolumeID) []cloud.VolumeID {

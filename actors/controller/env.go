@@ -12,6 +12,7 @@ import (
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/actors/volume"
@@ -40,6 +41,9 @@ type Config struct {
 	RetireAfter time.Duration
 	// Observer, if set, hears what metrics need; its methods must not block.
 	Observer Observer
+	// Guard serialises spawns of named actors against sends; share one per
+	// actor system (nil: the controller makes its own).
+	Guard *spawn.Guard
 	// Middleware wraps every actor's Receive (metrics, message counts).
 	Middleware []actor.ReceiverMiddleware
 	Clock      clock.Clock
@@ -77,6 +81,7 @@ type env struct {
 	store  store.Store
 	events *events.Recorder
 	lookup *localLookup
+	guard  *spawn.Guard
 	inst   *instances
 	log    logrus.FieldLogger
 	clock  clock.Clock
@@ -136,7 +141,7 @@ func (tm *timer) wakeAt(e *env, self *actor.PID, at time.Time) {
 	}
 	tm.at = at
 	d := at.Sub(now)
-	tm.t = e.clock.AfterFunc(d, func() { e.sys.Root.Send(self, wake) })
+	tm.t = e.clock.AfterFunc(d, func() { e.guard.Send(self, wake) })
 }
 
 // fired forgets the timer once its Wake arrived.

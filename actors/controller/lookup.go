@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/cloud"
 )
 
@@ -54,6 +55,7 @@ type localLookup struct {
 	onRespawn func(name string, delay time.Duration)
 	observer  Observer
 	mu        sync.Mutex
+	guard     *spawn.Guard
 	closing   bool
 	retiring  map[string]bool
 	deaths    map[string]*death
@@ -73,8 +75,10 @@ func (l *localLookup) Agent(name cloud.NodeName) *actor.PID {
 	return actor.NewPID(l.sys.Address(), AgentPrefix+string(name))
 }
 
+// get returns the PID of name, spawning the actor if none is running.
+// Spawns go through the guard (see package spawn), as every send does.
 func (l *localLookup) get(name string) *actor.PID {
-	if _, ok := l.sys.ProcessRegistry.GetLocal(name); ok {
+	if l.guard.Exists(name) {
 		return actor.NewPID(l.sys.Address(), name)
 	}
 	l.mu.Lock()
@@ -84,7 +88,7 @@ func (l *localLookup) get(name string) *actor.PID {
 		// Shutting down: sends go to dead letters instead of spawning.
 		return actor.NewPID(l.sys.Address(), name)
 	}
-	pid, err := l.sys.Root.SpawnNamed(l.props(name), name)
+	pid, err := l.guard.Spawn(l.props(name), name)
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		panic("controller: spawn " + name + ": " + err.Error())
 	}
@@ -128,7 +132,7 @@ func (l *localLookup) stopped(name string) {
 		// again (a message that raced with the stop was dropped), it comes
 		// back at once.
 		if l.wanted(name, true) {
-			go func() { l.sys.Root.Send(l.get(name), wake) }()
+			go func() { l.guard.Send(l.get(name), wake) }()
 		}
 		return
 	}
@@ -154,7 +158,7 @@ func (l *localLookup) stopped(name string) {
 		l.mu.Lock()
 		delete(l.timers, name)
 		l.mu.Unlock()
-		l.sys.Root.Send(l.get(name), wake)
+		l.guard.Send(l.get(name), wake)
 	})
 }
 

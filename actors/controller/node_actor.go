@@ -107,17 +107,17 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 			a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
 			a.pushStatus(ctx)
 		case nodestatus.PrepareAnswer:
-			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
+			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
 		case nodestatus.NotifyVolume:
-			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.NodeVolumeStateChanged{
+			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.NodeVolumeStateChanged{
 				VolumeId: string(f.Volume), Node: string(a.name), InUse: f.Info.InUse, Ready: f.Info.Ready,
 				NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
 		case nodestatus.WakeAt:
 			a.timer.wakeAt(a.env, a.self, f.At)
 		case nodestatus.AttachRecorded:
-			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
+			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
 		case nodestatus.AttachNotRecorded:
-			ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
+			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
 		default:
 			panic(fmt.Sprintf("controller: unknown node effect %T", eff))
 		}
@@ -140,7 +140,7 @@ func (a *nodeActor) status() *messages.NodeStatus {
 // pushStatus tells the agent the persisted status (after every write).
 func (a *nodeActor) pushStatus(ctx actor.Context) {
 	st := a.status()
-	ctx.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.Status().InUseSeq})
+	a.env.guard.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.Status().InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.
@@ -150,7 +150,7 @@ func (a *nodeActor) sendWorkloads(ctx actor.Context) {
 		a.env.log.WithField("node", a.name).Errorf("reading workloads for the agent: %v", err)
 		return
 	}
-	ctx.Send(a.env.lookup.Agent(a.name), msg)
+	a.env.guard.Send(a.env.lookup.Agent(a.name), msg)
 }
 
 // nodeWorkloads builds a node agent's desired state from the store.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -81,7 +82,7 @@ func TestRegressionTimerLosesWakeRequestedAfterFire(t *testing.T) {
 	clk := clock.NewFake(start)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
 	defer sys.Shutdown()
-	e := &env{sys: sys, clock: clk}
+	e := &env{sys: sys, clock: clk, guard: spawn.New(sys)}
 	pid := actor.NewPID(sys.Address(), "nobody")
 	var tm timer
 	tm.wakeAt(e, pid, start.Add(time.Second))

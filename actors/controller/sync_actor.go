@@ -153,7 +153,10 @@ func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName
 			res.Error = err.Error()
 		}
 	}
-	e.sys.Root.Send(a.self, res)
+	if c.Err() != nil {
+		return // this incarnation is gone; see volumeActor.sendSelf
+	}
+	e.guard.Send(a.self, res)
 }
 
 func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
@@ -180,7 +183,7 @@ func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
 		} else {
 			a.stats.Lost++
 		}
-		ctx.Send(a.env.lookup.Volume(f.Volume), &messages.AttachmentVerified{VolumeId: string(f.Volume), Node: string(f.Node),
+		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachmentVerified{VolumeId: string(f.Volume), Node: string(f.Node),
 			Attached: f.Attached, DevicePath: f.DevicePath, AsOfUnixNano: m.AsOfUnixNano})
 	}
 	if a.inflight == 0 {

@@ -22,11 +22,11 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 	case volume.CallDetach:
 		go a.callDetach(f)
 	case volume.PrepareDetach:
-		ctx.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op, Force: f.Force})
+		e.guard.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op, Force: f.Force})
 	case volume.ReportAttached:
-		ctx.Send(e.lookup.Node(f.Node), &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(a.id), DevicePath: f.DevicePath})
+		e.guard.Send(e.lookup.Node(f.Node), &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(a.id), DevicePath: f.DevicePath})
 	case volume.ReportDetached:
-		ctx.Send(e.lookup.Node(f.Node), &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(a.id)})
+		e.guard.Send(e.lookup.Node(f.Node), &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(a.id)})
 	case volume.VerifyNode:
 		go a.verifyNodes(a.ctx, []cloud.NodeName{f.Node}, false)
 	case volume.Record:
@@ -58,7 +58,7 @@ func (a *volumeActor) callAttach(f volume.CallAttach) {
 	if err != nil {
 		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
 	}
-	e.sys.Root.Send(a.self, res)
+	a.sendSelf(res)
 }
 
 func (a *volumeActor) callDetach(f volume.CallDetach) {
@@ -74,7 +74,7 @@ func (a *volumeActor) callDetach(f volume.CallDetach) {
 	if err != nil {
 		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
 	}
-	e.sys.Root.Send(a.self, res)
+	a.sendSelf(res)
 }
 
 func (a *volumeActor) verifyStart(c context.Context, nodes []cloud.NodeName) {
@@ -100,7 +100,7 @@ func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, sta
 		if failure != nil {
 			res.VerifyFailed, res.Error = true, failure.Error()
 		}
-		e.sys.Root.Send(a.self, res)
+		a.sendSelf(res)
 		return
 	}
 	if failure != nil {
@@ -108,7 +108,7 @@ func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, sta
 		return
 	}
 	for n, att := range attached {
-		e.sys.Root.Send(a.self, &messages.AttachmentVerified{VolumeId: string(a.id), Node: n, Attached: att, AsOfUnixNano: asOf})
+		a.sendSelf(&messages.AttachmentVerified{VolumeId: string(a.id), Node: n, Attached: att, AsOfUnixNano: asOf})
 	}
 }
 
@@ -141,4 +141,16 @@ func (a *volumeActor) verifyBatch(c context.Context, batch []cloud.NodeName, out
 		out[string(n)] = res[inst][a.id]
 	}
 	return nil
+}
+
+// sendSelf delivers a goroutine's result to this incarnation. Once it has
+// stopped or restarted (its context is cancelled) the result is dropped:
+// the next incarnation rebuilds from the store and the cloud (and fences a
+// node where a detach may still land), and a send by name could reach a
+// new actor of the same name while Proto.Actor is still initialising it.
+func (a *volumeActor) sendSelf(msg any) {
+	if a.ctx.Err() != nil {
+		return
+	}
+	a.env.guard.Send(a.self, msg)
 }

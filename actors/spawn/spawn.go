@@ -1,0 +1,54 @@
+// Package spawn guards named actors against a race in Proto.Actor:
+// SpawnNamed makes a name resolvable before it has initialised the actor's
+// mailbox, and a message sent to that name in between dereferences a nil
+// dispatcher (a panic in the sender). Every spawn of a named actor holds a
+// Guard for writing and every send or request holds it for reading, so no
+// message can reach a half-built mailbox. A Guard never spawns or sends on
+// its own; one Guard serves a whole actor system.
+package spawn
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Guard serialises spawns of named actors against sends.
+type Guard struct {
+	sys *actor.ActorSystem
+	mu  sync.RWMutex
+}
+
+// New returns the guard for sys.
+func New(sys *actor.ActorSystem) *Guard { return &Guard{sys: sys} }
+
+// Spawn spawns a named actor from the root context.
+func (g *Guard) Spawn(props *actor.Props, name string) (*actor.PID, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sys.Root.SpawnNamed(props, name)
+}
+
+// Exists reports whether a local actor is registered under name.
+func (g *Guard) Exists(name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	_, ok := g.sys.ProcessRegistry.GetLocal(name)
+	return ok
+}
+
+// Send sends msg to pid (never blocks on the receiver).
+func (g *Guard) Send(pid *actor.PID, msg any) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	g.sys.Root.Send(pid, msg)
+}
+
+// Request sends msg to pid and returns the future of its answer; the wait
+// for the answer happens outside the guard.
+func (g *Guard) Request(pid *actor.PID, msg any, timeout time.Duration) *actor.Future {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.sys.Root.RequestFuture(pid, msg, timeout)
+}

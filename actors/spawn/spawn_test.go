@@ -1,0 +1,53 @@
+package spawn
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/slogrus"
+)
+
+// Sends to a name race with spawns of that name; under the guard every
+// message reaches a complete mailbox (run with -race: the unguarded version
+// trips the detector, and can panic on a nil dispatcher).
+func TestSendsRacingSpawns(t *testing.T) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
+	defer sys.Shutdown()
+	g := New(sys)
+	var got atomic.Int64
+	props := actor.PropsFromFunc(func(c actor.Context) {
+		if _, ok := c.Message().(string); ok {
+			got.Add(1)
+		}
+	})
+	const n = 200
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("a%d", i)
+		pid := actor.NewPID(sys.Address(), name)
+		wg.Add(2)
+		go func() { defer wg.Done(); g.Send(pid, "hello") }()
+		go func() {
+			defer wg.Done()
+			if _, err := g.Spawn(props, name); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i := 0; i < n; i++ {
+		if !g.Exists(fmt.Sprintf("a%d", i)) {
+			t.Fatalf("a%d not spawned", i)
+		}
+		if err := sys.Root.StopFuture(actor.NewPID(sys.Address(), fmt.Sprintf("a%d", i))).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.Load() > n {
+		t.Fatalf("%d messages delivered for %d sent", got.Load(), n)
+	}
+}
