@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/cloud"
 )
 
@@ -97,21 +98,9 @@ func (v *Volume) Step(now time.Time, ev Event) []Effect {
 // coalesceWakes keeps only the earliest WakeAt, last: the shell needs one
 // timer per volume, not one per blocked operation.
 func coalesceWakes(effs []Effect) []Effect {
-	var earliest time.Time
-	out := effs[:0]
-	for _, e := range effs {
-		if w, ok := e.(WakeAt); ok {
-			if earliest.IsZero() || w.At.Before(earliest) {
-				earliest = w.At
-			}
-			continue
-		}
-		out = append(out, e)
-	}
-	if !earliest.IsZero() {
-		out = append(out, WakeAt{At: earliest})
-	}
-	return out
+	return clock.KeepEarliest(effs,
+		func(e Effect) (time.Time, bool) { w, ok := e.(WakeAt); return w.At, ok },
+		func(t time.Time) Effect { return WakeAt{At: t} })
 }
 
 func (v *Volume) onRestored(now time.Time, e Restored) []Effect {

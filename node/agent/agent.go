@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/actors/clock"
 )
 
 type opKind int
@@ -201,22 +202,11 @@ func (a *Agent) failed(now time.Time, key opKey, msg string) []Effect {
 		Message: fmt.Sprintf("%s of volume %q failed: %s (failure %d; no retry for %s)", opNames[key.kind], key.vol, msg, b.Failures(), at.Sub(now))}}
 }
 
+// coalesce keeps only the earliest WakeAt, last.
 func coalesce(effs []Effect) []Effect {
-	var earliest time.Time
-	out := effs[:0]
-	for _, e := range effs {
-		if w, ok := e.(WakeAt); ok {
-			if earliest.IsZero() || w.At.Before(earliest) {
-				earliest = w.At
-			}
-			continue
-		}
-		out = append(out, e)
-	}
-	if !earliest.IsZero() {
-		out = append(out, WakeAt{At: earliest})
-	}
-	return out
+	return clock.KeepEarliest(effs,
+		func(e Effect) (time.Time, bool) { w, ok := e.(WakeAt); return w.At, ok },
+		func(t time.Time) Effect { return WakeAt{At: t} })
 }
 
 func sortedVols[T any](m map[VolumeID]T) []VolumeID {
