@@ -118,10 +118,7 @@ func (a *volumeActor) reportStates() {
 	if obs == nil || a.core == nil {
 		return
 	}
-	now := map[string]int{}
-	for _, at := range a.core.Status().Attachments {
-		now[at.State.String()]++
-	}
+	now := a.core.StateCounts()
 	delta := map[string]int{}
 	for s, n := range now {
 		if d := n - a.states[s]; d != 0 {

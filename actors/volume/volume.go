@@ -372,6 +372,16 @@ func (v *Volume) Status() Status {
 	return st
 }
 
+// StateCounts counts attachments per state (cheaper than Status, for
+// metrics after every step).
+func (v *Volume) StateCounts() map[string]int {
+	out := make(map[string]int, len(v.att))
+	for _, a := range v.att {
+		out[a.State.String()]++
+	}
+	return out
+}
+
 // Idle reports that the volume is wanted nowhere and attached nowhere: its
 // actor may stop.
 func (v *Volume) Idle() bool { return v.restored && len(v.desired) == 0 && len(v.att) == 0 }
