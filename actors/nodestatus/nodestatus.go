@@ -76,6 +76,11 @@ type Config struct {
 	// (prepare a detach of a volume in use), so that tests can prove the
 	// invariant checkers catch it. Never set it elsewhere.
 	BreakIgnoreInUse bool
+	// BreakPrepareBeforeWrite is a TEST-ONLY hook that breaks I4 on
+	// purpose: a detach preparation is answered at once, without removing
+	// the volume from VolumesAttached and persisting that first. Never set
+	// it elsewhere.
+	BreakPrepareBeforeWrite bool
 }
 
 // DefaultConfig is Kubernetes' value.

@@ -172,6 +172,9 @@ func (n *Node) onDetachRequested(e DetachRequested) []Effect {
 		return []Effect{PrepareAnswer{Volume: e.Volume, Op: e.Op, Msg: fmt.Sprintf("node %q reports volume %q in use", n.cur.Name, e.Volume)}}
 	}
 	ans := PrepareAnswer{Volume: e.Volume, Op: e.Op, OK: true}
+	if n.cfg.BreakPrepareBeforeWrite {
+		return []Effect{ans}
+	}
 	if _, ok := n.cur.VolumesAttached[e.Volume]; !ok && n.cur.VolumesDetaching[e.Volume] && len(n.pending) == 0 {
 		// Already out of VolumesAttached and marked detaching: nothing to write.
 		return []Effect{ans}

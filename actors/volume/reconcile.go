@@ -42,7 +42,7 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 	if a.DetachRequested.IsZero() {
 		a.DetachRequested = now
 	}
-	if a.op != 0 || !v.canStart(n) || now.Before(a.Fence) {
+	if a.op != 0 || !v.canStart(n) || now.Before(a.Fence) || v.cfg.BreakNeverDetach {
 		return nil
 	}
 	if ok, at := v.ready(now, n, opDetach); !ok {
@@ -100,7 +100,7 @@ func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
 	if !v.canStart(n) {
 		return nil
 	}
-	if v.mode == cloud.Exclusive {
+	if v.mode == cloud.Exclusive && !v.cfg.BreakMultiAttach {
 		if other, busy := v.attachedElsewhere(n); busy {
 			if v.multiAttach[n] {
 				return nil
@@ -129,8 +129,9 @@ func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
 // canStart: one operation at a time for the whole volume when exclusive,
 // one per node when multi-node.
 func (v *Volume) canStart(n NodeName) bool {
+	exclusive := v.mode == cloud.Exclusive && !v.cfg.BreakMultiAttach
 	for m, a := range v.att {
-		if a.op != 0 && (m == n || v.mode == cloud.Exclusive) {
+		if a.op != 0 && (m == n || exclusive) {
 			return false
 		}
 	}

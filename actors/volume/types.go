@@ -104,6 +104,14 @@ type Config struct {
 	// (detach without waiting for VolumesInUse), so that tests can prove
 	// the invariant checkers catch it. Never set it elsewhere.
 	BreakIgnoreInUse bool
+	// BreakMultiAttach is a TEST-ONLY hook that breaks I1 on purpose: an
+	// exclusive volume is attached to a desired node even while it is
+	// attached elsewhere. Never set it elsewhere.
+	BreakMultiAttach bool
+	// BreakNeverDetach is a TEST-ONLY hook that breaks I5 on purpose: no
+	// detach is ever started, so attachments nobody wants stay. Never set it
+	// elsewhere.
+	BreakNeverDetach bool
 }
 
 // DefaultConfig is Kubernetes' values.

@@ -341,20 +341,23 @@ func TestStateWriteFailureDirGone(t *testing.T) {
 	}
 }
 
-// TestStateWriteFailureReadOnly: the directory is read-only, the file
-// keeps the last state written, which is what memory holds.
+// TestStateWriteFailureReadOnly: the directory is read-only (a chmod, or
+// as root a read-only bind mount), the file keeps the last state written,
+// which is what memory holds, and every failure wraps the cause.
 func TestStateWriteFailureReadOnly(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root ignores directory permissions; TestStateWriteFailureDirGone covers this")
-	}
 	dir := filepath.Join(t.TempDir(), "state")
 	mustNil(t, os.Mkdir(dir, 0o700))
 	path := filepath.Join(dir, "cloud.json")
 	c, seen := failingCloud(t, path)
-	mustNil(t, os.Chmod(dir, 0o500))
-	t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+	cause := readOnlyDir(t, dir)
 
 	checkWriteFailures(t, c, path, true, seen)
+	i1, _ := c.InstanceOf("n1")
+	_, err := c.Attach(context.Background(), "y", i1)
+	checkErr(t, err, cloud.KindRetryable, path)
+	if !errors.Is(err, cause) || !errors.Is(err, cloud.ErrRetryable) {
+		t.Errorf("error %v does not wrap both the cause (%v) and cloud.ErrRetryable", err, cause)
+	}
 	if got, want := fileState(t, path), snapshot(c); !reflect.DeepEqual(world(got), world(want)) {
 		t.Errorf("file =\n%+v\nmemory =\n%+v", got, want)
 	}

@@ -51,7 +51,9 @@ func (a *Agent) wantedBy() map[VolumeID]map[string]bool {
 func (a *Agent) inUse(wanted map[VolumeID]map[string]bool) []VolumeID {
 	set := map[VolumeID]bool{}
 	for v := range wanted {
-		set[v] = true
+		if !a.cfg.BreakMountBeforeInUse {
+			set[v] = true
+		}
 	}
 	for v := range a.stages {
 		set[v] = true
@@ -77,7 +79,7 @@ func (a *Agent) next(now time.Time, v VolumeID, users map[string]bool) []Effect 
 		return nil
 	}
 	dev, attached := a.attached[v]
-	if !attached || !a.inUseAcked[v] || a.ackedSeq != a.reportSeq {
+	if !attached || (!a.cfg.BreakMountBeforeInUse && (!a.inUseAcked[v] || a.ackedSeq != a.reportSeq)) {
 		return nil // I3: wait for the controller to have heard our latest report
 	}
 	if a.stages[v] != Mounted {

@@ -48,6 +48,13 @@ type Config struct {
 	WaitForAttachAndMount time.Duration
 	Backoff               backoff.Policy
 	Rand                  func() float64
+	// BreakMountBeforeInUse is a TEST-ONLY hook that breaks I3 on purpose:
+	// the agent mounts what VolumesAttached lists without waiting for the
+	// controller to have heard its VolumesInUse report, and reports a
+	// volume in use only once something of it is mounted. It exists so that
+	// tests can prove the invariant checkers catch an I3 violation. Never
+	// set it elsewhere.
+	BreakMountBeforeInUse bool
 }
 
 // DefaultConfig is Kubernetes' values.
