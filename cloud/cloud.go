@@ -47,6 +47,16 @@ func (m AccessMode) String() string {
 // back to themselves, never from inside Receive. Implementations must be safe
 // for concurrent use and return errors classified with the sentinels of this
 // package (see Classify).
+//
+// What callers may rely on, and no more: a call once sent is carried out
+// even if its caller stops waiting (cancelling ctx only stops the wait); it
+// never takes effect after ctx's deadline (callers bound every mutating
+// call with one, and a successor that knows the deadline of an operation
+// in flight knows when it can no longer land); a call that fails with the
+// context's error may or may not have taken effect (its reply may have been
+// lost), any other error means it had no effect. A cloud may accept a
+// second attach of an exclusive volume (multi-attach disks): refusing it
+// is a second line of defence, never the first.
 type Provider interface {
 	// InstanceID resolves a node's name to the instance that currently
 	// backs it.
@@ -70,6 +80,9 @@ type Provider interface {
 
 	// InstanceVolumes returns, in ONE call, everything each instance has
 	// attached (volume -> device path). At most BatchSize instances per call.
+	// An instance that does not exist (deleted, or replaced by another
+	// instance of its node) is absent from the result; one that exists but
+	// is stopped maps to an empty map.
 	InstanceVolumes(ctx context.Context, insts []InstanceID) (map[InstanceID]map[VolumeID]string, error)
 
 	// BatchSize is how many instances one VolumesAreAttached or

@@ -46,22 +46,72 @@ func (c *Cloud) Calls() Counters {
 	return out
 }
 
-// do runs one provider call of method m: count, throttle, latency,
-// injected errors, then effect (under the lock), then, with
-// Config.StatePath, the write of the state (under the lock too, whether
-// the call failed or not: the counters changed). subject describes the
-// call's arguments for error messages. Changes recorded by effect are
-// delivered to observers after the lock is released, if written.
+// do runs one provider call of method m. The call is sent once admitted
+// (counted, a throttle token taken, ctx not already done): from then on it
+// is carried out whether or not its caller still waits, as a real cloud
+// carries out a request whose client has gone. Its effect runs after the
+// latency (a hung call: at the very end of ctx's deadline), under the lock:
+// injected errors (FailNext, then SetErrorRate), then effect, then, with
+// Config.StatePath, the write of the state (whether the call failed or not:
+// the counters changed). It never runs after ctx's deadline: a call whose
+// deadline passes first is dropped by the cloud. The caller waits for the
+// result or for ctx, whichever comes first; a lost reply keeps it waiting
+// until ctx ends (or, without a deadline, fails at once as retryable).
+// subject describes the call's arguments for error messages. Changes
+// recorded by effect are delivered to observers after the lock is released,
+// if written.
 func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() error) error {
-	latency, err := c.admit(m, subject)
+	p, err := c.admit(ctx, m, subject)
 	if err != nil {
 		return err
 	}
-	err = sleep(ctx, latency)
+	deadline, bounded := ctx.Deadline()
+	delay := p.latency
+	if p.hang {
+		p.lose = true // the caller sees a timeout whatever happened
+		if !bounded {
+			<-ctx.Done() // hangs for good: the effect never lands
+			return ctx.Err()
+		}
+		remaining := time.Until(deadline)
+		delay = remaining - min(remaining/10, 10*time.Millisecond)
+	}
+	run := func() error { return c.apply(m, subject, deadline, bounded, effect) }
+	if delay <= 0 && !p.lose {
+		return run() // synchronous: a cloud without latency never waits
+	}
+	done := make(chan error, 1)
+	switch {
+	case bounded && time.Now().Add(delay).After(deadline):
+		// It would land after its deadline: the cloud drops it.
+	case delay <= 0:
+		done <- run()
+	default:
+		time.AfterFunc(delay, func() { done <- run() })
+	}
+	select {
+	case err := <-done:
+		if !p.lose {
+			return err
+		}
+		if !bounded {
+			return fmt.Errorf("sim: %s %s: reply lost: %w", m, subject, cloud.ErrRetryable)
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// apply carries out a sent call of m: injected errors, the effect and the
+// state write, under the lock, unless the call's deadline has passed.
+func (c *Cloud) apply(m Method, subject string, deadline time.Time, bounded bool, effect func() error) error {
 	c.mu.Lock()
 	mark := len(c.obs.queue)
-	if err == nil {
-		err = ctx.Err()
+	var err error
+	if bounded && time.Now().After(deadline) {
+		err = fmt.Errorf("sim: %s %s: dropped, its deadline passed: %w", m, subject, context.DeadlineExceeded)
 	}
 	if err == nil {
 		err = c.faults.injected(m, subject)
@@ -93,13 +143,26 @@ func withWriteError(err error, m Method, subject string, perr error) error {
 	return fmt.Errorf("%w (and %w)", err, perr)
 }
 
-// admit counts the call and takes a throttle token. It returns the latency
-// to apply, or the throttle error (after writing the counters, with
-// Config.StatePath).
-func (c *Cloud) admit(m Method, subject string) (time.Duration, error) {
+// callPlan is how a sent call will go: its latency, and the faults drawn
+// for it at admission.
+type callPlan struct {
+	latency time.Duration
+	hang    bool // held until the edge of its deadline
+	lose    bool // the reply is lost after the effect
+}
+
+// admit counts the call and takes a throttle token. A ctx already done
+// fails the call before it is sent (counted as an error, no effect). It
+// returns how the call will go, or the throttle error (after writing the
+// counters, with Config.StatePath).
+func (c *Cloud) admit(ctx context.Context, m Method, subject string) (callPlan, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counters.Calls[m]++
+	if err := ctx.Err(); err != nil {
+		c.counters.Errors[m]++
+		return callPlan{}, err
+	}
 	if !c.bucket.take(c.now()) {
 		c.counters.Throttled[m]++
 		c.counters.Errors[m]++
@@ -107,24 +170,10 @@ func (c *Cloud) admit(m Method, subject string) (time.Duration, error) {
 		if perr := c.commitLocked(len(c.obs.queue)); perr != nil {
 			err = withWriteError(err, m, subject, perr)
 		}
-		return 0, err
+		return callPlan{}, err
 	}
-	return c.latency, nil
-}
-
-// sleep waits d or until ctx is done, whichever comes first.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	hang, lose := c.faults.transport(m)
+	return callPlan{latency: c.latency, hang: hang, lose: lose}, nil
 }
 
 // bucket is a token bucket: up to burst tokens, refilled at rate per

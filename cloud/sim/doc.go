@@ -9,22 +9,42 @@
 // reports every real attachment change to observers (Observe).
 //
 // It never retries, never attaches or detaches anything on its own (only
-// Terminate removes attachments, as a real cloud does when a machine goes
-// away) and never touches the network or the host's devices: device paths
+// Terminate, Replace, Delete and ConsoleDetach remove attachments, as a
+// real cloud or its operator does) and never touches the network or the host's devices: device paths
 // are names, nothing more. Its only writes to disk are, with
 // Config.ContentDir set, one directory per volume standing for the volume's
 // disk (DeviceSource), so that data written by a workload follows the
 // volume from node to node, and, with Config.StatePath set, one state file
 // holding its instances, volumes, attachments and counters, rewritten
 // atomically after every change, so that the cloud survives the process
-// (Open). Each provider call runs, in this order: count the call; throttle
-// check; latency (a cancelled context returns ctx.Err() with no effect);
-// injected errors (FailNext, then SetErrorRate); then the effect; then, with
-// StatePath, the write of the state file (a failed write undoes the
-// effect). A call that returns an error has had no effect.
+// (Open).
+//
+// It is as unkind as a real cloud where that matters to safety. Each
+// provider call is sent once counted and admitted by the throttle (a
+// context already done fails it before it is sent); from then on it is
+// carried out whether or not its caller still waits, because a real cloud
+// does not know that its client died. It takes effect after the latency
+// (a hung call, SetHangRate: at the very end of its context's deadline),
+// never after that deadline: a call still queued when its deadline passes
+// is dropped. The effect runs, in this order: injected errors (FailNext,
+// then SetErrorRate), the effect, and with StatePath the write of the
+// state file (a failed write undoes the effect). Its reply may be lost
+// after the effect (SetReplyLoss): the caller then waits until its context
+// ends and sees a timeout, while the cloud changed. A caller that gets the
+// context's error therefore does not know the outcome; any other error
+// means no effect. With Config.Permissive it accepts a second exclusive
+// attach, as a multi-attach disk would, so that tether's own decisions, not
+// the cloud's refusals, are what ground-truth checkers judge; strict (the
+// default) refuses it. Instances can be terminated and started (Terminate,
+// Start), replaced by a new instance under the same node name (Replace),
+// deleted for good (Delete), and a volume detached from the cloud's side
+// while its instance runs (ConsoleDetach). ObserveSync reports every
+// attachment change synchronously at the moment it happens, Observe
+// asynchronously.
 //
 // A Cloud is safe for concurrent use. It holds one mutex, never while
-// sleeping for latency and never while calling observers, but while
+// waiting out latency and never while calling Observe's hooks (ObserveSync's
+// hooks run under it), but while
 // writing the state file (so the file's versions follow the changes). It
 // has no global mutable state: each New returns an independent cloud (two
 // clouds must not share a StatePath).

@@ -39,6 +39,36 @@ func (c *Cloud) SetErrorRate(m Method, p float64, kind cloud.Kind) {
 	c.faults.rate[m] = errorRate{p: min(p, 1), kind: kind}
 }
 
+// SetReplyLoss makes each later call of m lose its reply with probability
+// p (drawn from the generator seeded by Config.Seed): the call takes effect
+// (or fails) in the cloud, and its caller waits until its context ends and
+// gets the context's error, as after a timeout; a caller without a deadline
+// gets a retryable "reply lost" error at once. p <= 0 cancels it.
+func (c *Cloud) SetReplyLoss(m Method, p float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	setRate(c.faults.lose, m, p)
+}
+
+// SetHangRate makes each later call of m hang with probability p: it is
+// held until the very end of its context's deadline, takes effect then (if
+// no injected error says otherwise), and its caller gets the context's
+// error. A call without a deadline hangs until its context is cancelled and
+// never takes effect. p <= 0 cancels it.
+func (c *Cloud) SetHangRate(m Method, p float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	setRate(c.faults.hang, m, p)
+}
+
+func setRate(rates map[Method]float64, m Method, p float64) {
+	if p <= 0 {
+		delete(rates, m)
+		return
+	}
+	rates[m] = min(p, 1)
+}
+
 type failNext struct {
 	n    int
 	kind cloud.Kind
@@ -54,10 +84,25 @@ type faults struct {
 	rng  *rand.Rand
 	next map[Method]failNext
 	rate map[Method]errorRate
+	hang map[Method]float64
+	lose map[Method]float64
 }
 
 func newFaults(rng *rand.Rand) faults {
-	return faults{rng: rng, next: make(map[Method]failNext), rate: make(map[Method]errorRate)}
+	return faults{rng: rng, next: make(map[Method]failNext), rate: make(map[Method]errorRate),
+		hang: make(map[Method]float64), lose: make(map[Method]float64)}
+}
+
+// transport draws whether a call of m hangs and whether its reply is lost.
+// A draw happens only for a method with a rate set.
+func (f *faults) transport(m Method) (hang, lose bool) {
+	if p, ok := f.hang[m]; ok {
+		hang = f.rng.Float64() < p
+	}
+	if p, ok := f.lose[m]; ok {
+		lose = f.rng.Float64() < p
+	}
+	return hang, lose
 }
 
 // injected returns the injected error of this call of m, if any.

@@ -12,12 +12,23 @@ type Change struct {
 	Volume   cloud.VolumeID
 	Instance cloud.InstanceID
 	Node     cloud.NodeName // the node the instance backs
-	Attached bool           // true: attached; false: removed
-	Reason   string         // "attach", "detach" or "terminate"
+	Mode     cloud.AccessMode
+	Attached bool   // true: attached; false: removed
+	Reason   string // ReasonAttach, ReasonDetach, ReasonTerminate, ReasonDelete or ReasonConsole
 }
+
+// Reasons of a Change.
+const (
+	ReasonAttach    = "attach"    // an Attach call
+	ReasonDetach    = "detach"    // a Detach call
+	ReasonTerminate = "terminate" // the instance was terminated (Terminate, Replace)
+	ReasonDelete    = "delete"    // the instance was deleted for good (Delete)
+	ReasonConsole   = "console"   // detached from the cloud's side (ConsoleDetach)
+)
 
 // observers queues changes for the hooks; guarded by Cloud.mu.
 type observers struct {
+	sync       []func(Change) // ObserveSync: called under the lock
 	hooks      []func(Change)
 	queue      []Change
 	delivering bool // a goroutine is draining queue
@@ -38,9 +49,20 @@ func (c *Cloud) Observe(f func(Change)) {
 	c.obs.hooks = append(c.obs.hooks, f)
 }
 
+// ObserveSync registers f, called on every later real attachment change
+// synchronously, under the Cloud's lock, at the moment of the change (with
+// Config.StatePath: once it is written), in the order of the changes. It is
+// how a checker keeps a timeline that does not depend on delivery: f must
+// be quick, must not block and must not call the Cloud.
+func (c *Cloud) ObserveSync(f func(Change)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.obs.sync = append(c.obs.sync, f)
+}
+
 // recordLocked queues the change of the attachment of v to in.
 func (c *Cloud) recordLocked(v *volume, in *instance, attached bool, reason string) {
-	if len(c.obs.hooks) == 0 {
+	if len(c.obs.hooks) == 0 && len(c.obs.sync) == 0 {
 		return
 	}
 	c.obs.queue = append(c.obs.queue, Change{
@@ -48,9 +70,25 @@ func (c *Cloud) recordLocked(v *volume, in *instance, attached bool, reason stri
 		Volume:   v.id,
 		Instance: in.id,
 		Node:     in.node,
+		Mode:     v.mode,
 		Attached: attached,
 		Reason:   reason,
 	})
+}
+
+// committedLocked tells the synchronous observers about the changes queued
+// since mark, which are now committed, and drops them from the queue if
+// nobody observes asynchronously.
+func (c *Cloud) committedLocked(mark int) {
+	for _, ch := range c.obs.queue[mark:] {
+		for _, f := range c.obs.sync {
+			f(ch)
+		}
+	}
+	if len(c.obs.hooks) == 0 {
+		clear(c.obs.queue[mark:])
+		c.obs.queue = c.obs.queue[:mark]
+	}
 }
 
 // deliver drains the change queue into the hooks unless another goroutine

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/cloud"
 )
 
 func TestObserve(t *testing.T) {
@@ -24,10 +26,10 @@ func TestObserve(t *testing.T) {
 	mustNil(t, f.c.Terminate(f.i2))
 	t1 := t0.Add(time.Second)
 	want := []Change{
-		{Time: t0, Volume: "excl", Instance: f.i1, Node: "n1", Attached: true, Reason: "attach"},
-		{Time: t1, Volume: "excl", Instance: f.i1, Node: "n1", Reason: "detach"},
-		{Time: t1, Volume: "multi", Instance: f.i2, Node: "n2", Attached: true, Reason: "attach"},
-		{Time: t1, Volume: "multi", Instance: f.i2, Node: "n2", Reason: "terminate"},
+		{Time: t0, Volume: "excl", Instance: f.i1, Node: "n1", Mode: cloud.Exclusive, Attached: true, Reason: "attach"},
+		{Time: t1, Volume: "excl", Instance: f.i1, Node: "n1", Mode: cloud.Exclusive, Reason: "detach"},
+		{Time: t1, Volume: "multi", Instance: f.i2, Node: "n2", Mode: cloud.MultiNode, Attached: true, Reason: "attach"},
+		{Time: t1, Volume: "multi", Instance: f.i2, Node: "n2", Mode: cloud.MultiNode, Reason: "terminate"},
 	}
 	if !reflect.DeepEqual(a, want) || !reflect.DeepEqual(b, want) {
 		t.Errorf("observed\n%+v\n%+v\nwant\n%+v", a, b, want)

@@ -34,8 +34,8 @@ func (c *Cloud) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.Inst
 // instance (cloud.ErrNotFound); stopped instance (cloud.ErrRetryable,
 // "instance not running"); already attached to inst (success, same device
 // path, not counted in AttachNew); exclusive volume attached to another
-// instance (cloud.ErrAttachedElsewhere); instance at its attach limit
-// (cloud.ErrLimitReached).
+// instance (cloud.ErrAttachedElsewhere, unless Config.Permissive); instance
+// at its attach limit (cloud.ErrLimitReached).
 func (c *Cloud) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
 	var dev string
 	err := c.do(ctx, MethodAttach, fmt.Sprintf("%s to %s", vol, inst), func() error {
@@ -60,7 +60,7 @@ func (c *Cloud) attachLocked(vol cloud.VolumeID, id cloud.InstanceID) (string, e
 	if dev, ok := in.devices[vol]; ok {
 		return dev, nil
 	}
-	if v.mode == cloud.Exclusive && len(v.attached) > 0 {
+	if v.mode == cloud.Exclusive && len(v.attached) > 0 && !c.lenient {
 		other := sortedKeys(v.attached)[0]
 		return "", fmt.Errorf("sim: attach %s to %s: exclusive volume attached to %s: %w", vol, id, other, cloud.ErrAttachedElsewhere)
 	}
@@ -72,7 +72,7 @@ func (c *Cloud) attachLocked(vol cloud.VolumeID, id cloud.InstanceID) (string, e
 	in.devices[vol] = dev
 	v.attached[id] = struct{}{}
 	c.counters.AttachNew++
-	c.recordLocked(v, in, true, "attach")
+	c.recordLocked(v, in, true, ReasonAttach)
 	return dev, nil
 }
 
@@ -86,7 +86,7 @@ func (c *Cloud) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.Insta
 			return err
 		}
 		if _, ok := in.devices[vol]; ok {
-			c.removeLocked(v, in, "detach")
+			c.removeLocked(v, in, ReasonDetach)
 			c.counters.DetachNew++
 		}
 		return nil
@@ -121,8 +121,9 @@ func (c *Cloud) VolumesAreAttached(ctx context.Context, query map[cloud.Instance
 }
 
 // InstanceVolumes implements cloud.Provider: one call whatever the number of
-// instances. More than BatchSize instances fails with cloud.ErrTerminal. An
-// unknown or stopped instance maps to an empty map.
+// instances. More than BatchSize instances fails with cloud.ErrTerminal. A
+// stopped instance maps to an empty map; an unknown (deleted, replaced)
+// instance is absent from the result.
 func (c *Cloud) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
 	var out map[cloud.InstanceID]map[cloud.VolumeID]string
 	err := c.do(ctx, MethodInstanceVolumes, fmt.Sprintf("of %d instances", len(insts)), func() error {
@@ -131,6 +132,9 @@ func (c *Cloud) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (
 		}
 		out = make(map[cloud.InstanceID]map[cloud.VolumeID]string, len(insts))
 		for _, id := range insts {
+			if c.insts[id] == nil {
+				continue
+			}
 			res := make(map[cloud.VolumeID]string)
 			for vol, dev := range devicesOf(c.insts[id]) {
 				res[vol] = dev

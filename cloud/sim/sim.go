@@ -33,9 +33,17 @@ const (
 // Config sets up a Cloud. The zero value is a fast, unthrottled, error-free
 // cloud with the default batch size and attach limit.
 type Config struct {
-	// Latency is added to every provider call. The wait honours ctx: a call
-	// whose ctx ends returns ctx.Err() and has no effect.
+	// Latency is added to every provider call. The caller stops waiting
+	// when its ctx ends, but a call once sent is carried out all the same,
+	// unless its ctx's deadline passes first (see Provider calls in the
+	// package doc).
 	Latency time.Duration
+	// Permissive makes the cloud accept whatever it is asked, as a
+	// multi-attach disk would: an exclusive volume attached to another
+	// instance is attached here too (and recorded, so that ground-truth
+	// checkers see it). Strict (false) refuses it with
+	// cloud.ErrAttachedElsewhere.
+	Permissive bool
 	// BatchSize is how many instances one VolumesAreAttached or
 	// InstanceVolumes call may cover; default DefaultBatchSize.
 	BatchSize int
@@ -76,6 +84,7 @@ type Config struct {
 type Cloud struct {
 	batch    int              // immutable after New
 	now      func() time.Time // immutable after New
+	lenient  bool             // Config.Permissive; immutable after New
 	mu       sync.Mutex
 	defLimit int
 	latency  time.Duration
@@ -135,6 +144,7 @@ func newCloud(cfg Config) *Cloud {
 	c := &Cloud{
 		batch:    cfg.BatchSize,
 		now:      cfg.Now,
+		lenient:  cfg.Permissive,
 		defLimit: cfg.AttachLimit,
 		latency:  max(cfg.Latency, 0),
 		faults:   newFaults(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))),
@@ -168,20 +178,11 @@ func (c *Cloud) AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error
 	if in, ok := c.nodes[node]; ok {
 		return in.id, nil
 	}
-	c.seq++
-	in := &instance{
-		id:      cloud.InstanceID(fmt.Sprintf("i-%s-%d", node, c.seq)),
-		node:    node,
-		running: true,
-		limit:   c.defLimit,
-		devices: make(map[cloud.VolumeID]string),
-	}
-	c.nodes[node] = in
-	c.insts[in.id] = in
+	id := c.newInstanceLocked(node)
 	if err := c.commitLocked(len(c.obs.queue)); err != nil {
 		return "", fmt.Errorf("sim: add instance for node %s: %w", node, err)
 	}
-	return in.id, nil
+	return id, nil
 }
 
 // CreateVolume creates a detached volume. It is idempotent: creating an
@@ -236,7 +237,7 @@ func (c *Cloud) Terminate(inst cloud.InstanceID) error {
 	mark := len(c.obs.queue)
 	in.running = false
 	for _, vol := range sortedKeys(in.devices) {
-		c.removeLocked(c.vols[vol], in, "terminate")
+		c.removeLocked(c.vols[vol], in, ReasonTerminate)
 	}
 	err := c.commitLocked(mark)
 	c.mu.Unlock()

@@ -114,8 +114,8 @@ func TestTerminateAndStart(t *testing.T) {
 	}
 	now := f.clock.Now()
 	want := []Change{
-		{Time: now, Volume: "excl", Instance: f.i1, Node: "n1", Reason: "terminate"},
-		{Time: now, Volume: "multi", Instance: f.i1, Node: "n1", Reason: "terminate"},
+		{Time: now, Volume: "excl", Instance: f.i1, Node: "n1", Mode: cloud.Exclusive, Reason: "terminate"},
+		{Time: now, Volume: "multi", Instance: f.i1, Node: "n1", Mode: cloud.MultiNode, Reason: "terminate"},
 	}
 	if !reflect.DeepEqual(seen, want) {
 		t.Errorf("observed %+v, want %+v", seen, want)

@@ -150,6 +150,7 @@ func Open(cfg Config) (*Cloud, error) {
 func (c *Cloud) commitLocked(mark int) error {
 	s := c.state
 	if s == nil {
+		c.committedLocked(mark)
 		return nil
 	}
 	data, err := json.Marshal(c.snapshotLocked())
@@ -157,6 +158,7 @@ func (c *Cloud) commitLocked(mark int) error {
 		var renamed bool
 		if renamed, err = s.write(s.path, data); err == nil {
 			s.saved = data
+			c.committedLocked(mark)
 			return nil
 		}
 		if renamed {

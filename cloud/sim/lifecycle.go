@@ -1,0 +1,111 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Instance and attachment changes made from the cloud's side, as an
+// operator in a cloud console or the cloud itself makes them. None is a
+// provider call: they are not counted, throttled, delayed or subject to
+// injected errors. With Config.StatePath set, a change that cannot be
+// written fails and changes nothing.
+
+// Replace gives node a new instance: the instance backing it is terminated
+// (its attachments removed with ReasonTerminate) and deleted (calls naming
+// it fail with cloud.ErrNotFound from now on), and a new running instance
+// with a new ID and the default attach limit backs node. A node without an
+// instance simply gets one. It returns the new instance's ID.
+func (c *Cloud) Replace(node cloud.NodeName) (cloud.InstanceID, error) {
+	c.mu.Lock()
+	mark := len(c.obs.queue)
+	if old, ok := c.nodes[node]; ok {
+		c.dropInstanceLocked(old, ReasonTerminate)
+	}
+	id := c.newInstanceLocked(node)
+	err := c.commitLocked(mark)
+	c.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("sim: replace the instance of node %s: %w", node, err)
+	}
+	c.deliver()
+	return id, nil
+}
+
+// Delete deletes inst for good: its attachments are removed (ReasonDelete),
+// calls naming it fail with cloud.ErrNotFound, and its node has no instance
+// any more (InstanceID fails with cloud.ErrNotFound) until AddInstance or
+// Replace gives it one. It fails with cloud.ErrNotFound if inst is unknown.
+func (c *Cloud) Delete(inst cloud.InstanceID) error {
+	c.mu.Lock()
+	in, ok := c.insts[inst]
+	if !ok {
+		c.mu.Unlock()
+		return fmt.Errorf("sim: delete %s: instance not found: %w", inst, cloud.ErrNotFound)
+	}
+	mark := len(c.obs.queue)
+	c.dropInstanceLocked(in, ReasonDelete)
+	err := c.commitLocked(mark)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("sim: delete %s: %w", inst, err)
+	}
+	c.deliver()
+	return nil
+}
+
+// ConsoleDetach detaches vol from inst from the cloud's side while the
+// instance keeps running (an operator in the cloud console): the change is
+// reported with ReasonConsole and not counted in DetachNew. Detaching what
+// is not attached does nothing. It fails with cloud.ErrNotFound if vol or
+// inst is unknown.
+func (c *Cloud) ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error {
+	c.mu.Lock()
+	v, in, err := c.lookupLocked("console detach", vol, inst)
+	if err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if _, ok := in.devices[vol]; !ok {
+		c.mu.Unlock()
+		return nil
+	}
+	mark := len(c.obs.queue)
+	c.removeLocked(v, in, ReasonConsole)
+	err = c.commitLocked(mark)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("sim: console detach %s from %s: %w", vol, inst, err)
+	}
+	c.deliver()
+	return nil
+}
+
+// dropInstanceLocked removes in's attachments (with reason) and forgets
+// in.
+func (c *Cloud) dropInstanceLocked(in *instance, reason string) {
+	for _, vol := range sortedKeys(in.devices) {
+		c.removeLocked(c.vols[vol], in, reason)
+	}
+	in.running = false
+	delete(c.insts, in.id)
+	if c.nodes[in.node] == in {
+		delete(c.nodes, in.node)
+	}
+}
+
+// newInstanceLocked creates a running instance backing node.
+func (c *Cloud) newInstanceLocked(node cloud.NodeName) cloud.InstanceID {
+	c.seq++
+	in := &instance{
+		id:      cloud.InstanceID(fmt.Sprintf("i-%s-%d", node, c.seq)),
+		node:    node,
+		running: true,
+		limit:   c.defLimit,
+		devices: make(map[cloud.VolumeID]string),
+	}
+	c.nodes[node] = in
+	c.insts[in.id] = in
+	return in.id
+}
