@@ -48,9 +48,9 @@ func TestInstanceVolumes(t *testing.T) {
 	got, err := f.c.InstanceVolumes(context.Background(), []cloud.InstanceID{f.i1, f.i2, f.i3, "i-nope"})
 	mustNil(t, err)
 	want := map[cloud.InstanceID]map[cloud.VolumeID]string{
-		f.i1:     {"excl": d1, "multi": d2},
-		f.i2:     {"multi": d3},
-		f.i3:     {}, // stopped: nothing attached
+		f.i1: {"excl": d1, "multi": d2},
+		f.i2: {"multi": d3},
+		f.i3: {}, // stopped: nothing attached
 		// "i-nope" is unknown: absent
 	}
 	if !reflect.DeepEqual(got, want) {
