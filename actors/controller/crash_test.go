@@ -52,6 +52,9 @@ func TestVolumeActorPanicsMidOperation(t *testing.T) {
 		// Move the exclusive volume between nodes while it is crashing.
 		r.workload("w0", cloud.NodeName(fmt.Sprintf("n%d", 1+(i+1)%2)), "v0")
 	}
+	// An attach of a crashed incarnation may land until its deadline: the
+	// last incarnation holds the nodes it may land on until then.
+	r.clk.Advance(r.cfg.CloudTimeout)
 	r.eventually("all converged", func() bool {
 		return r.settled("v0", "n2")() && r.allSettled([]cloud.VolumeID{"v2", "v4"}, "n1") && r.allSettled([]cloud.VolumeID{"v1", "v3", "v5"}, "n2")
 	})

@@ -53,6 +53,15 @@ func (c *instances) resolve(ctx context.Context, node cloud.NodeName) (cloud.Ins
 	return id, nil
 }
 
+// drop forgets node's entry if it still names inst (a gone instance).
+func (c *instances) drop(node cloud.NodeName, inst cloud.InstanceID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[node] == inst {
+		delete(c.m, node)
+	}
+}
+
 // forget drops node's entry after the cloud said the instance is unknown.
 func (c *instances) forget(node cloud.NodeName, err error) {
 	if cloud.Classify(err) != cloud.KindNotFound {

@@ -68,7 +68,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 	log.SetOutput(testWriter{t})
 	cfg.Log = log
 	cfg.Supervisor.Log = log
-	scfg := sim.Config{Now: r.clk.Now}
+	scfg := sim.Config{Now: r.clk.Now, Permissive: true} // tether's decisions, not the cloud's refusals, keep I1
 	for _, o := range opts {
 		o(&cfg, &scfg)
 	}

@@ -144,7 +144,14 @@ func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName
 				continue
 			}
 			nv := &messages.NodeVolumes{Volumes: map[string]string{}}
-			for v, dev := range got[inst] {
+			vols, exists := got[inst]
+			if !exists {
+				// The instance is gone (deleted, or its node replaced):
+				// nothing is attached to it, and the next call for n
+				// resolves n again instead of naming a dead instance.
+				e.inst.drop(n, inst)
+			}
+			for v, dev := range vols {
 				nv.Volumes[string(v)] = dev
 			}
 			res.Actual[string(n)] = nv

@@ -220,7 +220,7 @@ type VolumeSnapshot struct {
 	// Restored lacks only the cloud's truth (Truth, AsOf).
 	Restored volume.Restored
 	// Candidates: the nodes to ask the cloud about (desired, listed, in
-	// use, detaching), sorted.
+	// use, detaching, with an intent), sorted.
 	Candidates []cloud.NodeName
 	Deleted    bool   // the volume is not in the desired state
 	Revision   uint64 // read first: newer changes carry a higher one
@@ -266,6 +266,14 @@ func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
 			i := s.Info(id)
 			r.Nodes[s.Name] = volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService}
 		}
+	}
+	intents, err := st.Intents(id)
+	if err != nil {
+		return snap, err
+	}
+	for _, in := range intents {
+		r.InFlight = append(r.InFlight, volume.InFlight{Node: in.Node, Attach: in.Attach, Deadline: in.Deadline})
+		cand[in.Node] = true
 	}
 	snap.Candidates = sortedKeys(cand)
 	return snap, nil

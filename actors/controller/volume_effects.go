@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/syncer"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
@@ -46,15 +47,11 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 }
 
 func (a *volumeActor) callAttach(f volume.CallAttach) {
-	e := a.env
-	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
-	defer cancel()
 	res := &messages.AttachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
-	inst, err := e.inst.resolve(c, f.Node)
-	if err == nil {
-		res.DevicePath, err = e.cloud.Attach(c, a.id, inst)
-		e.inst.forget(f.Node, err)
-	}
+	err := a.callCloud(f.Node, f.Op, true, func(c context.Context, inst cloud.InstanceID) (err error) {
+		res.DevicePath, err = a.env.cloud.Attach(c, a.id, inst)
+		return err
+	})
 	if err != nil {
 		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
 	}
@@ -62,19 +59,35 @@ func (a *volumeActor) callAttach(f volume.CallAttach) {
 }
 
 func (a *volumeActor) callDetach(f volume.CallDetach) {
-	e := a.env
-	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
-	defer cancel()
 	res := &messages.DetachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
-	inst, err := e.inst.resolve(c, f.Node)
-	if err == nil {
-		err = e.cloud.Detach(c, a.id, inst)
-		e.inst.forget(f.Node, err)
-	}
+	err := a.callCloud(f.Node, f.Op, false, func(c context.Context, inst cloud.InstanceID) error {
+		return a.env.cloud.Detach(c, a.id, inst)
+	})
 	if err != nil {
 		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
 	}
 	a.sendSelf(res)
+}
+
+// callCloud sends one attach or detach of this volume on node n, bounded
+// by CloudTimeout. It records the operation's intent, with that deadline,
+// BEFORE sending it: a call once sent may land even if this incarnation
+// dies, and the next one must know until when (volume.InFlight). Without
+// the intent recorded nothing is sent, and the failure is retryable.
+func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call func(context.Context, cloud.InstanceID) error) error {
+	e := a.env
+	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
+	defer cancel()
+	intent := store.Intent{Volume: a.id, Node: n, Op: op, Attach: attach, Deadline: e.clock.Now().Add(e.cfg.CloudTimeout)}
+	if err := e.store.PutIntent(intent); err != nil {
+		return fmt.Errorf("%w: recording the operation before sending it: %w", cloud.ErrRetryable, err)
+	}
+	inst, err := e.inst.resolve(c, n)
+	if err == nil {
+		err = call(c, inst)
+		e.inst.forget(n, err)
+	}
+	return err
 }
 
 func (a *volumeActor) verifyStart(c context.Context, nodes []cloud.NodeName) {

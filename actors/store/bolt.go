@@ -32,7 +32,10 @@ var (
 	bucketWorkloads = []byte("workloads")
 	bucketStatuses  = []byte("statuses")
 	bucketMeta      = []byte("meta") // keyRevision, keySeq: big-endian uint64
-	allBuckets      = [][]byte{bucketVolumes, bucketNodes, bucketWorkloads, bucketStatuses, bucketMeta}
+	// bucketIntents: key "<volume>\x00<node>" (see intentKey), so that a
+	// volume's intents are one key range.
+	bucketIntents = []byte("intents")
+	allBuckets    = [][]byte{bucketVolumes, bucketNodes, bucketWorkloads, bucketStatuses, bucketMeta, bucketIntents}
 
 	keyRevision = []byte("revision")
 	keySeq      = []byte("seq") // the last Seq given to a workload

@@ -20,6 +20,7 @@ type Memory struct {
 	byVolume   map[cloud.VolumeID]map[string]bool // volume -> workload UIDs
 	byNode     map[cloud.NodeName]map[string]bool // node -> workload UIDs
 	statuses   map[cloud.NodeName]nodestatus.Status
+	intents    map[cloud.VolumeID]map[cloud.NodeName]Intent
 	seq        uint64
 	rev        uint64
 	failApply  int
@@ -37,7 +38,30 @@ func NewMemory() *Memory {
 		byVolume:  map[cloud.VolumeID]map[string]bool{},
 		byNode:    map[cloud.NodeName]map[string]bool{},
 		statuses:  map[cloud.NodeName]nodestatus.Status{},
+		intents:   map[cloud.VolumeID]map[cloud.NodeName]Intent{},
 	}
+}
+
+// PutIntent implements Store.
+func (m *Memory) PutIntent(in Intent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.intents[in.Volume] == nil {
+		m.intents[in.Volume] = map[cloud.NodeName]Intent{}
+	}
+	m.intents[in.Volume][in.Node] = in
+	return nil
+}
+
+// Intents implements Store.
+func (m *Memory) Intents(vol cloud.VolumeID) ([]Intent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Intent, 0, len(m.intents[vol]))
+	for _, in := range m.intents[vol] {
+		out = append(out, in)
+	}
+	return sortIntents(out), nil
 }
 
 // Revision implements Store.

@@ -134,4 +134,6 @@ type Store interface {
 	// VolumesAttached, VolumesInUse or VolumesDetaching (a volume actor's
 	// rebuild).
 	StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error)
+
+	Intents
 }

@@ -20,9 +20,21 @@ type Restored struct {
 	// and not known to have finished: an earlier incarnation's CallDetach
 	// may still land there.
 	Detaching []NodeName
-	Nodes     map[NodeName]NodeInfo
+	// InFlight lists the operations an earlier incarnation recorded before
+	// sending them (the store's intent journal): each may land until its
+	// deadline, whatever the verify says.
+	InFlight []InFlight
+	Nodes    map[NodeName]NodeInfo
 	Truth     map[NodeName]bool
 	AsOf      time.Time
+}
+
+// InFlight is an operation of an earlier incarnation that may still land on
+// Node until Deadline.
+type InFlight struct {
+	Node     NodeName
+	Attach   bool // an attach; false: a detach
+	Deadline time.Time
 }
 
 // DesiredChanged replaces the desired nodes (in the order they were asked for).

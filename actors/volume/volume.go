@@ -112,11 +112,17 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 	for n, dev := range e.Listed {
 		v.att[n] = &Attachment{State: Attached, DevicePath: dev}
 	}
+	inFlight := map[NodeName]bool{}
+	for _, f := range e.InFlight {
+		if f.Deadline.After(now) {
+			inFlight[f.Node] = true
+		}
+	}
 	var effs []Effect
 	if e.Truth != nil {
 		for _, n := range sortedNodes(e.Truth) {
-			if slices.Contains(e.Detaching, n) {
-				continue // fenced below: this truth may predate the old detach
+			if slices.Contains(e.Detaching, n) || inFlight[n] {
+				continue // fenced below: this truth may predate the old operation
 			}
 			effs = append(effs, v.onVerified(now, Verified{Node: n, Attached: e.Truth[n], DevicePath: e.Listed[n], AsOf: e.AsOf})...)
 		}
@@ -129,16 +135,39 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 		// Whatever the verify said, an old detach may still land: freeze
 		// the node, not reported, until every call of the old incarnation
 		// has ended, then ask again.
-		a := v.att[n]
-		if a == nil {
-			a = &Attachment{}
-			v.att[n] = a
+		effs = append(effs, v.fence(now, n, now.Add(v.cfg.CloudTimeout), true)...)
+	}
+	for _, f := range e.InFlight {
+		if f.Deadline.After(now) {
+			effs = append(effs, v.fence(now, f.Node, f.Deadline, !f.Attach)...)
 		}
-		v.set(a, Uncertain, now)
-		a.Fence = now.Add(v.cfg.CloudTimeout)
-		effs = append(effs, ReportDetached{Node: n}, WakeAt{At: a.Fence})
 	}
 	return effs
+}
+
+// fence freezes node n until the deadline of an earlier incarnation's
+// operation that may still land there: no operation starts on n and no
+// older truth counts until then (checkPrepare lifts it; the Uncertain
+// attachment is then resolved by an idempotent attach or detach). The
+// attachment counts as existing meanwhile, so an exclusive volume is
+// attached nowhere else (I1). A detach that may land makes a listed
+// attachment Uncertain and unlisted (never mount what may vanish); an
+// attach that may land leaves a listed attachment Attached.
+func (v *Volume) fence(now time.Time, n NodeName, until time.Time, detach bool) []Effect {
+	a := v.att[n]
+	if a == nil {
+		a = &Attachment{}
+		v.att[n] = a
+		v.set(a, Uncertain, now)
+	}
+	if until.After(a.Fence) {
+		a.Fence = until
+	}
+	if a.State == Attached && !detach {
+		return []Effect{WakeAt{At: a.Fence}}
+	}
+	v.set(a, Uncertain, now)
+	return []Effect{ReportDetached{Node: n}, WakeAt{At: a.Fence}}
 }
 
 func (v *Volume) onDesired(e DesiredChanged) {
