@@ -3,6 +3,7 @@ package simulation
 import (
 	"time"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/syncer"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
@@ -59,9 +60,16 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// recordIntent is the shell's callCloud: the operation's intent, with its
+// deadline, is in the store before the call is sent.
+func (w *world) recordIntent(vol cloud.VolumeID, n cloud.NodeName, op uint64, attach bool) {
+	must(w.st.PutIntent(store.Intent{Volume: vol, Node: n, Op: op, Attach: attach, Deadline: w.now.Add(w.cfg.CloudTimeout)}))
+}
+
 // callAttach is the shell's callAttach.
 func (w *world) callAttach(vol cloud.VolumeID, f volume.CallAttach) {
 	issued, s := w.now, w.plan.site("cloud attach "+string(vol))
+	w.recordIntent(vol, f.Node, f.Op, true)
 	w.after(w.cloudLatency(s), func() {
 		w.injectCloudError(s, sim.MethodAttach, "attach "+string(vol)+" to "+string(f.Node))
 		dev, err := w.cloud.Attach(bg, vol, w.instance(f.Node))
@@ -75,6 +83,7 @@ func (w *world) callAttach(vol cloud.VolumeID, f volume.CallAttach) {
 // callDetach is the shell's callDetach.
 func (w *world) callDetach(vol cloud.VolumeID, f volume.CallDetach) {
 	issued, s := w.now, w.plan.site("cloud detach "+string(vol))
+	w.recordIntent(vol, f.Node, f.Op, false)
 	w.after(w.cloudLatency(s), func() {
 		w.injectCloudError(s, sim.MethodDetach, "detach "+string(vol)+" from "+string(f.Node))
 		if f.Force != "" {

@@ -45,6 +45,11 @@ type Config struct {
 	// only when a run violates an invariant, by running it again).
 	Trace bool
 
+	// StrictCloud makes the sim cloud refuse a second exclusive attach. By
+	// default it is permissive (accepts and records it), so that I1 rests
+	// on tether's decisions alone.
+	StrictCloud bool
+
 	// BreakI2 is a test-only hook that breaks the wiring, not the cores: the
 	// volume cores are told that no node uses them, and the node cores see
 	// every detach request as forced. The checker must then report I2.

@@ -75,7 +75,7 @@ func newWorld(seed uint64, cfg Config, f filter, tracing bool) *world {
 		outOfSvc: map[cloud.NodeName]bool{}, heard: map[cloud.NodeName]uint64{},
 	}
 	w.chk = checker{w: w, force: map[vn]bool{}, newest: map[cloud.NodeName]uint64{}, stale: map[cloud.NodeName]string{}}
-	w.cloud = sim.New(sim.Config{BatchSize: cfg.BatchSize, Now: func() time.Time { return w.now }})
+	w.cloud = sim.New(sim.Config{BatchSize: cfg.BatchSize, Now: func() time.Time { return w.now }, Permissive: !cfg.StrictCloud})
 	w.cloud.Observe(w.chk.observe)
 	w.st = store.NewMemory()
 	return w

@@ -11,7 +11,10 @@ import (
 // BEFORE it is sent. A call once sent is carried out whether or not its
 // sender still lives, but never after its deadline (cloud.Provider): until
 // Deadline the operation may land, so an incarnation rebuilding the volume
-// must treat it as in flight. Past Deadline an intent means nothing.
+// must treat it as in flight. Past Deadline it still says where the volume
+// may be attached (the reply may have been lost), until the cloud's truth,
+// asked after the deadline, tells. Intents are replaced, never expired: the
+// journal lists every node an attach or detach of the volume was sent to.
 type Intent struct {
 	Volume   cloud.VolumeID
 	Node     cloud.NodeName

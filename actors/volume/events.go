@@ -20,9 +20,10 @@ type Restored struct {
 	// and not known to have finished: an earlier incarnation's CallDetach
 	// may still land there.
 	Detaching []NodeName
-	// InFlight lists the operations an earlier incarnation recorded before
-	// sending them (the store's intent journal): each may land until its
-	// deadline, whatever the verify says.
+	// InFlight lists the last operation an earlier incarnation recorded
+	// before sending it, per node (the store's intent journal): each may
+	// land until its deadline, whatever the verify says, and its outcome
+	// is known only from truth asked after that deadline.
 	InFlight []InFlight
 	Nodes    map[NodeName]NodeInfo
 	Truth     map[NodeName]bool

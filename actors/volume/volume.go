@@ -112,16 +112,16 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 	for n, dev := range e.Listed {
 		v.att[n] = &Attachment{State: Attached, DevicePath: dev}
 	}
-	inFlight := map[NodeName]bool{}
+	unsettled := map[NodeName]bool{}
 	for _, f := range e.InFlight {
-		if f.Deadline.After(now) {
-			inFlight[f.Node] = true
+		if !v.settles(e, f, now) {
+			unsettled[f.Node] = true
 		}
 	}
 	var effs []Effect
 	if e.Truth != nil {
 		for _, n := range sortedNodes(e.Truth) {
-			if slices.Contains(e.Detaching, n) || inFlight[n] {
+			if slices.Contains(e.Detaching, n) || unsettled[n] {
 				continue // fenced below: this truth may predate the old operation
 			}
 			effs = append(effs, v.onVerified(now, Verified{Node: n, Attached: e.Truth[n], DevicePath: e.Listed[n], AsOf: e.AsOf})...)
@@ -138,15 +138,27 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 		effs = append(effs, v.fence(now, n, now.Add(v.cfg.CloudTimeout), true)...)
 	}
 	for _, f := range e.InFlight {
-		if f.Deadline.After(now) {
+		if unsettled[f.Node] {
 			effs = append(effs, v.fence(now, f.Node, f.Deadline, !f.Attach)...)
 		}
 	}
 	return effs
 }
 
+// settles reports whether the start-up verify tells the outcome of an
+// earlier incarnation's operation: it was asked after the operation's
+// deadline, so the operation had landed or never would. Otherwise the node
+// is fenced until the deadline and its attachment stays Uncertain until an
+// idempotent attach or detach (or newer truth) resolves it: an attach whose
+// reply was lost leaves an attachment that no node status lists, and the
+// intent is the only trace of it.
+func (v *Volume) settles(e Restored, f InFlight, now time.Time) bool {
+	return e.Truth != nil && e.AsOf.After(f.Deadline) && !f.Deadline.After(now)
+}
+
 // fence freezes node n until the deadline of an earlier incarnation's
-// operation that may still land there: no operation starts on n and no
+// operation that may still land there (a deadline already past: no freeze,
+// but the outcome is unknown): no operation starts on n and no
 // older truth counts until then (checkPrepare lifts it; the Uncertain
 // attachment is then resolved by an idempotent attach or detach). The
 // attachment counts as existing meanwhile, so an exclusive volume is
