@@ -13,7 +13,7 @@ func TestIntents(t *testing.T) {
 		for _, in := range []Intent{
 			{Volume: "v1", Node: "n2", Op: 1, Attach: true, Deadline: at},
 			{Volume: "v1", Node: "n1", Op: 2, Deadline: at},
-			{Volume: "v10", Node: "n1", Op: 3, Attach: true, Deadline: at}, // another volume sharing the prefix
+			{Volume: "v10", Node: "n1", Op: 3, Attach: true, Deadline: at},   // another volume sharing the prefix
 			{Volume: "v1", Node: "n2", Op: 4, Deadline: at.Add(time.Second)}, // replaces op 1
 		} {
 			if err := s.PutIntent(in); err != nil {

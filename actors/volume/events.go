@@ -26,8 +26,8 @@ type Restored struct {
 	// is known only from truth asked after that deadline.
 	InFlight []InFlight
 	Nodes    map[NodeName]NodeInfo
-	Truth     map[NodeName]bool
-	AsOf      time.Time
+	Truth    map[NodeName]bool
+	AsOf     time.Time
 }
 
 // InFlight is an operation of an earlier incarnation that may still land on
