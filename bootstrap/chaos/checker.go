@@ -1,10 +1,16 @@
 // Package chaos runs tether under faults and proves it keeps its promises.
-// Checker watches ground truth — the sim cloud's real attachments, the
-// mounts on the agents' disks, the persisted node statuses — never
-// tether's own beliefs. Run drives an embedded tether through a seeded
-// fault plan (actor kills, agent restarts, instance terminations, cloud
-// errors, latency and throttling, controller restarts) while workloads
-// churn, then stops the faults and waits for convergence.
+//
+// Checker judges ground truth — the sim cloud's real attachments, the
+// mounts the agents make, the durable node statuses — never tether's own
+// beliefs, and judges each change at the moment it happened: every source
+// records what happens where it happens (the cloud under its lock at each
+// change, the mounter before and after each mount(2), the store after each
+// durable write, the runner before it pulls a machine's plug), one
+// sequencer stamps the records, and the verdicts replay them in stamp
+// order. No verdict reads the disk or the store later, so none depends on
+// load. Run drives an embedded tether through a seeded fault plan while
+// workloads churn, then stops the faults and checks convergence (I5) on
+// the disk and the cloud, which nothing moves any more.
 package chaos
 
 import (
@@ -14,173 +20,120 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node/layout"
-	"github.com/tether/tether/node/mount"
 )
 
 // Violation is one broken invariant.
 type Violation struct {
-	Invariant string // I1 .. I5
-	Volume    cloud.VolumeID
-	Node      cloud.NodeName
-	Time      time.Time
-	Detail    string
-	History   []string // what happened to the volume, oldest first
+	Invariant string         `json:"invariant"` // I1 .. I5
+	Volume    cloud.VolumeID `json:"volume"`
+	Node      cloud.NodeName `json:"node"`
+	Time      time.Time      `json:"time"`
+	Detail    string         `json:"detail"`
+	// History is what happened to the volume up to the violation, oldest
+	// first, each line "time #stamp what".
+	History []string `json:"history"`
 }
 
 func (v Violation) String() string {
 	return fmt.Sprintf("%s volume=%s node=%s at %s: %s", v.Invariant, v.Volume, v.Node, v.Time.Format(time.RFC3339Nano), v.Detail)
 }
 
-type volNode struct {
-	vol  cloud.VolumeID
-	node cloud.NodeName
-}
+// judgeEvery: the recording path judges pending records in batches of this
+// many, so the timeline's memory stays bounded during long runs.
+const judgeEvery = 512
 
-// Checker checks I1-I4 as changes happen and I5 on demand.
+// Checker keeps the timeline and judges I1-I4 on it. Wire it with
+// WrapMounter and WrapStore (bootstrap.Config) and Watch; the zero value is
+// ready to use. It is safe for concurrent use; its lock is a leaf (nothing
+// is called while it is held), so the cloud may record under its own lock.
 type Checker struct {
-	Cloud   *sim.Cloud
-	Store   func() store.Store // the current store (a restarted controller may bring a new one)
-	NodeDir func(cloud.NodeName) string
-	Mounter func(cloud.NodeName) mount.Mounter
-	Now     func() time.Time
-
-	mu         sync.Mutex
-	violations []Violation
-	forced     map[volNode]bool
-	forceCount int
-	history    map[cloud.VolumeID][]string
-	terminated map[cloud.NodeName]time.Time
+	mu      sync.Mutex
+	seq     uint64
+	pending []record // stamped, not yet judged, in stamp order
+	j       judge
+	store   storeFaults
 }
 
-func (c *Checker) note(vol cloud.VolumeID, format string, args ...any) {
-	if c.history == nil {
-		c.history = map[cloud.VolumeID][]string{}
+// Watch subscribes the checker to e's cloud (every attachment change, at
+// the change) and events (ForceDetach permits, and history).
+func (c *Checker) Watch(e *bootstrap.Embedded) {
+	e.Cloud.ObserveSync(c.onChange)
+	e.Events.Subscribe(c.onEvent)
+}
+
+// add stamps r and appends it to the timeline: the stamp order is the
+// order in which the recording points were passed.
+func (c *Checker) add(r record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	r.seq, r.time = c.seq, time.Now()
+	c.pending = append(c.pending, r)
+	if len(c.pending) >= judgeEvery {
+		c.judgeLocked()
 	}
-	h := append(c.history[vol], c.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
-	if len(h) > 200 {
-		h = h[len(h)-200:]
+}
+
+func (c *Checker) judgeLocked() {
+	for _, r := range c.pending {
+		c.j.step(r)
 	}
-	c.history[vol] = h
+	clear(c.pending)
+	c.pending = c.pending[:0]
 }
 
-func (c *Checker) violate(inv string, vol cloud.VolumeID, n cloud.NodeName, format string, args ...any) {
-	c.violations = append(c.violations, Violation{Invariant: inv, Volume: vol, Node: n, Time: c.Now(),
-		Detail: fmt.Sprintf(format, args...), History: slices.Clone(c.history[vol])})
+// onChange records a real attachment change; the cloud calls it under its
+// lock at the change (ObserveSync).
+func (c *Checker) onChange(ch sim.Change) {
+	c.add(record{kind: recCloud, vol: ch.Volume, node: ch.Node, change: ch})
 }
 
-// OnEvent records permitted force detaches and keeps each volume's history.
-func (c *Checker) OnEvent(e events.Event) {
+// onEvent records ForceDetach permits and volume events for the histories.
+func (c *Checker) onEvent(e events.Event) {
 	if e.Object.Kind != events.KindVolume {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	vol := cloud.VolumeID(e.Object.Name)
-	c.note(vol, "%s %s", e.Type, e.Node)
+	k := recNote
 	if e.Type == "ForceDetach" {
-		if c.forced == nil {
-			c.forced = map[volNode]bool{}
-		}
-		c.forced[volNode{vol, cloud.NodeName(e.Node)}] = true
+		k = recForce
 	}
+	c.add(record{kind: k, vol: cloud.VolumeID(e.Object.Name), node: cloud.NodeName(e.Node), text: "event " + e.Type + " " + e.Node})
 }
 
-// OnChange checks the cloud's ground truth at every attachment change.
-func (c *Checker) OnChange(ch sim.Change) {
-	mounted := ""
-	if !ch.Attached && ch.Reason == "detach" {
-		mounted = c.mountedOn(ch.Node, ch.Volume)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.note(ch.Volume, "cloud %s attached=%v on %s (%s)", ch.Reason, ch.Attached, ch.Node, ch.Instance)
-	if ch.Attached {
-		c.checkI1(ch)
-		return
-	}
-	if ch.Reason != "detach" {
-		// A terminated instance loses its volumes: not tether's doing.
-		if c.terminated == nil {
-			c.terminated = map[cloud.NodeName]time.Time{}
-		}
-		c.terminated[ch.Node] = c.Now()
-		return
-	}
-	key := volNode{ch.Volume, ch.Node}
-	if mounted != "" {
-		if c.forced[key] {
-			c.forceCount++
-		} else {
-			c.violate("I2", ch.Volume, ch.Node, "detached while mounted at %s", mounted)
-		}
-	}
-	delete(c.forced, key)
-	c.checkI4(ch)
+// Note adds a line to a volume's history (the runner tells what it does).
+func (c *Checker) Note(vol cloud.VolumeID, format string, args ...any) {
+	c.add(record{kind: recNote, vol: vol, text: fmt.Sprintf(format, args...)})
 }
 
-func (c *Checker) checkI1(ch sim.Change) {
-	st := c.Store()
-	spec, ok, err := st.Volume(ch.Volume)
-	if err != nil || !ok || spec.Mode != cloud.Exclusive {
-		return
-	}
-	if on := c.Cloud.Attachments()[ch.Volume]; len(on) > 1 {
-		c.violate("I1", ch.Volume, ch.Node, "exclusive volume attached to %v", on)
-	}
+// NodeDown records that node n went down: its agent stopped and every
+// mount it had vanished. Call it after the mounts are gone.
+func (c *Checker) NodeDown(n cloud.NodeName, why string) {
+	c.add(record{kind: recNodeDown, node: n, text: why})
 }
 
-// checkI4: a detach by tether happens only after the node status stopped
-// listing the volume (a re-attach racing with this check is excused by
-// the cloud showing the volume attached there again).
-func (c *Checker) checkI4(ch sim.Change) {
-	st, ok, err := c.Store().NodeStatus(ch.Node)
-	if err != nil || !ok {
-		return
-	}
-	if _, listed := st.VolumesAttached[ch.Volume]; listed && !slices.Contains(c.Cloud.Attachments()[ch.Volume], ch.Instance) {
-		c.violate("I4", ch.Volume, ch.Node, "detached while the persisted node status still lists it in VolumesAttached")
-	}
-}
-
-// mountedOn returns a path where vol is mounted on node n, or "".
-func (c *Checker) mountedOn(n cloud.NodeName, vol cloud.VolumeID) string {
-	l, err := layout.New(c.NodeDir(n))
-	if err != nil {
-		return ""
-	}
-	found, err := mount.Scan(l, c.Mounter(n))
-	if err != nil {
-		return ""
-	}
-	for _, e := range found.Entries {
-		if e.Volume == string(vol) && e.State == mount.Mounted {
-			return e.Path
-		}
-	}
-	return ""
-}
-
-// Violations returns what was found so far.
+// Violations judges everything recorded so far and returns what broke.
 func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.violations)
+	c.judgeLocked()
+	return slices.Clone(c.j.violations)
 }
 
 // ForcedDetaches counts permitted detaches of mounted volumes.
 func (c *Checker) ForcedDetaches() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.forceCount
+	c.judgeLocked()
+	return c.j.forceCount
 }
 
-// Note adds a line to a volume's history (the runner tells what it does).
-func (c *Checker) Note(vol cloud.VolumeID, format string, args ...any) {
+// History returns a volume's recent history, oldest first.
+func (c *Checker) History(vol cloud.VolumeID) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.note(vol, format, args...)
+	c.judgeLocked()
+	return slices.Clone(c.j.history[vol])
 }

@@ -2,71 +2,70 @@ package chaos
 
 import (
 	"path/filepath"
-	"slices"
-	"time"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/mount"
 )
 
-// WrapMounter checks I3 on node n: after every successful stage or publish
-// the volume must be attached to n's instance in the cloud, and the
-// persisted node status must list it in VolumesInUse and VolumesAttached.
+// WrapMounter records node n's mount operations where they happen: a stage
+// or publish is recorded BEFORE its mount call (from then on the volume
+// counts as mounted: a detach may not pull it from under a mount in
+// progress) and when it returns; an unstage or unpublish when it returns
+// (the volume counts as mounted until then). After a failed operation the
+// target is inspected at once, by the goroutine that ran it (the agent
+// serializes operations per target, so nothing else moves it), and what it
+// shows is recorded: a failed mount that left nothing mounted is not a
+// mount, a failed unmount that left one still is.
 func (c *Checker) WrapMounter(n cloud.NodeName, m mount.Mounter) mount.Mounter {
-	return &i3Mounter{Mounter: m, c: c, node: n}
+	return &recMounter{Mounter: m, c: c, node: n}
 }
 
-type i3Mounter struct {
+type recMounter struct {
 	mount.Mounter
 	c    *Checker
 	node cloud.NodeName
 }
 
-func (m *i3Mounter) Stage(source, target string) error {
-	err := m.Mounter.Stage(source, target)
-	if err == nil {
-		m.check("stage", cloud.VolumeID(filepath.Base(target)))
+func (m *recMounter) Stage(source, target string) error {
+	return m.mount("stage", target, func() error { return m.Mounter.Stage(source, target) })
+}
+
+func (m *recMounter) Publish(staged, target string, ro bool) error {
+	return m.mount("publish", target, func() error { return m.Mounter.Publish(staged, target, ro) })
+}
+
+func (m *recMounter) Unstage(target string) error {
+	return m.unmount("unstage", target, func() error { return m.Mounter.Unstage(target) })
+}
+
+func (m *recMounter) Unpublish(target string) error {
+	return m.unmount("unpublish", target, func() error { return m.Mounter.Unpublish(target) })
+}
+
+func (m *recMounter) mount(op, target string, f func() error) error {
+	r := record{kind: recMountStart, node: m.node, vol: cloud.VolumeID(filepath.Base(target)), op: op, target: target}
+	m.c.add(r)
+	err := f()
+	r.kind, r.mounted = recMountEnd, err == nil || m.shows(target)
+	if err != nil {
+		r.err = err.Error()
 	}
+	m.c.add(r)
 	return err
 }
 
-func (m *i3Mounter) Publish(staged, target string, ro bool) error {
-	err := m.Mounter.Publish(staged, target, ro)
-	if err == nil {
-		m.check("publish", cloud.VolumeID(filepath.Base(target)))
+func (m *recMounter) unmount(op, target string, f func() error) error {
+	err := f()
+	r := record{kind: recUnmountEnd, node: m.node, vol: cloud.VolumeID(filepath.Base(target)), op: op, target: target}
+	if err != nil {
+		r.err, r.mounted = err.Error(), m.shows(target)
 	}
+	m.c.add(r)
 	return err
 }
 
-func (m *i3Mounter) Unstage(target string) error {
-	err := m.Mounter.Unstage(target)
-	m.c.Note(cloud.VolumeID(filepath.Base(target)), "unstage on %s: %v", m.node, err)
-	return err
-}
-
-func (m *i3Mounter) Unpublish(target string) error {
-	err := m.Mounter.Unpublish(target)
-	m.c.Note(cloud.VolumeID(filepath.Base(target)), "unpublish on %s: %v", m.node, err)
-	return err
-}
-
-func (m *i3Mounter) check(op string, vol cloud.VolumeID) {
-	c := m.c
-	inst, _ := c.Cloud.InstanceOf(m.node)
-	attached := slices.Contains(c.Cloud.Attachments()[vol], inst)
-	st, _, err := c.Store().NodeStatus(m.node)
-	_, listed := st.VolumesAttached[vol]
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.note(vol, "%s on %s", op, m.node)
-	switch {
-	case c.forced[volNode{vol, m.node}]:
-	case !attached && c.Now().Sub(c.terminated[m.node]) < 5*time.Second:
-		// The instance died under a mount the agent had every right to
-		// make: the cloud took the volume, tether did not misbehave.
-	case !attached:
-		c.violate("I3", vol, m.node, "%s while not attached there in the cloud", op)
-	case err == nil && (!listed || !st.VolumesInUse[vol]):
-		c.violate("I3", vol, m.node, "%s while the node status lists it attached=%v in-use=%v", op, listed, st.VolumesInUse[vol])
-	}
+// shows reports whether a mount is at target; unsure counts as yes.
+func (m *recMounter) shows(target string) bool {
+	st, _, err := m.Mounter.Inspect(target)
+	return err != nil || st == mount.Mounted
 }

@@ -13,12 +13,18 @@ const (
 	KillAgent         = "kill-agent"
 	RestartAgent      = "restart-agent"
 	RestartController = "restart-controller"
-	Terminate         = "terminate-instance"
-	StartInstance     = "start-instance"
+	Terminate         = "terminate-instance" // the machine goes down, the cloud stops the instance
+	ReplaceInstance   = "replace-instance"   // the machine goes down, the node gets a new instance
+	DeleteInstance    = "delete-instance"    // the machine goes down, its instance is gone for good
+	StartInstance     = "start-instance"     // the machine boots (a new instance if it has none)
+	ConsoleDetach     = "console-detach"     // the cloud detaches a volume on its own
 	CloudErrors       = "cloud-errors"
 	LatencySpike      = "latency-spike"
 	Throttle          = "throttle"
-	CalmCloud         = "calm-cloud"
+	ReplyLoss         = "reply-loss" // calls take effect, their replies are lost
+	HangCalls         = "hang-calls" // calls hang to their deadline, take effect at its end
+	StoreFailures     = "store-failures"
+	CalmCloud         = "calm-cloud" // ends the cloud and store faults
 	CreateWorkload    = "create-workload"
 	MoveWorkload      = "move-workload"
 	DeleteWorkload    = "delete-workload"
@@ -41,18 +47,22 @@ type Action struct {
 	Other  int    // second index (workload, destination node)
 }
 
+// weights of the action kinds: a plan draws about 67 actions a second, so
+// weight 1 is about one action every 6 s.
 var weights = []struct {
 	kind string
 	w    int
 }{
-	{KillVolume, 30}, {KillNode, 8}, {KillSync, 3}, {KillAgent, 6}, {RestartAgent, 3},
-	{RestartController, 1}, {Terminate, 2}, {CloudErrors, 2}, {LatencySpike, 2}, {Throttle, 2},
-	{CreateWorkload, 15}, {MoveWorkload, 10}, {DeleteWorkload, 8},
+	{KillVolume, 120}, {KillNode, 32}, {KillSync, 12}, {KillAgent, 24}, {RestartAgent, 12},
+	{RestartController, 4}, {Terminate, 1}, {ReplaceInstance, 1}, {DeleteInstance, 1}, {ConsoleDetach, 4},
+	{CloudErrors, 3}, {LatencySpike, 3}, {Throttle, 3}, {ReplyLoss, 3}, {HangCalls, 3}, {StoreFailures, 3},
+	{CreateWorkload, 60}, {MoveWorkload, 40}, {DeleteWorkload, 32},
 }
 
 // Plan draws the fault plan of a run from its seed alone: the same seed
-// gives the same plan. Instances terminated are started again 1-3 s later;
-// cloud faults last 0.5-2 s.
+// gives the same plan. Machines taken down (terminated, replaced or
+// deleted instances) boot again 0.5-1.5 s later; cloud and store faults last
+// 0.5-2 s.
 func Plan(seed uint64, d time.Duration, volumes, nodes int) []Action {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	total := 0
@@ -74,9 +84,9 @@ func Plan(seed uint64, d time.Duration, volumes, nodes int) []Action {
 			Volume: r.IntN(volumes), Node: r.IntN(nodes), Other: r.IntN(1 << 16)}
 		plan = append(plan, a)
 		switch kind {
-		case Terminate:
-			plan = append(plan, Action{At: at + time.Duration(1000+r.IntN(2000))*time.Millisecond, Kind: StartInstance, Node: a.Node})
-		case CloudErrors, LatencySpike, Throttle:
+		case Terminate, ReplaceInstance, DeleteInstance:
+			plan = append(plan, Action{At: at + time.Duration(500+r.IntN(1000))*time.Millisecond, Kind: StartInstance, Node: a.Node})
+		case CloudErrors, LatencySpike, Throttle, ReplyLoss, HangCalls, StoreFailures:
 			plan = append(plan, Action{At: at + time.Duration(500+r.IntN(1500))*time.Millisecond, Kind: CalmCloud})
 		}
 	}

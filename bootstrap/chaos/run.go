@@ -5,18 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/tether/tether/actors/backoff"
-	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
-	"github.com/tether/tether/node/mount"
 )
 
 // Config of a chaos run.
@@ -27,9 +24,13 @@ type Config struct {
 	Nodes    int
 	DataDir  string // "" = a temporary directory, removed afterwards
 	Log      io.Writer
-	// BreakI2 turns on the test-only hooks that make tether detach volumes
-	// in use, to prove the checker catches it.
-	BreakI2 bool
+	// Break ("I1" .. "I5") turns on the test-only hooks that make tether
+	// break that invariant, to prove the checker catches it. "" breaks
+	// nothing.
+	Break string
+	// Converge bounds the wait for convergence after the faults; 0 means
+	// Deadline().
+	Converge time.Duration
 }
 
 // Report of a run. The first fields are the --json output.
@@ -44,8 +45,9 @@ type Report struct {
 	KillsByKind     map[string]int `json:"kills_by_kind"`
 	FaultsByKind    map[string]int `json:"faults_by_kind"`
 	ForcedDetaches  int            `json:"forced_detaches"`
-	Details         []string       `json:"violation_details,omitempty"`
-	NotConverged    string         `json:"not_converged,omitempty"`
+	// Found lists the violations: I1-I4 judged on the timeline, I5 from
+	// the ground truth after the convergence wait.
+	Found []Violation `json:"violation_details"`
 }
 
 // timings of a chaos run: short, so that convergence is quick to prove.
@@ -76,16 +78,41 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64) bootstrap.Co
 	cc.Supervisor.Policy, cc.Supervisor.Quiet = opBackoff, 10*time.Second
 	cc.Supervisor.OnRestart = func(*actor.PID, int, time.Duration, interface{}) { restarts.Add(1) }
 	cc.OnRespawn = func(string, time.Duration) { restarts.Add(1) }
-	cc.Volume.BreakIgnoreInUse, cc.Node.BreakIgnoreInUse = cfg.BreakI2, cfg.BreakI2
 	ec.Agent.Agent.Backoff = opBackoff
 	ec.Agent.HeartbeatEvery = time.Second
+	// A cloud that refuses a second exclusive attach would hide I1.
+	ec.Sim.Permissive = true
+	breakRule(&ec, cfg.Break)
 	return ec
+}
+
+// Breaks are the rules Config.Break can break.
+var Breaks = []string{"I1", "I2", "I3", "I4", "I5"}
+
+// breakRule turns on the test-only hooks that break rule inv.
+func breakRule(ec *bootstrap.Config, inv string) {
+	cc := &ec.Controller
+	switch inv {
+	case "I1":
+		cc.Volume.BreakMultiAttach = true
+	case "I2":
+		cc.Volume.BreakIgnoreInUse, cc.Node.BreakIgnoreInUse = true, true
+	case "I3":
+		ec.Agent.Agent.BreakMountBeforeInUse = true
+	case "I4":
+		cc.Node.BreakPrepareBeforeWrite = true
+	case "I5":
+		cc.Volume.BreakNeverDetach = true
+	}
 }
 
 // Run executes one chaos run: faults from the seed's plan while workloads
 // churn, then calm, then a bounded wait for convergence.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep := Report{Seed: cfg.Seed, KillsByKind: map[string]int{}, FaultsByKind: map[string]int{}}
+	if cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
+		return rep, fmt.Errorf("chaos: cannot break %q: want one of %v", cfg.Break, Breaks)
+	}
 	dir := cfg.DataDir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "tether-chaos-")
@@ -96,37 +123,36 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		dir = tmp
 	}
 	var restarts atomic.Int64
-	chk := &Checker{Now: time.Now}
+	chk := &Checker{}
 	ec := embeddedConfig(cfg, dir, &restarts)
-	ec.WrapMounter = chk.WrapMounter
-	ec.WrapStore = func(s store.Store) store.Store { return recordingStore{Store: s, c: chk} }
+	ec.WrapMounter, ec.WrapStore = chk.WrapMounter, chk.WrapStore
 	e, err := bootstrap.StartEmbedded(ec)
 	if err != nil {
 		return rep, err
 	}
 	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep}
 	defer r.teardown()
-	chk.Cloud, chk.NodeDir = e.Cloud, e.NodeDir
-	chk.Store = func() store.Store { return e.Store }
-	chk.Mounter = func(n cloud.NodeName) mount.Mounter { m, _ := e.Mounter(n); return m }
-	e.Cloud.Observe(chk.OnChange)
-	e.Events.Subscribe(func(ev events.Event) { chk.OnEvent(ev) })
+	chk.Watch(e)
 	if err := r.setup(); err != nil {
 		return rep, err
 	}
 	if err := r.faults(ctx); err != nil {
 		return rep, err
 	}
-	r.calm()
+	if err := r.calm(); err != nil {
+		return rep, err
+	}
+	limit := cfg.Converge
+	if limit <= 0 {
+		limit = Deadline()
+	}
 	t0 := time.Now()
-	rep.Converged, rep.NotConverged = r.converge(ctx, Deadline())
-	rep.ConvergeSeconds = time.Since(t0).Seconds()
+	i5 := r.converge(ctx, limit)
+	rep.Converged, rep.ConvergeSeconds = len(i5) == 0, time.Since(t0).Seconds()
 	rep.Restarts = int(restarts.Load())
 	rep.ForcedDetaches = chk.ForcedDetaches()
-	for _, v := range chk.Violations() {
-		rep.Details = append(rep.Details, v.String()+"\n    history: "+fmt.Sprint(v.History))
-	}
-	rep.Violations = len(rep.Details)
+	rep.Found = append(chk.Violations(), i5...)
+	rep.Violations = len(rep.Found)
 	return rep, nil
 }
 

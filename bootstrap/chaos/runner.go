@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -12,10 +11,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/layout"
-	"github.com/tether/tether/node/mount"
 )
 
 // runner carries out a plan on one embedded tether. It runs actions one at
@@ -28,6 +24,7 @@ type runner struct {
 	owner map[cloud.VolumeID]string // exclusive volume -> its workload
 	wls   map[string]store.Workload
 	seq   int
+	down  map[cloud.NodeName]bool // machines powered off
 }
 
 func volName(i int) cloud.VolumeID { return cloud.VolumeID(fmt.Sprintf("v%03d", i)) }
@@ -40,7 +37,7 @@ func volMode(i int) cloud.AccessMode {
 }
 
 func (r *runner) setup() error {
-	r.owner, r.wls = map[cloud.VolumeID]string{}, map[string]store.Workload{}
+	r.owner, r.wls, r.down = map[cloud.VolumeID]string{}, map[string]store.Workload{}, map[cloud.NodeName]bool{}
 	for i := 0; i < r.cfg.Volumes; i++ {
 		if err := r.e.Cloud.CreateVolumeChecked(volName(i), volMode(i)); err != nil {
 			return err
@@ -84,6 +81,9 @@ func (r *runner) do(a Action) error {
 		r.noteAll("agent %s killed", n)
 		r.kill(ByPanic, "agent/"+string(n), "agent")
 	case RestartAgent:
+		if r.down[n] {
+			return nil // nothing runs on a machine that is off
+		}
 		r.noteAll("agent %s restarted", n)
 		r.rep.KillsByKind["agent-restart"]++
 		r.rep.Kills++
@@ -98,8 +98,10 @@ func (r *runner) do(a Action) error {
 		return r.e.RestartController()
 	case CreateWorkload, MoveWorkload, DeleteWorkload:
 		r.churn(a)
+	case Terminate, ReplaceInstance, DeleteInstance, StartInstance:
+		return r.machine(a.Kind, n)
 	default:
-		return r.cloudFault(a, n)
+		return r.fault(a)
 	}
 	return nil
 }
@@ -117,41 +119,6 @@ func (r *runner) kill(how, name, kind string) {
 	default:
 		sys.Root.Send(pid, &messages.Crash{Reason: "chaos"})
 	}
-}
-
-func (r *runner) cloudFault(a Action, n cloud.NodeName) error {
-	cl := r.e.Cloud
-	inst, _ := cl.InstanceOf(n)
-	if a.Kind != CalmCloud && a.Kind != StartInstance {
-		r.rep.Faults++
-		r.rep.FaultsByKind[a.Kind]++
-	}
-	switch a.Kind {
-	case Terminate:
-		return cl.Terminate(inst)
-	case StartInstance:
-		return cl.Start(inst)
-	case CloudErrors:
-		for _, m := range []sim.Method{sim.MethodAttach, sim.MethodDetach, sim.MethodInstanceVolumes, sim.MethodVolumesAreAttached} {
-			cl.SetErrorRate(m, 0.3, cloud.KindRetryable)
-		}
-	case LatencySpike:
-		cl.SetLatency(30 * time.Millisecond)
-	case Throttle:
-		cl.SetThrottle(30, 5)
-	case CalmCloud:
-		r.calmCloud()
-	}
-	return nil
-}
-
-func (r *runner) calmCloud() {
-	cl := r.e.Cloud
-	for _, m := range []sim.Method{sim.MethodAttach, sim.MethodDetach, sim.MethodInstanceVolumes, sim.MethodVolumesAreAttached} {
-		cl.SetErrorRate(m, 0, cloud.KindRetryable)
-	}
-	cl.SetLatency(0)
-	cl.SetThrottle(0, 0)
 }
 
 // churn creates, moves or deletes workloads. An exclusive volume serves one
@@ -199,105 +166,6 @@ func (r *runner) churn(a Action) {
 			}
 		}
 	}
-}
-
-// calm ends every fault: cloud knobs off, instances running, agents up.
-func (r *runner) calm() {
-	r.calmCloud()
-	for _, n := range r.e.NodeNames {
-		if inst, ok := r.e.Cloud.InstanceOf(n); ok && !r.e.Cloud.Running(inst) {
-			r.e.Cloud.Start(inst)
-		}
-		if _, ok := r.e.Agents[n]; !ok {
-			r.e.StartAgent(n)
-		}
-	}
-}
-
-// converge waits until the ground truth matches the desired state.
-func (r *runner) converge(ctx context.Context, limit time.Duration) (bool, string) {
-	deadline := time.Now().Add(limit)
-	for {
-		diff := r.diff()
-		if diff == "" {
-			return true, ""
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false, diff
-		}
-		time.Sleep(50 * time.Millisecond) // polling ground truth with a deadline
-	}
-}
-
-// diff: attachments exactly where workloads are, and exactly their mounts
-// (stage and publish) on disk, nothing half-done.
-func (r *runner) diff() string {
-	wantAtt := map[cloud.VolumeID][]cloud.NodeName{}
-	wantMounts := map[cloud.NodeName][]string{}
-	for _, w := range r.wls {
-		for _, v := range w.Volumes {
-			if !slices.Contains(wantAtt[v], w.Node) {
-				wantAtt[v] = append(wantAtt[v], w.Node)
-				wantMounts[w.Node] = append(wantMounts[w.Node], "stage "+string(v))
-			}
-			wantMounts[w.Node] = append(wantMounts[w.Node], "publish "+w.UID+"/"+string(v))
-		}
-	}
-	truth := r.e.Cloud.Attachments()
-	for i := 0; i < r.cfg.Volumes; i++ {
-		v := volName(i)
-		var got []cloud.NodeName
-		for _, inst := range truth[v] {
-			for _, n := range r.e.NodeNames {
-				if in, _ := r.e.Cloud.InstanceOf(n); in == inst {
-					got = append(got, n)
-				}
-			}
-		}
-		slices.Sort(got)
-		slices.Sort(wantAtt[v])
-		if !slices.Equal(got, wantAtt[v]) {
-			return fmt.Sprintf("%s attached to %v, want %v", v, got, wantAtt[v])
-		}
-	}
-	for _, n := range r.e.NodeNames {
-		if d := r.diffMounts(n, wantMounts[n]); d != "" {
-			return d
-		}
-	}
-	return ""
-}
-
-func (r *runner) diffMounts(n cloud.NodeName, want []string) string {
-	l, err := layout.New(r.e.NodeDir(n))
-	if err != nil {
-		return err.Error()
-	}
-	m, err := r.e.Mounter(n)
-	if err != nil {
-		return err.Error()
-	}
-	found, err := mount.Scan(l, m)
-	if err != nil {
-		return err.Error()
-	}
-	var got []string
-	for _, e := range found.Entries {
-		s := e.Kind + " " + e.Volume
-		if e.Kind == mount.KindPublish {
-			s = e.Kind + " " + e.UID + "/" + e.Volume
-		}
-		if e.State != mount.Mounted {
-			s += " (" + e.State.String() + ")"
-		}
-		got = append(got, s)
-	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		return fmt.Sprintf("node %s has %v, want %v", n, got, want)
-	}
-	return ""
 }
 
 // noteAll adds a line to every volume's history (node-wide events).

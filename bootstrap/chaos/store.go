@@ -1,46 +1,73 @@
 package chaos
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"sync"
+
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 )
 
-// recordingStore notes every change of a node's VolumesInUse and
-// VolumesAttached in the volumes' histories.
-type recordingStore struct {
-	store.Store
-	c *Checker
+// WrapStore records every node status write once it is durable, and the
+// writes that failed; SetStoreFailRate makes writes fail on purpose.
+// Writes of node statuses go through the wrapper one at a time, so that
+// their stamps follow the order in which they became durable.
+func (c *Checker) WrapStore(s store.Store) store.Store {
+	return &recStore{Store: s, c: c}
 }
 
-func (s recordingStore) PutNodeStatus(st nodestatus.Status) error {
-	old, _, _ := s.Store.NodeStatus(st.Name)
-	err := s.Store.PutNodeStatus(st)
+// storeFaults is the checker's store fault knob; guarded by recStore.mu of
+// the store writing (and its own lock for the setter).
+type storeFaults struct {
+	mu  sync.Mutex
+	p   float64
+	rng *rand.Rand
+}
+
+// SetStoreFailRate makes each later node status write fail with
+// store.ErrInjected with probability p (0 stops it), drawn from seed.
+func (c *Checker) SetStoreFailRate(p float64, seed uint64) {
+	f := &c.store
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.p = p
+	if f.rng == nil {
+		f.rng = rand.New(rand.NewPCG(seed, seed^0x570e))
+	}
+}
+
+func (f *storeFaults) fail() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.p > 0 && f.rng.Float64() < f.p
+}
+
+type recStore struct {
+	store.Store
+	c  *Checker
+	mu sync.Mutex // one status write at a time, stamped in order of durability
+}
+
+func (s *recStore) PutNodeStatus(st nodestatus.Status) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := fmt.Errorf("chaos: put node status %s: %w", st.Name, store.ErrInjected)
+	if !s.c.store.fail() {
+		err = s.Store.PutNodeStatus(st)
+	}
 	if err != nil {
+		s.c.add(record{kind: recStatusFailed, node: st.Name, text: err.Error()})
 		return err
 	}
-	for v := range union(old.VolumesInUse, st.VolumesInUse) {
-		if old.VolumesInUse[v] != st.VolumesInUse[v] {
-			s.c.Note(v, "status %s in-use=%v", st.Name, st.VolumesInUse[v])
+	inUse := map[cloud.VolumeID]bool{}
+	for v, ok := range st.VolumesInUse {
+		if ok {
+			inUse[v] = true
 		}
 	}
-	for v := range union(old.VolumesAttached, st.VolumesAttached) {
-		_, was := old.VolumesAttached[v]
-		_, is := st.VolumesAttached[v]
-		if was != is {
-			s.c.Note(v, "status %s attached=%v", st.Name, is)
-		}
-	}
+	s.c.add(record{kind: recStatus, node: st.Name, status: statusRec{attached: maps.Clone(st.VolumesAttached), inUse: inUse}})
 	return nil
-}
-
-func union[T any](a, b map[cloud.VolumeID]T) map[cloud.VolumeID]bool {
-	out := map[cloud.VolumeID]bool{}
-	for v := range a {
-		out[v] = true
-	}
-	for v := range b {
-		out[v] = true
-	}
-	return out
 }

@@ -30,15 +30,7 @@ func chaosCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				b, err := json.Marshal(struct {
-					Seed            uint64  `json:"seed"`
-					Kills           int     `json:"kills"`
-					Restarts        int     `json:"restarts"`
-					Faults          int     `json:"faults"`
-					Violations      int     `json:"violations"`
-					Converged       bool    `json:"converged"`
-					ConvergeSeconds float64 `json:"converge_seconds"`
-				}{rep.Seed, rep.Kills, rep.Restarts, rep.Faults, rep.Violations, rep.Converged, rep.ConvergeSeconds})
+				b, err := json.Marshal(rep)
 				if err != nil {
 					return err
 				}
@@ -58,7 +50,7 @@ func chaosCommand() *cobra.Command {
 	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes (every fourth is multi-node)")
 	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory (default: a temporary one, removed afterwards)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object (counts, and each violation with its history)")
 	return cmd
 }
 
@@ -76,12 +68,15 @@ func printChaos(cmd *cobra.Command, rep chaos.Report) {
 		}
 	}
 	fmt.Fprintf(out, "violations: %d\n", rep.Violations)
-	for _, d := range rep.Details {
-		fmt.Fprintln(out, "  "+d)
+	for _, v := range rep.Found {
+		fmt.Fprintln(out, "  "+v.String())
+		for _, h := range v.History {
+			fmt.Fprintln(out, "      "+h)
+		}
 	}
 	if rep.Converged {
 		fmt.Fprintf(out, "converged in %.2fs after faults stopped\n", rep.ConvergeSeconds)
 	} else {
-		fmt.Fprintf(out, "NOT converged within %s: %s\n", chaos.Deadline(), rep.NotConverged)
+		fmt.Fprintf(out, "NOT converged within %s (the I5 violations above)\n", chaos.Deadline())
 	}
 }

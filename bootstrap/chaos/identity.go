@@ -1,0 +1,114 @@
+package chaos
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
+)
+
+// Identities names every mount on disk under a node agent's data directory
+// by an identity that a new mount at the same path would not have: for a
+// bind mount its mount ID in /proc/self/mountinfo, for a symlink its device
+// and inode. Equal identities before and after an agent restart prove that
+// the mounts were read back, not redone. Targets that are not Mounted are
+// left out.
+func Identities(dataDir string, m mount.Mounter) (map[string]string, error) {
+	l, err := layout.New(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	found, err := mount.Scan(l, m)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := mountIDs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, e := range found.Entries {
+		if e.State != mount.Mounted {
+			continue
+		}
+		id, err := identity(e.Path, ids)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(dataDir, e.Path)
+		out[rel] = id
+	}
+	return out, nil
+}
+
+func identity(path string, ids map[string]string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Type() == os.ModeSymlink {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return "", fmt.Errorf("chaos: no inode for %s", path)
+		}
+		return fmt.Sprintf("symlink dev=%d ino=%d", st.Dev, st.Ino), nil
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return "", err
+	}
+	if id, ok := ids[filepath.Join(parent, filepath.Base(path))]; ok {
+		return "mount id=" + id, nil
+	}
+	return "", fmt.Errorf("chaos: %s is mounted but not in the mount table", path)
+}
+
+// mountIDs maps each mount point of /proc/self/mountinfo to the ID of the
+// mount visible there (the last one listed). Without a mount table (not
+// Linux) it is empty.
+func mountIDs() (map[string]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		out[unescape(fields[4])] = fields[0]
+	}
+	return out, sc.Err()
+}
+
+// unescape undoes mountinfo's \ooo escapes (space, tab, newline, backslash).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

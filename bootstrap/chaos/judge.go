@@ -1,0 +1,250 @@
+package chaos
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+)
+
+// recKind is what a record tells.
+type recKind uint8
+
+const (
+	recCloud        recKind = iota // an attachment changed in the cloud
+	recMountStart                  // a stage or publish is about to call mount
+	recMountEnd                    // a stage or publish returned
+	recUnmountEnd                  // an unstage or unpublish returned
+	recStatus                      // a node status write is durable
+	recStatusFailed                // a node status write failed: nothing written
+	recForce                       // a ForceDetach event (permits a detach of a mounted volume)
+	recNodeDown                    // a node went down: agent stopped, every mount gone
+	recNote                        // narrative, for the histories
+)
+
+// record is one stamped entry of the timeline.
+type record struct {
+	seq     uint64
+	time    time.Time
+	kind    recKind
+	vol     cloud.VolumeID
+	node    cloud.NodeName
+	change  sim.Change // recCloud
+	op      string     // stage, publish, unstage, unpublish
+	target  string     // mount target
+	mounted bool       // recMountEnd, recUnmountEnd: a mount is at target afterwards
+	err     string
+	status  statusRec // recStatus
+	text    string    // recNote, recForce, recNodeDown, recStatusFailed
+}
+
+// statusRec is what a durable node status says about volumes.
+type statusRec struct {
+	attached map[cloud.VolumeID]string // VolumesAttached: volume -> device
+	inUse    map[cloud.VolumeID]bool
+}
+
+type volNode struct {
+	vol  cloud.VolumeID
+	node cloud.NodeName
+}
+
+// historyLen bounds each volume's history, and keep how much of it a
+// violation carries.
+const (
+	historyLen = 60
+	keep       = 25
+)
+
+// judge replays the timeline in stamp order. Its state is the world as the
+// records describe it at the stamp being judged.
+type judge struct {
+	att    map[cloud.VolumeID]map[cloud.InstanceID]cloud.NodeName // the cloud's attachments
+	mounts map[cloud.NodeName]map[string]cloud.VolumeID           // targets mounted or mounting
+	status map[cloud.NodeName]statusRec                           // latest durable status
+	// listed: the stamp of the durable write since which the node status
+	// lists the volume in VolumesAttached (with its current device).
+	listed map[volNode]uint64
+	// lost: the stamp of the latest removal of the volume from the node's
+	// instance by the cloud itself (terminate, delete, console).
+	lost       map[volNode]uint64
+	forced     map[volNode]bool
+	forceCount int
+	history    map[cloud.VolumeID][]string
+	violations []Violation
+}
+
+func (j *judge) init() {
+	if j.att != nil {
+		return
+	}
+	j.att = map[cloud.VolumeID]map[cloud.InstanceID]cloud.NodeName{}
+	j.mounts = map[cloud.NodeName]map[string]cloud.VolumeID{}
+	j.status = map[cloud.NodeName]statusRec{}
+	j.listed, j.lost, j.forced = map[volNode]uint64{}, map[volNode]uint64{}, map[volNode]bool{}
+	j.history = map[cloud.VolumeID][]string{}
+}
+
+func (j *judge) step(r record) {
+	j.init()
+	switch r.kind {
+	case recCloud:
+		j.onCloud(r)
+	case recMountStart:
+		j.note(r, r.vol, "%s on %s started", r.op, r.node)
+		j.onMountStart(r)
+	case recMountEnd, recUnmountEnd:
+		j.note(r, r.vol, "%s on %s done: err=%q mounted=%v", r.op, r.node, r.err, r.mounted)
+		if !r.mounted {
+			delete(j.mounts[r.node], r.target)
+		}
+	case recStatus:
+		j.onStatus(r)
+	case recStatusFailed:
+		j.noteAll(r, "status %s write failed: %s", r.node, r.text)
+	case recForce:
+		j.note(r, r.vol, "%s", r.text)
+		j.forced[volNode{r.vol, r.node}] = true
+	case recNodeDown:
+		j.noteAll(r, "node %s down (%s): mounts gone", r.node, r.text)
+		delete(j.mounts, r.node)
+	case recNote:
+		j.note(r, r.vol, "%s", r.text)
+	}
+}
+
+func (j *judge) onCloud(r record) {
+	ch := r.change
+	key := volNode{ch.Volume, ch.Node}
+	j.note(r, ch.Volume, "cloud %s attached=%v on %s (%s)", ch.Reason, ch.Attached, ch.Node, ch.Instance)
+	on := j.att[ch.Volume]
+	if ch.Attached {
+		if ch.Mode == cloud.Exclusive && len(on) > 0 {
+			j.violate(r, "I1", ch.Volume, ch.Node, "exclusive volume attached to %s while attached to %v", ch.Instance, slices.Sorted(maps.Keys(on)))
+		}
+		if on == nil {
+			on = map[cloud.InstanceID]cloud.NodeName{}
+			j.att[ch.Volume] = on
+		}
+		on[ch.Instance] = ch.Node
+		delete(j.forced, key) // a permit is for the attachment it was given for
+		return
+	}
+	delete(on, ch.Instance)
+	if ch.Reason != sim.ReasonDetach {
+		// Removed by the cloud itself: not tether's doing, nor judged.
+		j.lost[key] = r.seq
+		return
+	}
+	if t := j.mountedAt(ch.Node, ch.Volume); t != "" {
+		if j.forced[key] {
+			j.forceCount++
+		} else {
+			j.violate(r, "I2", ch.Volume, ch.Node, "detached while mounted (or mounting) at %s", t)
+		}
+	}
+	if _, listed := j.status[ch.Node].attached[ch.Volume]; listed {
+		j.violate(r, "I4", ch.Volume, ch.Node, "detached while the durable node status lists it in VolumesAttached")
+	}
+}
+
+// onMountStart judges I3: the volume must be attached to the node's
+// instance in the cloud, and the node's durable status must list it both
+// attached and in use. A mount outliving its device is the cloud's doing
+// when the cloud removed the volume after the status started listing it:
+// the controller's report was true when made. A listing made after the
+// loss is not excused (that is the stale cache of DESIGN.md's problem 1).
+func (j *judge) onMountStart(r record) {
+	if j.mounts[r.node] == nil {
+		j.mounts[r.node] = map[string]cloud.VolumeID{}
+	}
+	j.mounts[r.node][r.target] = r.vol
+	key := volNode{r.vol, r.node}
+	st := j.status[r.node]
+	_, listed := st.attached[r.vol]
+	attached := slices.Contains(slices.Collect(maps.Values(j.att[r.vol])), r.node)
+	excused := listed && j.lost[key] > j.listed[key]
+	switch {
+	case !attached && !excused:
+		j.violate(r, "I3", r.vol, r.node, "%s while not attached to the node's instance in the cloud", r.op)
+	case !listed || !st.inUse[r.vol]:
+		j.violate(r, "I3", r.vol, r.node, "%s while the durable node status lists it attached=%v in-use=%v", r.op, listed, st.inUse[r.vol])
+	}
+}
+
+func (j *judge) onStatus(r record) {
+	old, n := j.status[r.node], r.node
+	for v := range union(old.attached, r.status.attached) {
+		was, wasOK := old.attached[v]
+		is, isOK := r.status.attached[v]
+		switch {
+		case isOK && (!wasOK || was != is):
+			j.listed[volNode{v, n}] = r.seq
+			j.note(r, v, "status %s attached=%s", n, is)
+		case wasOK && !isOK:
+			delete(j.listed, volNode{v, n})
+			j.note(r, v, "status %s attached=false", n)
+		}
+	}
+	for v := range union(old.inUse, r.status.inUse) {
+		if old.inUse[v] != r.status.inUse[v] {
+			j.note(r, v, "status %s in-use=%v", n, r.status.inUse[v])
+		}
+	}
+	j.status[n] = r.status
+}
+
+// mountedAt returns a target where vol is mounted or mounting on n, or "".
+func (j *judge) mountedAt(n cloud.NodeName, vol cloud.VolumeID) string {
+	var found []string
+	for t, v := range j.mounts[n] {
+		if v == vol {
+			found = append(found, t)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return slices.Min(found)
+}
+
+func (j *judge) note(r record, vol cloud.VolumeID, format string, args ...any) {
+	if vol == "" {
+		return
+	}
+	line := fmt.Sprintf("%s #%d %s", r.time.Format("15:04:05.000"), r.seq, fmt.Sprintf(format, args...))
+	h := append(j.history[vol], line)
+	if len(h) > historyLen {
+		h = slices.Delete(h, 0, len(h)-historyLen)
+	}
+	j.history[vol] = h
+}
+
+// noteAll notes a node-wide record in the history of every volume the
+// judge has seen.
+func (j *judge) noteAll(r record, format string, args ...any) {
+	for v := range j.history {
+		j.note(r, v, format, args...)
+	}
+}
+
+func (j *judge) violate(r record, inv string, vol cloud.VolumeID, n cloud.NodeName, format string, args ...any) {
+	h := j.history[vol]
+	h = h[max(0, len(h)-keep):]
+	j.violations = append(j.violations, Violation{Invariant: inv, Volume: vol, Node: n, Time: r.time,
+		Detail: fmt.Sprintf("#%d ", r.seq) + fmt.Sprintf(format, args...), History: slices.Clone(h)})
+}
+
+func union[T any](a, b map[cloud.VolumeID]T) map[cloud.VolumeID]bool {
+	out := map[cloud.VolumeID]bool{}
+	for v := range a {
+		out[v] = true
+	}
+	for v := range b {
+		out[v] = true
+	}
+	return out
+}

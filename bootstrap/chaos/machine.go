@@ -1,0 +1,85 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
+)
+
+// PowerOff takes node n down as a machine that loses power: its agent stops
+// (waiting for the mount operations in progress) and every mount it had
+// vanishes, leaving the empty directories a reboot leaves; chk (if set)
+// records it. It does not touch the cloud: the caller terminates, replaces
+// or deletes the instance afterwards, so that nothing mounts on a machine
+// the cloud has already taken away.
+func PowerOff(e *bootstrap.Embedded, chk *Checker, n cloud.NodeName, why string) error {
+	if _, ok := e.Agents[n]; ok {
+		if err := e.StopAgent(n); err != nil {
+			return err
+		}
+	}
+	if err := vanish(e, n); err != nil {
+		return err
+	}
+	if chk != nil {
+		chk.NodeDown(n, why)
+	}
+	return nil
+}
+
+// PowerOn boots node n again: its instance runs (started if stopped, a new
+// one if it has none) and its agent starts, reconstructing from the
+// workload directories whose mounts vanished.
+func PowerOn(e *bootstrap.Embedded, n cloud.NodeName) error {
+	inst, ok := e.Cloud.InstanceOf(n)
+	switch {
+	case !ok:
+		e.Cloud.AddInstance(n)
+	case !e.Cloud.Running(inst):
+		if err := e.Cloud.Start(inst); err != nil {
+			return err
+		}
+	}
+	if _, ok := e.Agents[n]; ok {
+		return nil
+	}
+	return e.StartAgent(n)
+}
+
+// vanish removes every mount under n's data directory and puts an empty
+// directory where each was, as after a reboot.
+func vanish(e *bootstrap.Embedded, n cloud.NodeName) error {
+	l, err := layout.New(e.NodeDir(n))
+	if err != nil {
+		return err
+	}
+	m, err := e.Mounter(n)
+	if err != nil {
+		return err
+	}
+	found, err := mount.Scan(l, m)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := len(found.Entries) - 1; i >= 0; i-- { // publishes (pods/) first
+		t := found.Entries[i]
+		if t.Kind == mount.KindPublish {
+			err = m.Unpublish(t.Path)
+		} else {
+			err = m.Unstage(t.Path)
+		}
+		if err == nil {
+			err = os.MkdirAll(t.Path, 0o750)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("chaos: power off %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
