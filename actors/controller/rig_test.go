@@ -35,11 +35,15 @@ type rig struct {
 	clk   *clock.Fake
 	ctl   *Controller
 	cfg   Config
+	calls *callLog // every provider call the controller made
 
-	mu       sync.Mutex
-	changes  []sim.Change
-	restarts []time.Duration
-	respawns []string
+	mu      sync.Mutex
+	changes []sim.Change
+	// violations: what checkDetach found; reported at cleanup unless a
+	// test took them.
+	violations []string
+	restarts   []time.Duration
+	respawns   []string
 }
 
 type rigOption func(*Config, *sim.Config)
@@ -74,13 +78,15 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 	}
 	r.cfg = cfg
 	r.cloud = sim.New(scfg)
+	r.cloud.ObserveSync(r.checkDetach)
+	r.calls = &callLog{Provider: r.cloud}
 	r.cloud.Observe(func(c sim.Change) {
 		r.mu.Lock()
 		r.changes = append(r.changes, c)
 		r.mu.Unlock()
 	})
 	r.sys = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
-	r.ctl = New(r.sys, cfg, r.cloud, r.store, r.rec)
+	r.ctl = New(r.sys, cfg, r.calls, r.store, r.rec)
 	if err := r.ctl.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +96,9 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 		}
 		r.sys.Shutdown()
 		r.checkNoDoubleAttach()
+		for _, v := range r.takeViolations() {
+			t.Error(v)
+		}
 	})
 	return r
 }

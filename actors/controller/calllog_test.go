@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+)
+
+// callLog is the provider the rig's controller talks to: the sim cloud,
+// with every call naming an instance recorded (in the order they were
+// made), so that tests can say which instances the controller called.
+type callLog struct {
+	cloud.Provider
+	mu    sync.Mutex
+	insts []cloud.InstanceID
+}
+
+func (l *callLog) note(insts ...cloud.InstanceID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.insts = append(l.insts, insts...)
+}
+
+// mark is how many calls were recorded so far.
+func (l *callLog) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.insts)
+}
+
+// namedSince counts the calls naming inst since mark.
+func (l *callLog) namedSince(mark int, inst cloud.InstanceID) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, i := range l.insts[mark:] {
+		if i == inst {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *callLog) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
+	l.note(inst)
+	return l.Provider.Attach(ctx, vol, inst)
+}
+
+func (l *callLog) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {
+	l.note(inst)
+	return l.Provider.Detach(ctx, vol, inst)
+}
+
+func (l *callLog) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	for inst := range q {
+		l.note(inst)
+	}
+	return l.Provider.VolumesAreAttached(ctx, q)
+}
+
+func (l *callLog) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	l.note(insts...)
+	return l.Provider.InstanceVolumes(ctx, insts)
+}
+
+// checkDetach judges every detach by tether at the moment it happens in
+// the cloud (a synchronous observer): the persisted node status must not
+// list the volume in VolumesAttached (I4), nor in VolumesInUse unless a
+// ForceDetach was recorded for it there (I2). The rig's "mounts" are the
+// VolumesInUse reports, so the persisted status is their ground truth.
+func (r *rig) checkDetach(c sim.Change) {
+	if c.Reason != sim.ReasonDetach {
+		return
+	}
+	st, ok, err := r.store.NodeStatus(c.Node)
+	if err != nil || !ok {
+		return
+	}
+	if _, listed := st.VolumesAttached[c.Volume]; listed {
+		r.violate("I4 violated: %s detached from %s while its persisted status lists it attached", c.Volume, c.Node)
+	}
+	if st.VolumesInUse[c.Volume] {
+		forced := slices.ContainsFunc(r.rec.For(events.Ref{Kind: events.KindVolume, Name: string(c.Volume)}), func(e events.Event) bool {
+			return e.Type == "ForceDetach" && e.Node == string(c.Node)
+		})
+		if !forced {
+			r.violate("I2 violated: %s detached from %s while in use there", c.Volume, c.Node)
+		}
+	}
+}
+
+func (r *rig) violate(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+// takeViolations returns the violations found so far and forgets them (a
+// test that breaks a rule on purpose takes them; any left fail the test).
+func (r *rig) takeViolations() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.violations
+	r.violations = nil
+	return out
+}
