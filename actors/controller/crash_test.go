@@ -89,7 +89,9 @@ func TestVolumeActorStoppedMidOperation(t *testing.T) {
 			return alive
 		})
 	}
-	r.eventually("converged", func() bool { return r.allSettled([]cloud.VolumeID{"v1", "v2"}, "n1") })
+	// A stopped incarnation's attach may still land until its deadline:
+	// time passes until the fences it left are lifted.
+	r.advanceUntil("converged", 5*time.Second, func() bool { return r.allSettled([]cloud.VolumeID{"v1", "v2"}, "n1") })
 }
 
 // Node and sync actors crash too; statuses survive in the store.
