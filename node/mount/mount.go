@@ -34,6 +34,9 @@ const (
 	// interrupted, or the source went away). Repeating the operation, or
 	// undoing it, repairs it.
 	Partial
+	// Unknown: Inspect did not answer in time (ScanContext only; a hung
+	// mount, typically). The target may be anything; treat it as Partial.
+	Unknown
 )
 
 func (s State) String() string {
@@ -44,6 +47,8 @@ func (s State) String() string {
 		return "mounted"
 	case Partial:
 		return "partial"
+	case Unknown:
+		return "unknown"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,12 +47,25 @@ type Found struct {
 // Missing directories are an empty result; other files in a pod directory
 // (anything but volumes/) are ignored. Scan changes nothing.
 func Scan(l layout.Layout, m Mounter) (Found, error) {
+	return ScanContext(context.Background(), l, m)
+}
+
+// ScanContext is Scan that stops waiting for Inspect when ctx is done: only
+// Inspect touches the targets, which are mount points and so can hang (a
+// dead network filesystem); the directories above them are the agent's own.
+// With a ctx that can be done, every Inspect runs in a goroutine of its
+// own, all at once; an entry whose Inspect has not answered when ctx is done
+// has State Unknown, and its goroutine ends when its call returns.
+func ScanContext(ctx context.Context, l layout.Layout, m Mounter) (Found, error) {
 	var f Found
 	s := scanner{l: l, m: m, found: &f}
 	if err := s.stages(); err != nil {
 		return Found{}, err
 	}
 	if err := s.publishes(); err != nil {
+		return Found{}, err
+	}
+	if err := inspectAll(ctx, m, f.Entries); err != nil {
 		return Found{}, err
 	}
 	slices.SortFunc(f.Entries, func(a, b Entry) int { return cmp.Compare(a.Path, b.Path) })
@@ -102,7 +116,8 @@ func (s scanner) publishes() error {
 	return nil
 }
 
-// targets adds an entry, based on e, for every valid name in dir.
+// targets adds an entry, based on e, for every valid name in dir (not yet
+// inspected).
 func (s scanner) targets(dir string, e Entry) error {
 	names, err := s.names(dir, layout.KindVolume)
 	if err != nil {
@@ -110,10 +125,6 @@ func (s scanner) targets(dir string, e Entry) error {
 	}
 	for _, name := range names {
 		e.Volume, e.Path = name, filepath.Join(dir, name)
-		e.State, e.Source, err = s.m.Inspect(e.Path)
-		if err != nil {
-			return fmt.Errorf("mount: scan: %w", err)
-		}
 		s.found.Entries = append(s.found.Entries, e)
 	}
 	return nil
