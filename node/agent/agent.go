@@ -12,27 +12,18 @@ import (
 	"github.com/tether/tether/actors/clock"
 )
 
-type opKind int
-
-const (
-	opStage opKind = iota
-	opUnstage
-	opPublish
-	opUnpublish
-)
-
-var opNames = [...]string{"stage", "unstage", "publish", "unpublish"}
-
+// inflight is a mount call started and not yet returned.
 type inflight struct {
-	op   uint64
-	kind opKind
-	uid  string
+	op      uint64
+	kind    OpKind
+	uid     string
+	started time.Time
 }
 
 type opKey struct {
 	vol  VolumeID
 	uid  string
-	kind opKind
+	kind OpKind
 }
 
 type desiredWorkload struct {
@@ -58,6 +49,7 @@ type Agent struct {
 	ackedSeq     uint64 // InUseSeq of the last StatusChanged
 	desiredRev   uint64 // Revision of the last DesiredChanged applied
 	busy         map[VolumeID]inflight
+	stuck        map[VolumeID]inflight // past their deadline, or an earlier incarnation's: not returned yet
 	backoffs     map[opKey]*backoff.Backoff
 	nextOp       uint64
 }
@@ -77,6 +69,7 @@ func New(cfg Config, seqBase uint64) *Agent {
 		stages:     map[VolumeID]MountState{},
 		pubs:       map[PubKey]MountState{},
 		busy:       map[VolumeID]inflight{},
+		stuck:      map[VolumeID]inflight{},
 		backoffs:   map[opKey]*backoff.Backoff{},
 	}
 }
@@ -86,7 +79,7 @@ func (a *Agent) Step(now time.Time, ev Event) []Effect {
 	var effs []Effect
 	switch e := ev.(type) {
 	case Restored:
-		effs = a.onRestored(e)
+		effs = a.onRestored(now, e)
 	case DesiredChanged:
 		a.onDesired(now, e)
 	case StatusChanged:
@@ -100,33 +93,44 @@ func (a *Agent) Step(now time.Time, ev Event) []Effect {
 	default:
 		panic(fmt.Sprintf("agent: unknown event %T", ev))
 	}
+	effs = append(effs, a.overdue(now)...)
 	return coalesce(append(effs, a.reconcile(now)...))
 }
 
-func (a *Agent) onRestored(e Restored) []Effect {
+func (a *Agent) onRestored(now time.Time, e Restored) []Effect {
 	a.restored = true
 	kept, partial := 0, 0
-	for v, f := range e.Stages {
+	var hung []Effect
+	for _, v := range sortedVols(e.Stages) {
+		f := e.Stages[v]
 		a.stages[v] = Uncertain
 		if f.Mounted {
 			a.stages[v], kept = Mounted, kept+1
 		} else {
 			partial++
 		}
+		if f.Hung {
+			hung = append(hung, hungRecord(v, "", "staged mount"))
+		}
 	}
-	for k, f := range e.Publishes {
+	for _, k := range sortedPubs(e.Publishes) {
+		f := e.Publishes[k]
 		a.pubs[k] = Uncertain
 		if f.Mounted {
 			a.pubs[k], kept = Mounted, kept+1
 		} else {
 			partial++
 		}
+		if f.Hung {
+			hung = append(hung, hungRecord(k.Volume, k.UID, "published mount"))
+		}
 	}
+	effs := append(hung, a.restoreRunning(now, e.Running)...)
 	if kept+partial == 0 {
-		return nil
+		return effs
 	}
-	return []Effect{Record{Type: EventReconstructed,
-		Message: fmt.Sprintf("found %d working and %d half-done mounts on disk: keeping what is wanted, completing or rolling back the rest", kept, partial)}}
+	return append([]Effect{Record{Type: EventReconstructed,
+		Message: fmt.Sprintf("found %d working and %d half-done mounts on disk: keeping what is wanted, completing or rolling back the rest", kept, partial)}}, effs...)
 }
 
 func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
@@ -151,6 +155,9 @@ func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
 }
 
 func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
+	if in, ok := a.stuck[e.Volume]; ok && in.op == e.Op {
+		return a.onStuckReturned(now, e, in)
+	}
 	in, ok := a.busy[e.Volume]
 	if !ok || in.op != e.Op {
 		return nil // a result this incarnation did not ask for: the disk scan already accounted for it
@@ -160,7 +167,7 @@ func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
 	pk := PubKey{in.uid, e.Volume}
 	if e.Err != "" {
 		switch in.kind {
-		case opStage, opUnstage:
+		case OpStage, OpUnstage:
 			a.stages[e.Volume] = Uncertain
 		default:
 			a.pubs[pk] = Uncertain
@@ -169,15 +176,15 @@ func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
 	}
 	delete(a.backoffs, key)
 	switch in.kind {
-	case opStage:
+	case OpStage:
 		a.stages[e.Volume] = Mounted
-	case opUnstage:
+	case OpUnstage:
 		delete(a.stages, e.Volume)
-	case opPublish:
+	case OpPublish:
 		a.pubs[pk] = Mounted
 		return []Effect{Record{Type: EventSuccessfulMount, Workload: in.uid, Volume: e.Volume,
 			Message: fmt.Sprintf("MountVolume.SetUp succeeded for volume %q", e.Volume)}}
-	case opUnpublish:
+	case OpUnpublish:
 		delete(a.pubs, pk)
 	}
 	return nil
@@ -194,12 +201,8 @@ func (a *Agent) failed(now time.Time, key opKey, msg string) []Effect {
 		u = a.cfg.Rand()
 	}
 	at := b.Fail(now, a.cfg.Backoff, u)
-	typ := EventFailedMount
-	if key.kind == opUnstage || key.kind == opUnpublish {
-		typ = EventFailedUnmount
-	}
-	return []Effect{Record{Type: typ, Workload: key.uid, Volume: key.vol, Warning: true,
-		Message: fmt.Sprintf("%s of volume %q failed: %s (failure %d; no retry for %s)", opNames[key.kind], key.vol, msg, b.Failures(), at.Sub(now))}}
+	return []Effect{Record{Type: failedType(key.kind), Workload: key.uid, Volume: key.vol, Warning: true,
+		Message: fmt.Sprintf("%s of volume %q failed: %s (failure %d; no retry for %s)", key.kind, key.vol, msg, b.Failures(), at.Sub(now))}}
 }
 
 // coalesce keeps only the earliest WakeAt, last.

@@ -5,10 +5,14 @@ import "time"
 // Event is an input to Step.
 type Event interface{ isEvent() }
 
-// Restored starts the machine from the disk scan.
+// Restored starts the machine from the disk scan. Running lists the calls
+// of earlier incarnations still running when the scan began: what the scan
+// saw of their volumes is unreliable, and those volumes are not operated on
+// before the calls return (an OpDone with their numbers).
 type Restored struct {
 	Stages    map[VolumeID]Found
 	Publishes map[PubKey]Found
+	Running   map[VolumeID]Running
 }
 
 // DesiredChanged replaces the workloads on this node. Revision orders
@@ -28,7 +32,8 @@ type StatusChanged struct {
 	InUseSeq uint64
 }
 
-// OpDone is the result of a mount operation.
+// OpDone is the result of a mount operation, when its call returns (even
+// long after its deadline).
 type OpDone struct {
 	Volume VolumeID
 	Op     uint64

@@ -25,7 +25,9 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 		return effs
 	}
 	for _, v := range a.reported {
-		if _, busy := a.busy[v]; !busy {
+		_, busy := a.busy[v]
+		_, stuck := a.stuck[v]
+		if !busy && !stuck {
 			effs = append(effs, a.next(now, v, wanted[v])...)
 		}
 	}
@@ -69,12 +71,12 @@ func (a *Agent) next(now time.Time, v VolumeID, users map[string]bool) []Effect 
 	// Unpublish what no workload wants any more, first.
 	for _, k := range a.pubKeys(v) {
 		if _, ok := users[k.UID]; !ok {
-			return a.start(now, opKey{v, k.UID, opUnpublish}, Unpublish{Volume: v, UID: k.UID})
+			return a.start(now, opKey{v, k.UID, OpUnpublish}, Unpublish{Volume: v, UID: k.UID})
 		}
 	}
 	if len(users) == 0 {
 		if _, staged := a.stages[v]; staged {
-			return a.start(now, opKey{v, "", opUnstage}, Unstage{Volume: v})
+			return a.start(now, opKey{v, "", OpUnstage}, Unstage{Volume: v})
 		}
 		return nil
 	}
@@ -83,44 +85,46 @@ func (a *Agent) next(now time.Time, v VolumeID, users map[string]bool) []Effect 
 		return nil // I3: wait for the controller to have heard our latest report
 	}
 	if a.stages[v] != Mounted {
-		return a.start(now, opKey{v, "", opStage}, Stage{Volume: v, Device: dev})
+		return a.start(now, opKey{v, "", OpStage}, Stage{Volume: v, Device: dev})
 	}
 	for _, uid := range sortedStrings(boolKeys(users)) {
 		if a.pubs[PubKey{uid, v}] != Mounted {
-			return a.start(now, opKey{v, uid, opPublish}, Publish{Volume: v, UID: uid, ReadOnly: users[uid]})
+			return a.start(now, opKey{v, uid, OpPublish}, Publish{Volume: v, UID: uid, ReadOnly: users[uid]})
 		}
 	}
 	return nil
 }
 
-// start begins an operation unless its backoff holds it back.
+// start begins an operation unless its backoff holds it back; with an
+// OpTimeout it asks to be woken at the operation's deadline.
 func (a *Agent) start(now time.Time, key opKey, eff Effect) []Effect {
 	if b := a.backoffs[key]; b != nil && !b.Ready(now) {
 		return []Effect{WakeAt{At: b.RetryAt()}}
 	}
 	a.nextOp++
 	op := a.nextOp
-	a.busy[key.vol] = inflight{op: op, kind: key.kind, uid: key.uid}
+	a.busy[key.vol] = inflight{op: op, kind: key.kind, uid: key.uid, started: now}
 	pk := PubKey{key.uid, key.vol}
 	switch e := eff.(type) {
 	case Stage:
 		e.Op = op
-		a.stages[key.vol] = Pending
-		return []Effect{e}
+		eff, a.stages[key.vol] = e, Pending
 	case Unstage:
 		e.Op = op
-		a.stages[key.vol] = Pending
-		return []Effect{e}
+		eff, a.stages[key.vol] = e, Pending
 	case Publish:
 		e.Op = op
-		a.pubs[pk] = Pending
-		return []Effect{e}
+		eff, a.pubs[pk] = e, Pending
 	case Unpublish:
 		e.Op = op
-		a.pubs[pk] = Pending
-		return []Effect{e}
+		eff, a.pubs[pk] = e, Pending
+	default:
+		panic(fmt.Sprintf("agent: start %T", eff))
 	}
-	panic(fmt.Sprintf("agent: start %T", eff))
+	if a.cfg.OpTimeout > 0 {
+		return []Effect{eff, WakeAt{At: now.Add(a.cfg.OpTimeout)}}
+	}
+	return []Effect{eff}
 }
 
 // timeouts records WaitForAttachTimeout once per workload whose volumes are

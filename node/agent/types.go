@@ -14,6 +14,11 @@
 //     detach it.
 //   - one operation at a time per volume; volumes proceed in parallel;
 //     failures back off per (volume, operation).
+//   - a call past its deadline (Config.OpTimeout) fails its operation and
+//     backs off its volume only; its mount becomes uncertain (still in
+//     VolumesInUse) and the volume is not operated on again before the
+//     call has returned, so two calls never touch one volume's paths at
+//     once. The same holds for calls an earlier incarnation left running.
 //   - after a restart the machine starts from what Scan found on disk:
 //     working mounts are kept without remounting, half-done ones are
 //     completed if wanted and rolled back if not, and nothing is done
@@ -21,6 +26,7 @@
 package agent
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tether/tether/actors/backoff"
@@ -55,6 +61,11 @@ type Config struct {
 	// tests can prove the invariant checkers catch an I3 violation. Never
 	// set it elsewhere.
 	BreakMountBeforeInUse bool
+	// OpTimeout bounds one mount call: past it, the call is reported
+	// failed (timed out) and its volume backs off, but the volume is not
+	// operated on again before the call has actually returned. 0: no
+	// deadline (the node agent's shell sets it from its own OpTimeout).
+	OpTimeout time.Duration
 }
 
 // DefaultConfig is Kubernetes' values.
@@ -69,7 +80,35 @@ const (
 	EventFailedUnmount   = "FailedUnmount"
 	EventWaitTimeout     = "WaitForAttachTimeout"
 	EventReconstructed   = "Reconstructed"
+	// EventOpReturned: a mount call that had timed out (or that an earlier
+	// incarnation started) has returned; its volume is operated on again.
+	EventOpReturned = "VolumeOperationReturned"
 )
+
+// OpKind is the kind of a mount call.
+type OpKind int
+
+// Kinds of mount calls, one per effect that starts one.
+const (
+	OpStage OpKind = iota
+	OpUnstage
+	OpPublish
+	OpUnpublish
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpStage:
+		return "stage"
+	case OpUnstage:
+		return "unstage"
+	case OpPublish:
+		return "publish"
+	case OpUnpublish:
+		return "unpublish"
+	}
+	return fmt.Sprintf("OpKind(%d)", int(k))
+}
 
 // Mount state of a stage or publish.
 type MountState int
@@ -95,6 +134,19 @@ func (s MountState) String() string {
 // Found is what a disk scan reports of one mount.
 type Found struct {
 	Mounted bool // a working mount; false: half-done (Partial)
+	// Hung: the scan gave up waiting for the mount's state (a hung mount,
+	// typically); it is treated as half-done, and reported.
+	Hung bool
+}
+
+// Running is a mount call that an earlier incarnation of the agent (in the
+// same process) started and that has not returned yet: it still holds its
+// volume.
+type Running struct {
+	Op    uint64 // the number the earlier incarnation gave it
+	Kind  OpKind
+	UID   string // publishes and unpublishes only
+	Since time.Time
 }
 
 // PubKey names one publish: a volume for a workload.
