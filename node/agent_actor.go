@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,14 +47,27 @@ type Config struct {
 	// Guard serialises spawns of named actors against sends: share the
 	// controller's (nil: the agent makes its own).
 	Guard *spawn.Guard
-	// OpTimeout bounds one mount operation.
+	// OpTimeout bounds one mount operation (on Clock; 0: no bound): past
+	// it the operation fails and its volume backs off, though the volume
+	// is left alone until the call returns. It also bounds, in real time,
+	// the wait for each mount's state in the disk scan at start.
 	OpTimeout time.Duration
+	// StopGrace: how long Stop waits, in real time, for mount calls still
+	// running; a call that hangs longer is left running (and tracked).
+	StopGrace time.Duration
+	// Calls tracks the mount calls running. Share one between successive
+	// agents of a node in one process (never between nodes) so that a new
+	// agent leaves alone the volumes a hung call of its predecessor still
+	// holds (nil: each Start makes its own, shared by that agent's
+	// incarnations).
+	Calls *Calls
 }
 
-// DefaultConfig: Kubernetes' timings; the plugin is the sim cloud's.
+// DefaultConfig: Kubernetes' timings (OpTimeout as the kubelet's CSI
+// calls); the plugin is the sim cloud's.
 func DefaultConfig() Config {
 	return Config{Plugin: "tether-sim", Agent: agent.DefaultConfig(), HeartbeatEvery: 10 * time.Second,
-		Clock: clock.Real(), Log: logrus.StandardLogger(), OpTimeout: time.Minute}
+		Clock: clock.Real(), Log: logrus.StandardLogger(), OpTimeout: 2 * time.Minute, StopGrace: 5 * time.Second}
 }
 
 // resyncEvery: every this many heartbeats the agent asks for its desired
@@ -63,7 +75,8 @@ func DefaultConfig() Config {
 const resyncEvery = 6
 
 // agentActor is the shell. Its state is rebuilt on every start from the disk
-// and from the controller.
+// and from the controller. Receive never waits for a mount call or the
+// disk: both run in goroutines and report back as messages.
 type agentActor struct {
 	cfg     *Config
 	layout  layout.Layout
@@ -74,10 +87,24 @@ type agentActor struct {
 	wake    clock.Timer
 	wakeAt  time.Time
 	beat    clock.Timer
-	ops     sync.WaitGroup
 	beats   int
 	ctx     context.Context
 	cancel  context.CancelFunc
+	// running: the calls of earlier incarnations running when this one
+	// attached to Calls (token); results that arrive before the disk scan
+	// is stepped wait in held.
+	running  map[cloud.VolumeID]agent.Running
+	token    uint64
+	restored bool
+	held     []*messages.MountFinished
+}
+
+// scanned is the disk scan's result, sent by the scan's goroutine to the
+// incarnation that started it (by).
+type scanned struct {
+	by    *agentActor
+	found mount.Found
+	err   error
 }
 
 func (a *agentActor) Receive(ctx actor.Context) {
@@ -94,8 +121,10 @@ func (a *agentActor) Receive(ctx actor.Context) {
 		a.step(ctx, a.desired(m))
 	case *messages.NodeStatusUpdated:
 		a.step(ctx, statusFromProto(m))
+	case scanned:
+		a.onScanned(ctx, m)
 	case *messages.MountFinished:
-		a.step(ctx, agent.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error})
+		a.onMountFinished(ctx, m)
 	case *messages.Wake:
 		a.wake = nil
 		a.step(ctx, agent.Tick{})
@@ -124,15 +153,22 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	if err != nil {
 		panic(fmt.Sprintf("agent %s: %v", a.cfg.Node, err))
 	}
-	a.core = agent.New(a.cfg.Agent, epoch<<32)
-	restored, err := a.scan()
-	if err != nil {
-		// Without knowing what is mounted the agent must not act: fail and
-		// let the supervisor retry with backoff.
-		panic(fmt.Sprintf("agent %s: reading %s back: %v", a.cfg.Node, l.Root(), err))
-	}
-	a.step(ctx, restored)
+	core := a.cfg.Agent
+	core.OpTimeout = a.cfg.OpTimeout
+	a.core = agent.New(core, epoch<<32)
+	self, g := a.self, a.cfg.Guard
+	a.running, a.token = a.cfg.Calls.attach(func(m *messages.MountFinished) { g.Send(self, m) })
+	a.startScan()
 	a.onHeartbeat(ctx) // says hello: the node actor answers with our state
+}
+
+// onMountFinished steps a mount call's result, once the disk scan has been.
+func (a *agentActor) onMountFinished(ctx actor.Context, m *messages.MountFinished) {
+	if !a.restored {
+		a.held = append(a.held, m)
+		return
+	}
+	a.step(ctx, agent.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error})
 }
 
 // onHeartbeat tells the controller we are alive and, until the agent knows
@@ -158,6 +194,8 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	a.beat = a.cfg.Clock.AfterFunc(a.cfg.HeartbeatEvery, func() { g.Send(self, &messages.Heartbeat{}) })
 }
 
+// shutdown never waits for mount calls: they stay in Calls, and the next
+// incarnation takes them over.
 func (a *agentActor) shutdown() {
 	if a.wake != nil {
 		a.wake.Stop()
@@ -168,7 +206,9 @@ func (a *agentActor) shutdown() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	a.ops.Wait() // mount operations are local and bounded by OpTimeout
+	if a.token != 0 {
+		a.cfg.Calls.detach(a.token)
+	}
 }
 
 func (a *agentActor) step(ctx actor.Context, ev agent.Event) {
@@ -204,6 +244,9 @@ func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy
 	if c.Guard == nil {
 		c.Guard = spawn.New(sys)
 	}
+	if c.Calls == nil {
+		c.Calls = NewCalls()
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, actor.WithGuardian(guardian))
 	pid, err := c.Guard.Spawn(props, AgentName(cfg.Node))
 	if err != nil {
@@ -215,11 +258,16 @@ func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy
 // PID of the agent (it keeps its PID across restarts).
 func (a *Agent) PID() *actor.PID { return a.pid }
 
-// Stop stops the agent and waits for its mount operations to finish. It
-// leaves the mounts in place: a node agent that stops does not unmount what
-// workloads use.
+// Stop stops the agent, then waits up to StopGrace for its mount calls
+// still running; one that hangs longer is logged and left running (Calls
+// tracks it; it ends when its syscall returns). It leaves the mounts in
+// place: a node agent that stops does not unmount what workloads use.
 func (a *Agent) Stop() error {
-	return a.sys.Root.StopFuture(a.pid).Wait()
+	err := a.sys.Root.StopFuture(a.pid).Wait()
+	if n := a.cfg.Calls.wait(a.cfg.StopGrace); n > 0 {
+		a.cfg.Log.WithField("node", a.cfg.Node).Warnf("stopped with %d mount calls still running after %s: left to finish", n, a.cfg.StopGrace)
+	}
+	return err
 }
 
 // Status asks the agent for its state.

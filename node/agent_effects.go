@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -20,13 +21,13 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 	case agent.ReportInUse:
 		a.cfg.Guard.Send(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq))
 	case agent.Stage:
-		a.do(f.Volume, f.Op, func(c context.Context) error { return a.stage(c, f) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpStage}, func(c context.Context) error { return a.stage(c, f) })
 	case agent.Unstage:
-		a.do(f.Volume, f.Op, func(context.Context) error { return a.unstage(f.Volume) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnstage}, func(context.Context) error { return a.unstage(f.Volume) })
 	case agent.Publish:
-		a.do(f.Volume, f.Op, func(context.Context) error { return a.publish(f) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpPublish, UID: f.UID}, func(context.Context) error { return a.publish(f) })
 	case agent.Unpublish:
-		a.do(f.Volume, f.Op, func(context.Context) error { return a.unpublish(f) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnpublish, UID: f.UID}, func(context.Context) error { return a.unpublish(f) })
 	case agent.Record:
 		a.record(f)
 	case agent.WakeAt:
@@ -44,20 +45,17 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 	}
 }
 
-// do runs one mount operation in a goroutine and reports its result.
-func (a *agentActor) do(vol cloud.VolumeID, op uint64, f func(context.Context) error) {
-	a.ops.Add(1)
-	self, parent, g := a.self, a.ctx, a.cfg.Guard
-	go func() {
-		defer a.ops.Done()
-		c, cancel := context.WithTimeout(parent, a.cfg.OpTimeout)
+// do runs one mount operation in a goroutine of its own (through Calls)
+// and reports its result whenever the call returns. Its deadline is the
+// core's (OpTimeout on Clock); the context only bounds what can be
+// cancelled (the device lookup), never the mount(2) itself.
+func (a *agentActor) do(vol cloud.VolumeID, r agent.Running, f func(context.Context) error) {
+	r.Since = a.cfg.Clock.Now()
+	c, cancel := withTimeout(a.ctx, a.cfg.OpTimeout)
+	a.cfg.Calls.start(vol, r, func() error {
 		defer cancel()
-		res := &messages.MountFinished{VolumeId: string(vol), Op: op}
-		if err := f(c); err != nil {
-			res.Error = err.Error()
-		}
-		g.Send(self, res)
-	}()
+		return f(c)
+	})
 }
 
 func (a *agentActor) stage(c context.Context, f agent.Stage) error {
@@ -122,14 +120,46 @@ func (a *agentActor) record(f agent.Record) {
 	}
 }
 
-// scan reads the data directory back into a Restored event. Entries of
-// another plugin are left alone.
-func (a *agentActor) scan() (agent.Restored, error) {
-	r := agent.Restored{Stages: map[cloud.VolumeID]agent.Found{}, Publishes: map[agent.PubKey]agent.Found{}}
-	found, err := mount.Scan(a.layout, a.mounter)
-	if err != nil {
-		return r, err
+// startScan reads the data directory back in a goroutine, giving up on a
+// mount whose state does not come within OpTimeout (a hung mount), and
+// sends the result to this incarnation.
+func (a *agentActor) startScan() {
+	l, m, self, g, parent, timeout := a.layout, a.mounter, a.self, a.cfg.Guard, a.ctx, a.cfg.OpTimeout
+	go func() {
+		c, cancel := withTimeout(parent, timeout)
+		defer cancel()
+		found, err := mount.ScanContext(c, l, m)
+		if parent.Err() == nil { // else this incarnation is gone
+			g.Send(self, scanned{by: a, found: found, err: err})
+		}
+	}()
+}
+
+// onScanned starts the core from the disk scan, then steps the results
+// held back meanwhile.
+func (a *agentActor) onScanned(ctx actor.Context, m scanned) {
+	if m.by != a {
+		return // an earlier incarnation's
 	}
+	if m.err != nil {
+		// Without knowing what is mounted the agent must not act: fail and
+		// let the supervisor retry with backoff.
+		panic(fmt.Sprintf("agent %s: reading %s back: %v", a.cfg.Node, a.layout.Root(), m.err))
+	}
+	a.step(ctx, a.restoredFrom(m.found))
+	a.restored = true
+	held := a.held
+	a.held = nil
+	for _, r := range held {
+		a.onMountFinished(ctx, r)
+	}
+}
+
+// restoredFrom converts the scan into a Restored event, with the calls of
+// earlier incarnations still running. Entries of another plugin are left
+// alone.
+func (a *agentActor) restoredFrom(found mount.Found) agent.Restored {
+	r := agent.Restored{Stages: map[cloud.VolumeID]agent.Found{}, Publishes: map[agent.PubKey]agent.Found{}, Running: a.running}
 	for _, p := range found.Invalid {
 		a.cfg.Log.WithField("node", a.cfg.Node).Warnf("ignoring %s: not a valid tether path", p)
 	}
@@ -137,14 +167,14 @@ func (a *agentActor) scan() (agent.Restored, error) {
 		if e.Plugin != a.cfg.Plugin {
 			continue
 		}
-		f := agent.Found{Mounted: e.State == mount.Mounted}
+		f := agent.Found{Mounted: e.State == mount.Mounted, Hung: e.State == mount.Unknown}
 		if e.Kind == mount.KindStage {
 			r.Stages[cloud.VolumeID(e.Volume)] = f
 		} else {
 			r.Publishes[agent.PubKey{UID: e.UID, Volume: cloud.VolumeID(e.Volume)}] = f
 		}
 	}
-	return r, nil
+	return r
 }
 
 func (a *agentActor) status() *messages.AgentStatus {
@@ -207,4 +237,12 @@ func statusFromProto(m *messages.NodeStatusUpdated) agent.StatusChanged {
 		s.InUse[cloud.VolumeID(v)] = true
 	}
 	return s
+}
+
+// withTimeout is context.WithTimeout where d <= 0 means no deadline.
+func withTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(parent)
+	}
+	return context.WithTimeout(parent, d)
 }

@@ -2,8 +2,15 @@
 // scheduled on one node, the volumes the controller attached there (the
 // kubelet volume manager's job). It is a thin shell over the pure core in
 // node/agent; paths come from node/layout (names validated first) and mounts
-// from node/mount. Mount operations run in goroutines, one at a time per
-// volume, and report back as messages. At start the agent reads its data
-// directory back (reconstruction), so a restart orphans nothing and mounts
-// nothing twice.
+// from node/mount. At start the agent reads its data directory back
+// (reconstruction), so a restart orphans nothing and mounts nothing twice.
+//
+// The agent never blocks on a mount. Each mount call runs in a goroutine of
+// its own (one at a time per volume) and reports back as a message; the
+// core gives it a deadline (OpTimeout), after which only its volume backs
+// off. A call that hangs in the kernel cannot be interrupted: Calls keeps
+// track of it across the agent's restarts, and its volume is left alone
+// until it returns. The disk scan at start runs in a goroutine too, and
+// gives up on a mount whose state does not come within OpTimeout. Stop
+// waits for running calls at most StopGrace.
 package node
