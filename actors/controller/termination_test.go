@@ -71,11 +71,9 @@ func TestNodeTerminationAndReturn(t *testing.T) {
 			}
 
 			must(t, r.cloud.Start(inst))
-			for i := 0; i < 10 && !r.allSettled(held, "n1"); i++ {
-				r.clk.Advance(500 * time.Millisecond << i)
-				r.volState("a", "n1")
-			}
-			r.eventually("attached again and reported", func() bool { return r.allSettled(held, "n1") })
+			// Attaches tried while the instance was down back off: time
+			// passes until every one has been tried again.
+			r.advanceUntil("attached again and reported", 500*time.Millisecond, func() bool { return r.allSettled(held, "n1") })
 		})
 	}
 }
