@@ -1,0 +1,98 @@
+package chaos
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+)
+
+// Timelines of the rules' edge cases, fed straight to the checker: which
+// invariants each must (and must not) report.
+
+func attach(v cloud.VolumeID, n cloud.NodeName, mode cloud.AccessMode) record {
+	return record{kind: recCloud, change: sim.Change{Volume: v, Node: n, Instance: cloud.InstanceID("i-" + n), Mode: mode, Attached: true, Reason: sim.ReasonAttach}}
+}
+
+func detach(v cloud.VolumeID, n cloud.NodeName, reason string) record {
+	return record{kind: recCloud, change: sim.Change{Volume: v, Node: n, Instance: cloud.InstanceID("i-" + n), Reason: reason}}
+}
+
+func status(n cloud.NodeName, attached, inUse []cloud.VolumeID) record {
+	st := statusRec{attached: map[cloud.VolumeID]string{}, inUse: map[cloud.VolumeID]bool{}}
+	for _, v := range attached {
+		st.attached[v] = "/dev/x" + string(v)
+	}
+	for _, v := range inUse {
+		st.inUse[v] = true
+	}
+	return record{kind: recStatus, node: n, status: st}
+}
+
+func stage(v cloud.VolumeID, n cloud.NodeName) record {
+	return record{kind: recMountStart, vol: v, node: n, op: "stage", target: "/d/" + string(n) + "/" + string(v)}
+}
+
+func staged(v cloud.VolumeID, n cloud.NodeName, mounted bool) record {
+	r := stage(v, n)
+	r.kind, r.mounted = recMountEnd, mounted
+	return r
+}
+
+func unstaged(v cloud.VolumeID, n cloud.NodeName) record {
+	r := stage(v, n)
+	r.kind, r.op = recUnmountEnd, "unstage"
+	return r
+}
+
+var vs = []cloud.VolumeID{"v"}
+
+func TestJudgeTimelines(t *testing.T) {
+	up := []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), stage("v", "n1"), staged("v", "n1", true)}
+	down := []record{unstaged("v", "n1"), status("n1", vs, nil), status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)}
+	for _, tc := range []struct {
+		name string
+		tl   []record
+		want []string
+	}{
+		{"attach, mount, unmount, detach in order", append(slices.Clone(up), down...), nil},
+		{"exclusive on a second instance", append(slices.Clone(up), attach("v", "n2", cloud.Exclusive)), []string{"I1"}},
+		{"multi-node on a second instance", []record{attach("v", "n1", cloud.MultiNode), attach("v", "n2", cloud.MultiNode)}, nil},
+		{"detach while mounted", append(slices.Clone(up), status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)), []string{"I2"}},
+		{"detach while a stage is in progress", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), stage("v", "n1"), status("n1", nil, vs), detach("v", "n1", sim.ReasonDetach)}, []string{"I2"}},
+		{"failed stage that left nothing", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), stage("v", "n1"), staged("v", "n1", false), status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)}, nil},
+		{"force detach permitted", append(slices.Clone(up), status("n1", nil, vs), record{kind: recForce, vol: "v", node: "n1"}, detach("v", "n1", sim.ReasonDetach)), nil},
+		{"the cloud took it (terminate)", append(slices.Clone(up), detach("v", "n1", sim.ReasonTerminate)), nil},
+		{"machine down, then detached", append(slices.Clone(up), record{kind: recNodeDown, node: "n1"}, status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)), nil},
+		{"detach while listed attached", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, nil), detach("v", "n1", sim.ReasonDetach)}, []string{"I4"}},
+		{"detach after a failed write", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, nil), {kind: recStatusFailed, node: "n1"}, detach("v", "n1", sim.ReasonDetach)}, []string{"I4"}},
+		{"mount before attach", []record{status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
+		{"mount before in use", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, nil), stage("v", "n1")}, []string{"I3"}},
+		{"mount before listed", []record{attach("v", "n1", cloud.Exclusive), status("n1", nil, vs), stage("v", "n1")}, []string{"I3"}},
+		{"mount outliving a console detach", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), detach("v", "n1", sim.ReasonConsole), stage("v", "n1")}, nil},
+		{"listed again after the loss", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), detach("v", "n1", sim.ReasonConsole),
+			status("n1", nil, vs), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
+		{"lost on another node", []record{attach("v", "n2", cloud.MultiNode), detach("v", "n2", sim.ReasonConsole), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Checker{}
+			for _, r := range tc.tl {
+				if r.kind == recCloud {
+					r.vol, r.node = r.change.Volume, r.change.Node
+				}
+				c.add(r)
+			}
+			var got []string
+			for _, v := range c.Violations() {
+				got = append(got, v.Invariant)
+				if len(v.History) == 0 {
+					t.Errorf("%s without history", v)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v: %v", got, tc.want, c.Violations())
+			}
+		})
+	}
+}
