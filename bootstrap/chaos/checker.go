@@ -119,7 +119,7 @@ func (c *Checker) Violations() []Violation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.judgeLocked()
-	return slices.Clone(c.j.violations)
+	return append([]Violation{}, c.j.violations...)
 }
 
 // ForcedDetaches counts permitted detaches of mounted volumes.

@@ -125,3 +125,18 @@ func mountsOnDisk(dir string, m mount.Mounter) ([]found, error) {
 	}
 	return out, nil
 }
+
+// DiskMounts lists the stages and publishes on disk under a node agent's
+// data directory, as "stage <volume>" and "publish <uid>/<volume>", each
+// followed by " (partial)" or " (absent)" where no working mount is.
+func DiskMounts(dataDir string, m mount.Mounter) ([]string, error) {
+	found, err := mountsOnDisk(dataDir, m)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.what
+	}
+	return out, nil
+}

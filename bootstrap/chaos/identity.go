@@ -15,10 +15,12 @@ import (
 
 // Identities names every mount on disk under a node agent's data directory
 // by an identity that a new mount at the same path would not have: for a
-// bind mount its mount ID in /proc/self/mountinfo, for a symlink its device
-// and inode. Equal identities before and after an agent restart prove that
-// the mounts were read back, not redone. Targets that are not Mounted are
-// left out.
+// bind mount its unique mount ID (statx STATX_MNT_ID_UNIQUE, Linux 6.8;
+// on older kernels its ID in /proc/self/mountinfo, which the kernel reuses
+// once freed, so a redo may go unseen there), for a symlink its device,
+// inode and modification time (inode numbers are reused too). Equal
+// identities before and after an agent restart prove that the mounts were
+// read back, not redone. Targets that are not Mounted are left out.
 func Identities(dataDir string, m mount.Mounter) (map[string]string, error) {
 	l, err := layout.New(dataDir)
 	if err != nil {
@@ -57,7 +59,10 @@ func identity(path string, ids map[string]string) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("chaos: no inode for %s", path)
 		}
-		return fmt.Sprintf("symlink dev=%d ino=%d", st.Dev, st.Ino), nil
+		return fmt.Sprintf("symlink dev=%d ino=%d mtime=%d", st.Dev, st.Ino, fi.ModTime().UnixNano()), nil
+	}
+	if id, ok := uniqueMountID(path); ok {
+		return fmt.Sprintf("mount unique-id=%d", id), nil
 	}
 	parent, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {

@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/chaos"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
-	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -26,11 +26,14 @@ type demoStep struct {
 }
 
 type demoReport struct {
-	Converged  bool           `json:"converged"`
-	Violations int            `json:"violations"`
-	Steps      []demoStep     `json:"steps"`
-	CloudCalls map[string]int `json:"cloud_calls"`
-	Seconds    float64        `json:"seconds"`
+	Converged  bool `json:"converged"`
+	Violations int  `json:"violations"`
+	// Found lists the violations of I1-I4 the checker judged on the
+	// timeline of the run (each with its volume's history).
+	Found      []chaos.Violation `json:"violation_details"`
+	Steps      []demoStep        `json:"steps"`
+	CloudCalls map[string]int    `json:"cloud_calls"`
+	Seconds    float64           `json:"seconds"`
 }
 
 func demoCommand() *cobra.Command {
@@ -46,6 +49,8 @@ func demoCommand() *cobra.Command {
 			cfg.LogLevel = "warn"
 			cfg.LogOutput = cmd.ErrOrStderr()
 			cfg.Controller.SyncPeriod = syncPeriod
+			// A cloud that refuses a second exclusive attach would hide I1.
+			cfg.Sim.Permissive = true
 			if dataDir == "" {
 				tmp, err := os.MkdirTemp("", "tether-demo-")
 				if err != nil {
@@ -55,7 +60,7 @@ func demoCommand() *cobra.Command {
 				dataDir = tmp
 			}
 			cfg.DataDir = dataDir
-			d := &demo{out: cmd.OutOrStdout(), quiet: asJSON, timeout: timeout, plugin: cfg.Agent.Plugin}
+			d := &demo{out: cmd.OutOrStdout(), timeout: timeout, plugin: cfg.Agent.Plugin, chk: &chaos.Checker{}}
 			if asJSON {
 				d.out = io.Discard
 			}
@@ -71,6 +76,9 @@ func demoCommand() *cobra.Command {
 				}
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "\nconverged: %v, violations: %d, cloud calls: %v, %.1fs\n", rep.Converged, rep.Violations, rep.CloudCalls, rep.Seconds)
+				for _, v := range rep.Found {
+					fmt.Fprintln(cmd.OutOrStdout(), "  "+v.String())
+				}
 			}
 			if !rep.Converged || rep.Violations > 0 {
 				return fmt.Errorf("demo did not converge cleanly")
@@ -87,38 +95,29 @@ func demoCommand() *cobra.Command {
 
 type demo struct {
 	out     io.Writer
-	quiet   bool
 	timeout time.Duration
 	plugin  string
 	e       *bootstrap.Embedded
+	chk     *chaos.Checker
 	rep     demoReport
-
-	mu         sync.Mutex
-	on         map[cloud.VolumeID]map[cloud.InstanceID]bool
-	violations []string
-	mounters   map[cloud.NodeName]mount.Mounter
 }
 
 // mounter is a mounter of the kind the agents use (to inspect and tear down).
 func (d *demo) mounter(n cloud.NodeName) mount.Mounter {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if m, ok := d.mounters[n]; ok {
-		return m
-	}
-	l, err := layout.New(d.e.NodeDir(n))
+	m, err := d.e.Mounter(n)
 	if err != nil {
 		panic(err) // node names here are the demo's own, valid ones
 	}
-	m := mount.Default(l)
-	d.mounters[n] = m
 	return m
 }
 
 var demoModes = map[cloud.VolumeID]cloud.AccessMode{"data-1": cloud.Exclusive, "data-2": cloud.Exclusive, "data-3": cloud.Exclusive, "shared": cloud.MultiNode}
 
+// run starts tether with the checker recording the cloud's changes, the
+// agents' mounts and the node status writes, runs the steps and judges.
 func (d *demo) run(cfg bootstrap.Config) (demoReport, error) {
 	t0 := time.Now()
+	cfg.WrapMounter, cfg.WrapStore = d.chk.WrapMounter, d.chk.WrapStore
 	e, err := bootstrap.StartEmbedded(cfg)
 	if err != nil {
 		return d.rep, err
@@ -136,9 +135,7 @@ func (d *demo) run(cfg bootstrap.Config) (demoReport, error) {
 			}
 		}
 	}()
-	d.on = map[cloud.VolumeID]map[cloud.InstanceID]bool{}
-	d.mounters = map[cloud.NodeName]mount.Mounter{}
-	e.Cloud.Observe(d.observe)
+	d.chk.Watch(e)
 	d.rep.Converged = d.steps()
 	c := e.Cloud.Calls()
 	d.rep.CloudCalls = map[string]int{
@@ -146,60 +143,11 @@ func (d *demo) run(cfg bootstrap.Config) (demoReport, error) {
 		"detach": c.Calls[sim.MethodDetach],
 		"verify": c.Calls[sim.MethodInstanceVolumes] + c.Calls[sim.MethodVolumesAreAttached],
 	}
-	d.mu.Lock()
-	d.rep.Violations = len(d.violations)
-	for _, v := range d.violations {
-		fmt.Fprintln(os.Stderr, "violation:", v)
+	d.rep.Found = d.chk.Violations()
+	d.rep.Violations = len(d.rep.Found)
+	for _, v := range d.rep.Found {
+		fmt.Fprintln(os.Stderr, "violation:", v, "\n  history:", strings.Join(v.History, "\n    "))
 	}
-	d.mu.Unlock()
 	d.rep.Seconds = time.Since(t0).Seconds()
 	return d.rep, nil
-}
-
-// observe checks the cloud's ground truth on every change: an exclusive
-// volume on two instances (I1) or an attachment made twice is a violation.
-func (d *demo) observe(c sim.Change) {
-	if !c.Attached && c.Reason == "detach" {
-		d.checkUnmounted(c)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	m := d.on[c.Volume]
-	if m == nil {
-		m = map[cloud.InstanceID]bool{}
-		d.on[c.Volume] = m
-	}
-	if c.Attached && m[c.Instance] {
-		d.violations = append(d.violations, fmt.Sprintf("%s attached twice to %s", c.Volume, c.Instance))
-	}
-	m[c.Instance] = c.Attached
-	n := 0
-	for _, on := range m {
-		if on {
-			n++
-		}
-	}
-	if demoModes[c.Volume] == cloud.Exclusive && n > 1 {
-		d.violations = append(d.violations, fmt.Sprintf("I1: exclusive %s on %d instances", c.Volume, n))
-	}
-}
-
-// checkUnmounted: I2, a volume detached by tether must not be mounted on
-// that node any more (the node's disk is the ground truth).
-func (d *demo) checkUnmounted(c sim.Change) {
-	l, err := layout.New(d.e.NodeDir(c.Node))
-	if err != nil {
-		return
-	}
-	found, err := mount.Scan(l, d.mounter(c.Node))
-	if err != nil {
-		return
-	}
-	for _, e := range found.Entries {
-		if e.Volume == string(c.Volume) && e.State == mount.Mounted {
-			d.mu.Lock()
-			d.violations = append(d.violations, fmt.Sprintf("I2: %s detached from %s while %s is mounted", c.Volume, c.Node, e.Path))
-			d.mu.Unlock()
-		}
-	}
 }

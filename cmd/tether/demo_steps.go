@@ -2,14 +2,16 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
-	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/bootstrap/chaos"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"
 )
@@ -25,19 +27,17 @@ var demoUses = map[string][]cloud.VolumeID{
 }
 
 type demoStepDef struct {
-	name string
-	do   func() error
-	// mounts: also check the agents' mounts (false while a node's instance
-	// is gone: its stale mounts are the node's business, not the cloud's).
-	mounts bool
-	check  func() error
+	name  string
+	do    func() error
+	check func() error
 }
 
 func (d *demo) steps() bool {
 	ctl, e := d.e.Controller, d.e
 	inst1, _ := e.Cloud.InstanceOf("n1")
 	at := placement{"app-1": "n1", "app-2": "n2", "app-3": "n3"}
-	down := ""
+	down := cloud.NodeName("")
+	var ids map[string]string // n2's mounts on disk before its agent restarts
 	steps := []demoStepDef{
 		{"workloads on three nodes: volumes attached and mounted", func() error {
 			for v, mode := range demoModes {
@@ -52,32 +52,32 @@ func (d *demo) steps() bool {
 				}
 			}
 			return nil
-		}, true, func() error { return d.writeFile("n1", "app-1", "data-1") }},
-		{"n1's instance terminated: the sync finds its volumes gone", func() error {
+		}, func() error { return d.writeFile("n1", "app-1", "data-1") }},
+		{"n1's machine goes down, its instance terminated: the sync finds its volumes gone", func() error {
 			down = "n1"
+			if err := chaos.PowerOff(e, d.chk, "n1", "terminate"); err != nil {
+				return err
+			}
 			return e.Cloud.Terminate(inst1)
-		}, false, nil},
-		{"n1's instance started again: volumes attached again", func() error {
+		}, nil},
+		{"n1's instance started again: volumes attached again, mounts redone", func() error {
 			down = ""
-			return e.Cloud.Start(inst1)
-		}, true, nil},
-		{"n2's agent restarted: mounts read back from disk, none redone", func() error {
+			return chaos.PowerOn(e, "n1")
+		}, nil},
+		{"n2's agent restarted: mounts read back from disk, none redone (same mount IDs)", func() error {
+			var err error
+			if ids, err = chaos.Identities(e.NodeDir("n2"), d.mounter("n2")); err != nil {
+				return err
+			}
 			if err := e.StopAgent("n2"); err != nil {
 				return err
 			}
 			return e.StartAgent("n2")
-		}, true, func() error {
-			for _, ev := range e.Events.For(events.Ref{Kind: events.KindNode, Name: "n2"}) {
-				if ev.Type == "Reconstructed" {
-					return nil
-				}
-			}
-			return fmt.Errorf("no Reconstructed event for n2")
-		}},
+		}, func() error { return d.sameMounts("n2", ids) }},
 		{"app-1 moved to n2: data-1 detached from n1, attached to n2, data intact", func() error {
 			at["app-1"] = "n2"
 			return ctl.ApplyWorkload(store.Workload{UID: "app-1", Node: "n2", Volumes: demoUses["app-1"]})
-		}, true, func() error { return d.readFile("n2", "app-1", "data-1") }},
+		}, func() error { return d.readFile("n2", "app-1", "data-1") }},
 		{"everything deleted: unmounted and detached", func() error {
 			for uid := range at {
 				if err := ctl.DeleteWorkload(uid); err != nil {
@@ -91,14 +91,14 @@ func (d *demo) steps() bool {
 				}
 			}
 			return nil
-		}, true, nil},
+		}, nil},
 	}
 	for i, s := range steps {
 		t0 := time.Now()
 		step := demoStep{Name: s.name}
 		err := s.do()
 		if err == nil {
-			err = d.until(func() string { return d.diff(at, down, s.mounts) })
+			err = d.until(func() string { return d.diff(at, down) })
 		}
 		if err == nil && s.check != nil {
 			err = s.check()
@@ -110,7 +110,7 @@ func (d *demo) steps() bool {
 			step.Error, mark = err.Error(), "FAILED: "+err.Error()
 		}
 		d.rep.Steps = append(d.rep.Steps, step)
-		fmt.Fprintf(d.out, "[%d/%d] %-72s %5.2fs %s\n", i+1, len(steps), s.name, step.Seconds, mark)
+		fmt.Fprintf(d.out, "[%d/%d] %-80s %5.2fs %s\n", i+1, len(steps), s.name, step.Seconds, mark)
 		if err != nil {
 			return false
 		}
@@ -133,13 +133,14 @@ func (d *demo) until(diff func() string) error {
 	}
 }
 
-// diff compares the cloud's truth, the node statuses and the agents'
-// mounts with what the placement calls for.
-func (d *demo) diff(at placement, down string, mounts bool) string {
+// diff compares the cloud's truth, the node statuses, the agents'
+// readiness and the mounts on disk with what the placement calls for. A
+// machine that is down has nothing attached and nothing mounted.
+func (d *demo) diff(at placement, down cloud.NodeName) string {
 	want := map[cloud.VolumeID][]cloud.NodeName{}
 	for uid, n := range at {
 		for _, v := range demoUses[uid] {
-			if string(n) != down && !slices.Contains(want[v], n) {
+			if n != down && !slices.Contains(want[v], n) {
 				want[v] = append(want[v], n)
 			}
 		}
@@ -154,10 +155,8 @@ func (d *demo) diff(at placement, down string, mounts bool) string {
 		if msg := d.diffStatus(n, want); msg != "" {
 			return msg
 		}
-		if mounts {
-			if msg := d.diffMounts(n, at); msg != "" {
-				return msg
-			}
+		if msg := d.diffMounts(n, at, n == down); msg != "" {
+			return msg
 		}
 	}
 	return ""
@@ -193,36 +192,54 @@ func (d *demo) diffStatus(n cloud.NodeName, want map[cloud.VolumeID][]cloud.Node
 	return ""
 }
 
-func (d *demo) diffMounts(n cloud.NodeName, at placement) string {
-	a, ok := d.e.Agents[n]
-	if !ok {
-		return fmt.Sprintf("no agent on %s", n)
-	}
-	st, err := a.Status(time.Second)
+// diffMounts reads node n's mounts on disk: exactly a stage per volume its
+// workloads use and a publish per workload and volume, all mounted, and an
+// agent that is ready. A machine that is down runs no agent and has no
+// mounts, only the empty directories its reboot left.
+func (d *demo) diffMounts(n cloud.NodeName, at placement, down bool) string {
+	got, err := chaos.DiskMounts(d.e.NodeDir(n), d.mounter(n))
 	if err != nil {
 		return err.Error()
 	}
-	var got, want []string
-	for _, m := range st.Mounts {
-		if m.WorkloadUid != "" && m.State == "Mounted" {
-			got = append(got, m.WorkloadUid+"/"+m.VolumeId)
-		} else if m.WorkloadUid != "" || m.State != "Mounted" {
-			got = append(got, m.WorkloadUid+"/"+m.VolumeId+"("+m.State+")")
-		}
-	}
+	var want []string
 	for uid, on := range at {
-		if on == n {
-			for _, v := range demoUses[uid] {
-				want = append(want, uid+"/"+string(v))
+		if on != n || down {
+			continue
+		}
+		for _, v := range demoUses[uid] {
+			want = append(want, "publish "+uid+"/"+string(v))
+			if !slices.Contains(want, "stage "+string(v)) {
+				want = append(want, "stage "+string(v))
 			}
 		}
+	}
+	if down {
+		got = slices.DeleteFunc(got, func(s string) bool { return strings.HasSuffix(s, ")") })
 	}
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
-		return fmt.Sprintf("node %s mounts %v, want %v", n, got, want)
+		return fmt.Sprintf("node %s has on disk %v, want %v", n, got, want)
+	}
+	if a, ok := d.e.Agents[n]; ok {
+		if st, err := a.Status(time.Second); err != nil || !st.Ready {
+			return fmt.Sprintf("agent %s not ready (%v)", n, err)
+		}
 	}
 	return ""
+}
+
+// sameMounts: node n's mounts on disk are the very ones before (same mount
+// IDs, or for symlinks the same inodes): read back, not redone.
+func (d *demo) sameMounts(n cloud.NodeName, before map[string]string) error {
+	after, err := chaos.Identities(d.e.NodeDir(n), d.mounter(n))
+	if err != nil {
+		return err
+	}
+	if len(before) == 0 || !maps.Equal(before, after) {
+		return fmt.Errorf("%s's mounts changed across the agent restart: before %v, after %v", n, before, after)
+	}
+	return nil
 }
 
 func (d *demo) podFile(n cloud.NodeName, uid string, v cloud.VolumeID) (string, error) {
