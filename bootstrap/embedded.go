@@ -76,6 +76,7 @@ type Embedded struct {
 	provider   cloud.Provider
 	mu         sync.Mutex
 	mounters   map[cloud.NodeName]mount.Mounter
+	calls      map[cloud.NodeName]*node.Calls // one per node, shared by its successive agents
 }
 
 // NewLogger builds the process logger.
@@ -109,7 +110,7 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}}
+	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}, calls: map[cloud.NodeName]*node.Calls{}}
 	if err := e.open(); err != nil {
 		return nil, err
 	}
@@ -163,6 +164,10 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
 	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
 	ac.Guard = e.guard
+	if e.calls[n] == nil {
+		e.calls[n] = node.NewCalls()
+	}
+	ac.Calls = e.calls[n] // a new agent leaves alone what its predecessor's calls still hold
 	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil {
 		m, err := e.Mounter(n)
 		if err != nil {

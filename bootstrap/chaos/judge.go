@@ -98,9 +98,7 @@ func (j *judge) step(r record) {
 		j.onMountStart(r)
 	case recMountEnd, recUnmountEnd:
 		j.note(r, r.vol, "%s on %s done: err=%q mounted=%v", r.op, r.node, r.err, r.mounted)
-		if !r.mounted {
-			delete(j.mounts[r.node], r.target)
-		}
+		j.setMounted(r.node, r.target, r.vol, r.mounted)
 	case recStatus:
 		j.onStatus(r)
 	case recStatusFailed:
@@ -158,10 +156,7 @@ func (j *judge) onCloud(r record) {
 // the controller's report was true when made. A listing made after the
 // loss is not excused (that is the stale cache of DESIGN.md's problem 1).
 func (j *judge) onMountStart(r record) {
-	if j.mounts[r.node] == nil {
-		j.mounts[r.node] = map[string]cloud.VolumeID{}
-	}
-	j.mounts[r.node][r.target] = r.vol
+	j.setMounted(r.node, r.target, r.vol, true)
 	key := volNode{r.vol, r.node}
 	st := j.status[r.node]
 	_, listed := st.attached[r.vol]
@@ -195,6 +190,20 @@ func (j *judge) onStatus(r record) {
 		}
 	}
 	j.status[n] = r.status
+}
+
+// setMounted records whether a mount is (or may be) at target. A call
+// that returns with a mount in place counts even if its machine went down
+// meanwhile (a call outliving its agent lands all the same).
+func (j *judge) setMounted(n cloud.NodeName, target string, vol cloud.VolumeID, mounted bool) {
+	if !mounted {
+		delete(j.mounts[n], target)
+		return
+	}
+	if j.mounts[n] == nil {
+		j.mounts[n] = map[string]cloud.VolumeID{}
+	}
+	j.mounts[n][target] = vol
 }
 
 // mountedAt returns a target where vol is mounted or mounting on n, or "".
