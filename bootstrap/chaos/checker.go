@@ -130,6 +130,14 @@ func (c *Checker) ForcedDetaches() int {
 	return c.j.forceCount
 }
 
+// MountCalls counts the stages and publishes started so far.
+func (c *Checker) MountCalls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.judgeLocked()
+	return c.j.mountCalls
+}
+
 // History returns a volume's recent history, oldest first.
 func (c *Checker) History(vol cloud.VolumeID) []string {
 	c.mu.Lock()

@@ -73,6 +73,7 @@ type judge struct {
 	lost       map[volNode]uint64
 	forced     map[volNode]bool
 	forceCount int
+	mountCalls int // stages and publishes started
 	history    map[cloud.VolumeID][]string
 	violations []Violation
 }
@@ -156,6 +157,7 @@ func (j *judge) onCloud(r record) {
 // the controller's report was true when made. A listing made after the
 // loss is not excused (that is the stale cache of DESIGN.md's problem 1).
 func (j *judge) onMountStart(r record) {
+	j.mountCalls++
 	j.setMounted(r.node, r.target, r.vol, true)
 	key := volNode{r.vol, r.node}
 	st := j.status[r.node]

@@ -45,6 +45,7 @@ type Report struct {
 	KillsByKind     map[string]int `json:"kills_by_kind"`
 	FaultsByKind    map[string]int `json:"faults_by_kind"`
 	ForcedDetaches  int            `json:"forced_detaches"`
+	MountCalls      int            `json:"mount_calls"` // stages and publishes started
 	// Found lists the violations: I1-I4 judged on the timeline, I5 from
 	// the ground truth after the convergence wait.
 	Found []Violation `json:"violation_details"`
@@ -150,7 +151,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	i5 := r.converge(ctx, limit)
 	rep.Converged, rep.ConvergeSeconds = len(i5) == 0, time.Since(t0).Seconds()
 	rep.Restarts = int(restarts.Load())
-	rep.ForcedDetaches = chk.ForcedDetaches()
+	rep.ForcedDetaches, rep.MountCalls = chk.ForcedDetaches(), chk.MountCalls()
 	rep.Found = append(chk.Violations(), i5...)
 	rep.Violations = len(rep.Found)
 	return rep, nil
