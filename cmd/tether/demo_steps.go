@@ -32,13 +32,13 @@ type demoStepDef struct {
 	check func() error
 }
 
-func (d *demo) steps() bool {
+// script is the demo's steps; they move the placement and the machine that
+// is down, which each step's convergence check compares with.
+func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 	ctl, e := d.e.Controller, d.e
 	inst1, _ := e.Cloud.InstanceOf("n1")
-	at := placement{"app-1": "n1", "app-2": "n2", "app-3": "n3"}
-	down := cloud.NodeName("")
 	var ids map[string]string // n2's mounts on disk before its agent restarts
-	steps := []demoStepDef{
+	return []demoStepDef{
 		{"workloads on three nodes: volumes attached and mounted", func() error {
 			for v, mode := range demoModes {
 				e.Cloud.CreateVolume(v, mode)
@@ -54,17 +54,17 @@ func (d *demo) steps() bool {
 			return nil
 		}, func() error { return d.writeFile("n1", "app-1", "data-1") }},
 		{"n1's machine goes down, its instance terminated: the sync finds its volumes gone", func() error {
-			down = "n1"
+			*down = "n1"
 			if err := chaos.PowerOff(e, d.chk, "n1", "terminate"); err != nil {
 				return err
 			}
 			return e.Cloud.Terminate(inst1)
 		}, nil},
 		{"n1's instance started again: volumes attached again, mounts redone", func() error {
-			down = ""
+			*down = ""
 			return chaos.PowerOn(e, "n1")
 		}, nil},
-		{"n2's agent restarted: mounts read back from disk, none redone (same mount IDs)", func() error {
+		{"n2's agent restarted: mounts read back from disk, none redone (same mount identities on disk)", func() error {
 			var err error
 			if ids, err = chaos.Identities(e.NodeDir("n2"), d.mounter("n2")); err != nil {
 				return err
@@ -93,6 +93,13 @@ func (d *demo) steps() bool {
 			return nil
 		}, nil},
 	}
+}
+
+// steps runs the script, each step until it converged or timed out.
+func (d *demo) steps() bool {
+	at := placement{"app-1": "n1", "app-2": "n2", "app-3": "n3"}
+	down := cloud.NodeName("")
+	steps := d.script(at, &down)
 	for i, s := range steps {
 		t0 := time.Now()
 		step := demoStep{Name: s.name}
