@@ -33,7 +33,7 @@ type Config struct {
 	Converge time.Duration
 }
 
-// Report of a run. The first fields are the --json output.
+// Report of a run; tether chaos --json prints it.
 type Report struct {
 	Seed            uint64         `json:"seed"`
 	Kills           int            `json:"kills"`

@@ -19,8 +19,7 @@ func (c *Checker) WrapStore(s store.Store) store.Store {
 	return &recStore{Store: s, c: c}
 }
 
-// storeFaults is the checker's store fault knob; guarded by recStore.mu of
-// the store writing (and its own lock for the setter).
+// storeFaults is the checker's knob of node status write failures.
 type storeFaults struct {
 	mu  sync.Mutex
 	p   float64
