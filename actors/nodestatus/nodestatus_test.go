@@ -97,6 +97,14 @@ func TestStatusRules(t *testing.T) {
 			{time.Minute, Tick{}, nil},
 			{0, HeartbeatReceived{}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "wake +40s"}},
 		}},
+		{"a NotReady transition whose write failed is tried again", []step{
+			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Persisted{}, nil},
+			{40 * time.Second, Tick{}, []string{"persist attached=[] inuse=[] ready=false oos=false"}},
+			{0, PersistFailed{Msg: "disk"}, []string{"wake +1s"}},
+			{time.Second, Tick{}, []string{"persist attached=[] inuse=[] ready=false oos=false"}},
+			{0, Persisted{}, nil},
+		}},
 		{"out of service notifies attached and in-use volumes", []step{
 			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, VolumesInUse: map[cloud.VolumeID]bool{"v2": true}, Ready: true}}, []string{"wake +40s"}},
 			{0, OutOfServiceSet{OutOfService: true}, []string{"persist attached=[v1] inuse=[v2] ready=true oos=true", "notify v1 inuse=false ready=true oos=true", "notify v2 inuse=true ready=true oos=true"}},

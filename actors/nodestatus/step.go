@@ -99,6 +99,10 @@ func (WakeAt) isEffect()            {}
 func (AttachNotRecorded) isEffect() {}
 func (AttachRecorded) isEffect()    {}
 
+// retryFailedWrite is how soon a NotReady transition whose write failed is
+// tried again.
+const retryFailedWrite = time.Second
+
 // Step applies one event at time now.
 func (n *Node) Step(now time.Time, ev Event) []Effect {
 	switch e := ev.(type) {
@@ -150,6 +154,11 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 			effs = append(effs, AttachNotRecorded{Volume: v})
 		}
 		n.pending, n.attaching = nil, nil
+		if hb := n.lastHeartbeat.Add(n.cfg.NotReadyAfter); n.cur.Ready && !now.Before(hb) {
+			// The write that made the node NotReady failed: nothing else
+			// would wake it, and it would stay Ready for good. Try again.
+			effs = append(effs, WakeAt{At: now.Add(retryFailedWrite)})
+		}
 		return effs
 	}
 	panic(fmt.Sprintf("nodestatus: unknown event %T", ev))
