@@ -99,3 +99,49 @@ func TestRegressionStaleVerifiedAfterDetachResurrects(t *testing.T) {
 		t.Fatalf("truth as of %s, older than the detach done at %s, acted on: %q (state %s)", asOf.Sub(t0), h.now.Sub(t0), got, h.state("n1"))
 	}
 }
+
+// Found by the simulation (actors/simulation, seeds 534 and 2831 with
+// every fault on): a node status listed a volume at a device the volume
+// had lost (a ReportDetached whose write failed after the instance was
+// rebooted); the volume's controller restarted while its attach to that
+// node was in flight. The rebuilt volume kept the listing, Attached at the
+// old device, while the attach landed at another one: the agent could
+// never stage it, and nothing compared the paths.
+func TestStaleListingIsCorrected(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		ev    Event
+		want  []string
+		state string // of n1 after ev
+	}{
+		{
+			// The listing predates a loss of the attachment; an attach of
+			// the earlier incarnation may land at another device: the
+			// listing cannot be trusted until that attach's outcome is
+			// known.
+			name: "listed, attach in flight: unlisted and fenced",
+			ev: Restored{Mode: cloud.Exclusive, Desired: nodes("n1"), Listed: map[NodeName]string{"n1": "/dev/old"},
+				InFlight: []InFlight{{Node: "n1", Attach: true, Deadline: t0.Add(time.Minute)}},
+				Truth:    map[NodeName]bool{"n1": false}, AsOf: t0},
+			want:  []string{"report-detached n1", "wake +1m0s"},
+			state: "Uncertain",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, DefaultConfig())
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			h.expect(tc.ev, tc.want...)
+			h.wantState("n1", tc.state)
+		})
+	}
+	// After the fence, an idempotent attach learns the device.
+	h := newHarness(t, DefaultConfig())
+	h.step(Restored{Mode: cloud.Exclusive, Desired: nodes("n1"), Listed: map[NodeName]string{"n1": "/dev/old"},
+		InFlight: []InFlight{{Node: "n1", Attach: true, Deadline: t0.Add(time.Minute)}}, Truth: map[NodeName]bool{"n1": false}, AsOf: t0})
+	h.advance(time.Minute)
+	h.expect(Tick{}, "attach n1")
+	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
+}

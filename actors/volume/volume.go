@@ -135,11 +135,11 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 		// Whatever the verify said, an old detach may still land: freeze
 		// the node, not reported, until every call of the old incarnation
 		// has ended, then ask again.
-		effs = append(effs, v.fence(now, n, now.Add(v.cfg.CloudTimeout), true)...)
+		effs = append(effs, v.fence(now, n, now.Add(v.cfg.CloudTimeout))...)
 	}
 	for _, f := range e.InFlight {
 		if unsettled[f.Node] {
-			effs = append(effs, v.fence(now, f.Node, f.Deadline, !f.Attach)...)
+			effs = append(effs, v.fence(now, f.Node, f.Deadline)...)
 		}
 	}
 	return effs
@@ -162,21 +162,18 @@ func (v *Volume) settles(e Restored, f InFlight, now time.Time) bool {
 // older truth counts until then (checkPrepare lifts it; the Uncertain
 // attachment is then resolved by an idempotent attach or detach). The
 // attachment counts as existing meanwhile, so an exclusive volume is
-// attached nowhere else (I1). A detach that may land makes a listed
-// attachment Uncertain and unlisted (never mount what may vanish); an
-// attach that may land leaves a listed attachment Attached.
-func (v *Volume) fence(now time.Time, n NodeName, until time.Time, detach bool) []Effect {
+// attached nowhere else (I1). Either makes a listed attachment Uncertain
+// and unlisted: a detach that may land may take it away (never mount what
+// may vanish), an attach that may land may put it at another device than
+// the one listed (the listing may predate a loss of the attachment).
+func (v *Volume) fence(now time.Time, n NodeName, until time.Time) []Effect {
 	a := v.att[n]
 	if a == nil {
 		a = &Attachment{}
 		v.att[n] = a
-		v.set(a, Uncertain, now)
 	}
 	if until.After(a.Fence) {
 		a.Fence = until
-	}
-	if a.State == Attached && !detach {
-		return []Effect{WakeAt{At: a.Fence}}
 	}
 	v.set(a, Uncertain, now)
 	return []Effect{ReportDetached{Node: n}, WakeAt{At: a.Fence}}
