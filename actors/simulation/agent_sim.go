@@ -44,7 +44,7 @@ func (a *agentSim) addr() addr          { return agentAddr(a.node) }
 // whose machine is down starts with the machine.
 func (a *agentSim) start() {
 	w := a.w
-	if a.alive || w.terminated[a.node] {
+	if a.alive || !w.machineUp(a.node) {
 		return
 	}
 	a.inc++

@@ -23,6 +23,12 @@ type checker struct {
 	// force: the volume was force-detached from the node since it was last
 	// attached there (I3: the agent may still mount it, unknowing).
 	force map[vn]bool
+	// console: the volume was detached from the node by the cloud console
+	// while the node's disk had it staged, and not attached there since: a
+	// publish of that stage (I3) mounts what the cloud took away, not
+	// tether. A new stage needs the device attached, so the excuse covers
+	// nothing tether could have done.
+	console map[vn]bool
 	// newest: per node, the simulation's number of the newest VolumesInUse
 	// report its node actors applied; stale: the last time one applied an
 	// older report after a newer one (for the I2 detail).
@@ -49,12 +55,16 @@ func (c *checker) observe(ch sim.Change) {
 	w.tracef("cloud: %s %s %s attached=%v (%s)", ch.Volume, ch.Node, ch.Instance, ch.Attached, ch.Reason)
 	if ch.Attached {
 		delete(c.force, key)
+		delete(c.console, key)
 		if insts := w.cloud.Attachments()[ch.Volume]; w.modes[ch.Volume] == cloud.Exclusive && len(insts) > 1 {
 			w.violate("I1", ch.Volume, ch.Node, fmt.Sprintf("exclusive volume attached to %v", insts))
 		}
 		return
 	}
-	if ch.Reason != "detach" {
+	if ch.Reason == sim.ReasonConsole && w.disks[ch.Node].stages[ch.Volume] == mounted {
+		c.console[key] = true
+	}
+	if ch.Reason != sim.ReasonDetach {
 		return
 	}
 	if c.forcing == key {
@@ -100,14 +110,15 @@ func (c *checker) decided(a *agentSim, op *diskOp) {
 // mounting checks the cloud's side of I3 when a stage or publish executes:
 // the volume is attached to the node's instance (a stage: at the device it
 // names, holder being the volume found there). A volume force-detached
-// from the node is exempt: the agent could not know.
+// from the node is exempt: the agent could not know; so is the publish of
+// a stage whose device the cloud console took away (console).
 func (c *checker) mounting(n cloud.NodeName, op *diskOp, holder cloud.VolumeID) {
 	w := c.w
 	if holder != op.vol {
 		w.violate("I3", op.vol, n, fmt.Sprintf("%s of %s mounts device %s, which holds %s", op.kind, op.vol, op.dev, holder))
 		return
 	}
-	if c.force[vn{op.vol, n}] {
+	if c.force[vn{op.vol, n}] || (op.kind == opPublish && c.console[vn{op.vol, n}]) {
 		return
 	}
 	inst := w.instance(n)

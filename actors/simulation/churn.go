@@ -38,8 +38,9 @@ func (w *world) scheduleChurn() {
 // pickOf maps a draw in [0, 1) to [0, n).
 func pickOf(x float64, n int) int { return min(int(x*float64(n)), n-1) }
 
-// createWorkload puts a new workload on a node with one or two volumes;
-// an exclusive volume used on another node is left out. s nil: a workload
+// createWorkload puts a new workload on a node (in the desired state) with
+// one or two volumes; an exclusive volume used on another node is left
+// out. s nil: a workload
 // of the initial state (no decision, nobody to tell).
 func (w *world) createWorkload(s *site, d []float64) {
 	n := w.nodeNs[pickOf(d[0], len(w.nodeNs))]
@@ -50,7 +51,7 @@ func (w *world) createWorkload(s *site, d []float64) {
 			vols = append(vols, v)
 		}
 	}
-	if len(vols) == 0 || (s != nil && !w.take(s)) {
+	if len(vols) == 0 || w.nodeDeleted[n] || (s != nil && !w.take(s)) {
 		return
 	}
 	w.nextUID++
@@ -71,7 +72,7 @@ func (w *world) moveWorkload(s *site, d []float64) {
 	}
 	wl := ws[pickOf(d[0], len(ws))]
 	n := w.nodeNs[pickOf(d[1], len(w.nodeNs))]
-	if n == wl.Node {
+	if n == wl.Node || w.nodeDeleted[n] {
 		return
 	}
 	for _, v := range wl.Volumes {

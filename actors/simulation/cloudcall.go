@@ -25,10 +25,15 @@ func (w *world) cloudLatency(s *site) time.Duration {
 }
 
 // injectCloudError makes the next call of m fail before any effect, if the
-// plan says so.
-func (w *world) injectCloudError(s *site, m sim.Method, what string) {
+// plan says so. sent false: no call follows (the node did not resolve);
+// the values are drawn all the same.
+func (w *world) injectCloudError(s *site, m sim.Method, what string, sent bool) {
 	kinds := []cloud.Kind{cloud.KindRetryable, cloud.KindRetryable, cloud.KindThrottled, cloud.KindTerminal}
 	k := kinds[s.index(len(kinds))]
+	if !sent {
+		s.float()
+		return
+	}
 	if !w.chance(s, w.cfg.Faults.CloudError) {
 		return
 	}
@@ -36,21 +41,39 @@ func (w *world) injectCloudError(s *site, m sim.Method, what string) {
 	w.cloud.FailNext(m, 1, k)
 }
 
-// reply delivers the result of a call started at issued: soon, or (lost
-// response) as a timeout error at issued+CloudTimeout, and maybe twice.
-func (w *world) reply(s *site, issued time.Time, to addr, res, timedOut any) {
+// call is one cloud call of a controller core: where its faults are drawn,
+// when it was sent, by which controller process, to whom it answers.
+type call struct {
+	s      *site
+	issued time.Time
+	epoch  uint64
+	to     addr
+}
+
+func (w *world) newCall(site string, to addr) call {
+	return call{s: w.plan.site(site), issued: w.now, epoch: w.ctrlEpoch, to: to}
+}
+
+// reply delivers the result of c: soon, or (lost response, or hung: lost
+// true) as a timeout error at its deadline, and maybe twice. It reports
+// whether the caller got the result itself.
+func (w *world) reply(c call, res, timedOut any, hung bool) bool {
+	s := c.s
 	soon, later := s.uniform(0, 20*time.Millisecond), s.uniform(0, 2*time.Second)
 	lost, dup := w.chance(s, w.cfg.Faults.LostResponse), w.chance(s, w.cfg.Faults.DupResult)
-	if lost {
-		w.fault("lose the response to %s: %s", to, describe(res))
-		w.sendResult(issued.Add(w.cfg.CloudTimeout), cloudAddr, to, timedOut)
-		return
+	if lost || hung {
+		if lost {
+			w.fault("lose the response to %s: %s", c.to, describe(res))
+		}
+		w.sendResult(c.issued.Add(w.cfg.CloudTimeout), cloudAddr, c.to, c.epoch, timedOut)
+		return false
 	}
-	w.sendResult(w.now.Add(soon), cloudAddr, to, res)
+	w.sendResult(w.now.Add(soon), cloudAddr, c.to, c.epoch, res)
 	if dup {
-		w.fault("duplicate the result to %s: %s", to, describe(res))
-		w.sendResult(w.now.Add(later), cloudAddr, to, res)
+		w.fault("duplicate the result to %s: %s", c.to, describe(res))
+		w.sendResult(w.now.Add(later), cloudAddr, c.to, c.epoch, res)
 	}
+	return true
 }
 
 func errString(err error) string {
@@ -66,48 +89,90 @@ func (w *world) recordIntent(vol cloud.VolumeID, n cloud.NodeName, op uint64, at
 	must(w.st.PutIntent(store.Intent{Volume: vol, Node: n, Op: op, Attach: attach, Deadline: w.now.Add(w.cfg.CloudTimeout)}))
 }
 
+// sendOp is the shell's callCloud for an attach or detach of vol on n: the
+// intent recorded, n resolved through the cache, then the call, which
+// lands after the cloud's latency (a hung one at the very end of
+// CloudTimeout, its reply lost). do carries the call out on the instance
+// and returns its result and the result a timed-out caller gets. A call
+// that fails NotFound makes the cache forget n, once its caller hears it.
+func (w *world) sendOp(c call, vol cloud.VolumeID, n cloud.NodeName, op uint64, attach bool, what string,
+	do func(cloud.InstanceID) (any, any, error)) {
+	w.recordIntent(vol, n, op, attach)
+	inst, rerr := w.resolve(n)
+	lat, hang := w.cloudLatency(c.s), w.chance(c.s, w.cfg.Faults.HangCall)
+	edge := c.s.uniform(time.Millisecond, 10*time.Millisecond)
+	if hang && rerr == nil {
+		w.fault("hang the %s until its deadline", what)
+		lat = w.cfg.CloudTimeout - edge
+	}
+	w.after(lat, func() {
+		m := sim.MethodAttach
+		if !attach {
+			m = sim.MethodDetach
+		}
+		w.injectCloudError(c.s, m, what, rerr == nil)
+		var res, lost any
+		err := rerr
+		if rerr == nil {
+			res, lost, err = do(inst)
+		} else {
+			res, lost, _ = do("")
+		}
+		if w.reply(c, res, lost, hang && rerr == nil) {
+			w.forgetInstance(n, err)
+		}
+	})
+}
+
 // callAttach is the shell's callAttach.
 func (w *world) callAttach(vol cloud.VolumeID, f volume.CallAttach) {
-	issued, s := w.now, w.plan.site("cloud attach "+string(vol))
-	w.recordIntent(vol, f.Node, f.Op, true)
-	w.after(w.cloudLatency(s), func() {
-		w.injectCloudError(s, sim.MethodAttach, "attach "+string(vol)+" to "+string(f.Node))
-		dev, err := w.cloud.Attach(bg, vol, w.instance(f.Node))
-		w.tracef("cloud: attach %s to %s: device %q err %v", vol, f.Node, dev, err)
-		res := volume.AttachDone{Node: f.Node, Op: f.Op, DevicePath: dev, Err: cloud.Classify(err), Msg: errString(err)}
+	c := w.newCall("cloud attach "+string(vol), volAddr(vol))
+	what := "attach " + string(vol) + " to " + string(f.Node)
+	w.sendOp(c, vol, f.Node, f.Op, true, what, func(inst cloud.InstanceID) (any, any, error) {
 		lost := volume.AttachDone{Node: f.Node, Op: f.Op, Err: cloud.KindRetryable, Msg: errTimeout}
-		w.reply(s, issued, volAddr(vol), res, lost)
+		if inst == "" {
+			msg := "no instance backs node " + string(f.Node)
+			return volume.AttachDone{Node: f.Node, Op: f.Op, Err: cloud.KindNotFound, Msg: msg}, lost, nil
+		}
+		dev, err := w.cloud.Attach(bg, vol, inst)
+		w.tracef("cloud: attach %s to %s (%s): device %q err %v", vol, f.Node, inst, dev, err)
+		return volume.AttachDone{Node: f.Node, Op: f.Op, DevicePath: dev, Err: cloud.Classify(err), Msg: errString(err)}, lost, err
 	})
 }
 
 // callDetach is the shell's callDetach.
 func (w *world) callDetach(vol cloud.VolumeID, f volume.CallDetach) {
-	issued, s := w.now, w.plan.site("cloud detach "+string(vol))
-	w.recordIntent(vol, f.Node, f.Op, false)
-	w.after(w.cloudLatency(s), func() {
-		w.injectCloudError(s, sim.MethodDetach, "detach "+string(vol)+" from "+string(f.Node))
+	c := w.newCall("cloud detach "+string(vol), volAddr(vol))
+	what := "detach " + string(vol) + " from " + string(f.Node)
+	w.sendOp(c, vol, f.Node, f.Op, false, what, func(inst cloud.InstanceID) (any, any, error) {
+		lost := volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.KindRetryable, Msg: errTimeout}
+		if inst == "" {
+			msg := "no instance backs node " + string(f.Node)
+			return volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.KindNotFound, Msg: msg}, lost, nil
+		}
 		if f.Force != "" {
 			w.chk.forcing = vn{vol, f.Node}
 		}
-		err := w.cloud.Detach(bg, vol, w.instance(f.Node))
+		err := w.cloud.Detach(bg, vol, inst)
 		w.chk.forcing = vn{}
-		w.tracef("cloud: detach %s from %s (force %q): err %v", vol, f.Node, f.Force, err)
-		res := volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.Classify(err), Msg: errString(err)}
-		lost := volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.KindRetryable, Msg: errTimeout}
-		w.reply(s, issued, volAddr(vol), res, lost)
+		w.tracef("cloud: detach %s from %s (%s, force %q): err %v", vol, f.Node, inst, f.Force, err)
+		return volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.Classify(err), Msg: errString(err)}, lost, err
 	})
 }
 
 // verify is the shell's verifyNodes: one VolumesAreAttached call per batch
-// of nodes. At start-up the answer is one restoredMsg for the incarnation
-// that asked; later one Verified per node, nothing if a call failed.
+// of nodes, resolved through the cache when the verify is sent (a node no
+// instance backs: not attached). At start-up the answer is one restoredMsg
+// for the incarnation that asked; later one Verified per node, nothing if
+// a call failed.
 func (w *world) verify(vol cloud.VolumeID, nodes []cloud.NodeName, start bool) {
-	asOf, inc, to := w.now, w.vols[vol].inc, volAddr(vol)
-	s := w.plan.site("cloud verify " + string(vol))
+	inc := w.vols[vol].inc
+	c := w.newCall("cloud verify "+string(vol), volAddr(vol))
+	asOf, s := c.issued, c.s
 	soon := s.uniform(0, 20*time.Millisecond)
 	answer := func(t time.Time, attached map[cloud.NodeName]bool, failed bool) {
 		if start {
-			w.sendResult(t, cloudAddr, to, restoredMsg{Inc: inc, Attached: attached, AsOf: asOf, Failed: failed})
+			w.sendResult(t, cloudAddr, c.to, c.epoch, restoredMsg{Inc: inc, Attached: attached, AsOf: asOf, Failed: failed})
 			return
 		}
 		if failed {
@@ -117,14 +182,18 @@ func (w *world) verify(vol cloud.VolumeID, nodes []cloud.NodeName, start bool) {
 		for _, n := range sortedKeys(attached) {
 			msgs = append(msgs, volume.Verified{Node: n, Attached: attached[n], AsOf: asOf})
 		}
-		w.sendResult(t, cloudAddr, to, msgs...)
+		w.sendResult(t, cloudAddr, c.to, c.epoch, msgs...)
 	}
 	if len(nodes) == 0 {
 		answer(w.now.Add(soon), map[cloud.NodeName]bool{}, false)
 		return
 	}
+	insts := map[cloud.NodeName]cloud.InstanceID{}
+	for _, n := range nodes {
+		insts[n], _ = w.resolve(n) // "": NotFound, nothing attached there
+	}
 	w.after(w.cloudLatency(s), func() {
-		attached, failed := w.queryAttached(s, vol, nodes)
+		attached, failed := w.queryAttached(s, vol, nodes, insts)
 		if w.chance(s, w.cfg.Faults.LostResponse) {
 			w.fault("lose the response to the verify of %s on %v", vol, nodes)
 			answer(asOf.Add(w.cfg.CloudTimeout), map[cloud.NodeName]bool{}, true)
@@ -134,21 +203,27 @@ func (w *world) verify(vol cloud.VolumeID, nodes []cloud.NodeName, start bool) {
 	})
 }
 
-func (w *world) queryAttached(s *site, vol cloud.VolumeID, nodes []cloud.NodeName) (map[cloud.NodeName]bool, bool) {
+func (w *world) queryAttached(s *site, vol cloud.VolumeID, nodes []cloud.NodeName, insts map[cloud.NodeName]cloud.InstanceID) (map[cloud.NodeName]bool, bool) {
 	attached := map[cloud.NodeName]bool{}
 	for _, batch := range syncer.Batches(nodes, w.cloud.BatchSize()) {
 		query := map[cloud.InstanceID][]cloud.VolumeID{}
 		for _, n := range batch {
-			query[w.instance(n)] = []cloud.VolumeID{vol}
+			if insts[n] != "" {
+				query[insts[n]] = []cloud.VolumeID{vol}
+			}
 		}
-		w.injectCloudError(s, sim.MethodVolumesAreAttached, "verify of "+string(vol))
-		res, err := w.cloud.VolumesAreAttached(bg, query)
-		w.tracef("cloud: verify %s on %v: %v err %v", vol, batch, res, err)
+		w.injectCloudError(s, sim.MethodVolumesAreAttached, "verify of "+string(vol), len(query) > 0)
+		var res map[cloud.InstanceID]map[cloud.VolumeID]bool
+		var err error
+		if len(query) > 0 {
+			res, err = w.cloud.VolumesAreAttached(bg, query)
+		}
+		w.tracef("cloud: verify %s on %v (%v): %v err %v", vol, batch, query, res, err)
 		if err != nil {
 			return attached, true
 		}
 		for _, n := range batch {
-			attached[n] = res[w.instance(n)][vol]
+			attached[n] = insts[n] != "" && res[insts[n]][vol]
 		}
 	}
 	return attached, false

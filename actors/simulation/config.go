@@ -50,10 +50,42 @@ type Config struct {
 	// on tether's decisions alone.
 	StrictCloud bool
 
+	// Break is a test-only switch that breaks one safety rule on purpose,
+	// through the cores' test hooks, so that a test can prove the matching
+	// checker catches it: "I1" (volume.Config.BreakMultiAttach), "I2"
+	// (volume and nodestatus BreakIgnoreInUse), "I2-wiring" (BreakI2),
+	// "I3" (agent.Config.BreakMountBeforeInUse), "I4"
+	// (nodestatus.Config.BreakPrepareBeforeWrite), "I5"
+	// (volume.Config.BreakNeverDetach). "": nothing broken.
+	Break string
+
 	// BreakI2 is a test-only hook that breaks the wiring, not the cores: the
 	// volume cores are told that no node uses them, and the node cores see
 	// every detach request as forced. The checker must then report I2.
 	BreakI2 bool
+}
+
+// withBreak returns c with the test hooks of c.Break set.
+func (c Config) withBreak() Config {
+	switch c.Break {
+	case "":
+	case "I1":
+		c.Volume.BreakMultiAttach = true
+	case "I2":
+		c.Volume.BreakIgnoreInUse = true
+		c.Node.BreakIgnoreInUse = true
+	case "I2-wiring":
+		c.BreakI2 = true
+	case "I3":
+		c.Agent.BreakMountBeforeInUse = true
+	case "I4":
+		c.Node.BreakPrepareBeforeWrite = true
+	case "I5":
+		c.Volume.BreakNeverDetach = true
+	default:
+		panic("simulation: unknown Config.Break " + c.Break)
+	}
+	return c
 }
 
 // Faults are the probabilities and rates of the injected faults. Zero
@@ -67,6 +99,7 @@ type Faults struct {
 
 	CloudError   float64 // a cloud call fails before any effect
 	LostResponse float64 // a cloud call's response is lost: a timeout error
+	HangCall     float64 // an attach or detach hangs: its effect lands at the very end of CloudTimeout, its reply is lost
 	DupResult    float64 // a cloud call's result is delivered twice
 	PersistFail  float64 // a node status write fails
 	MountFail    float64 // a mount operation fails
@@ -74,8 +107,22 @@ type Faults struct {
 	LinkDup      float64 // ... delivered twice
 	LinkDelay    float64 // ... delayed by seconds (reordered)
 
-	// Kinds of FaultEvery events, as relative weights.
-	KillWeight, TerminateWeight, PartitionWeight, OutOfServiceWeight int
+	// Kinds of FaultEvery events, as relative weights: an actor killed; an
+	// instance terminated (started again minutes later), rebooted
+	// (started again within a sync period), replaced (a new instance for
+	// its node), deleted for good; a node partitioned, marked out of
+	// service; a volume detached from the cloud console; a node deleted
+	// from the desired state with its workloads; every controller core
+	// killed at once (a controller restart).
+	KillWeight, TerminateWeight, RebootWeight, ReplaceWeight, DeleteWeight int
+	PartitionWeight, OutOfServiceWeight, ConsoleDetachWeight               int
+	NodeDeleteWeight, ControllerRestartWeight                              int
+}
+
+// weights lists the fault kinds' weights, in the order of faultKind.
+func (f Faults) weights() []int {
+	return []int{f.KillWeight, f.TerminateWeight, f.RebootWeight, f.ReplaceWeight, f.DeleteWeight,
+		f.PartitionWeight, f.OutOfServiceWeight, f.ConsoleDetachWeight, f.NodeDeleteWeight, f.ControllerRestartWeight}
 }
 
 // DefaultConfig is a small cluster with every fault on. Timings are
@@ -100,9 +147,10 @@ func DefaultConfig() Config {
 		Agent:          ac,
 		Faults: Faults{
 			WorkloadEvery: 20 * time.Second, FaultEvery: 30 * time.Second,
-			CloudError: 0.1, LostResponse: 0.03, DupResult: 0.03, PersistFail: 0.05, MountFail: 0.05,
+			CloudError: 0.1, LostResponse: 0.03, HangCall: 0.02, DupResult: 0.03, PersistFail: 0.05, MountFail: 0.05,
 			LinkDrop: 0.02, LinkDup: 0.02, LinkDelay: 0.05,
-			KillWeight: 6, TerminateWeight: 1, PartitionWeight: 1, OutOfServiceWeight: 1,
+			KillWeight: 6, TerminateWeight: 1, RebootWeight: 1, ReplaceWeight: 1, DeleteWeight: 1,
+			PartitionWeight: 1, OutOfServiceWeight: 1, ConsoleDetachWeight: 1, NodeDeleteWeight: 1, ControllerRestartWeight: 1,
 		},
 		MaxSteps:   400000,
 		ShrinkRuns: 300,

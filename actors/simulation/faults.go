@@ -14,34 +14,75 @@ type killable interface {
 	start()
 }
 
-// scheduleFault plans the next kill, termination, partition or
-// out-of-service mark of the faulty phase. Each draws the same values,
-// whatever it turns out to be.
+// Kinds of FaultEvery events, in the order of Faults.weights.
+const (
+	fKill = iota
+	fTerminate
+	fReboot
+	fReplace
+	fDelete
+	fPartition
+	fOutOfService
+	fConsoleDetach
+	fNodeDelete
+	fControllerRestart
+)
+
+// scheduleFault plans the next fault of the faulty phase (Faults.weights).
+// Each draws the same values, whatever it turns out to be.
 func (w *world) scheduleFault() {
-	f := w.cfg.Faults
-	total := f.KillWeight + f.TerminateWeight + f.PartitionWeight + f.OutOfServiceWeight
-	if f.FaultEvery <= 0 || total <= 0 {
+	ws := w.cfg.Faults.weights()
+	total := 0
+	for _, x := range ws {
+		total += x
+	}
+	if w.cfg.Faults.FaultEvery <= 0 || total <= 0 {
 		return
 	}
 	s := w.plan.site("faults")
-	w.after(s.exp(f.FaultEvery), func() {
+	w.after(s.exp(w.cfg.Faults.FaultEvery), func() {
 		if w.calm {
 			return
 		}
-		kind, target, length := s.index(total), s.float(), s.float()
-		n := w.nodeNs[pickOf(target, len(w.nodeNs))]
-		switch {
-		case kind < f.KillWeight:
-			w.killOne(s, target, length)
-		case kind < f.KillWeight+f.TerminateWeight:
-			w.terminate(s, n, 20*time.Second+time.Duration(length*float64(130*time.Second)))
-		case kind < f.KillWeight+f.TerminateWeight+f.PartitionWeight:
-			w.partition(s, n, 30*time.Second+time.Duration(length*float64(170*time.Second)))
-		default:
-			w.markOutOfService(s, n)
+		k, target, length, x := s.index(total), s.float(), s.float(), s.float()
+		kind := 0
+		for ; k >= ws[kind]; kind++ {
+			k -= ws[kind]
 		}
+		w.injectFault(s, kind, target, length, x)
 		w.scheduleFault()
 	})
+}
+
+func (w *world) injectFault(s *site, kind int, target, length, x float64) {
+	n := w.nodeNs[pickOf(target, len(w.nodeNs))]
+	span := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(length*float64(hi-lo)) }
+	switch kind {
+	case fKill:
+		w.killOne(s, target, length)
+	case fTerminate:
+		w.terminate(s, n, span(20*time.Second, 150*time.Second), "terminate")
+	case fReboot:
+		w.terminate(s, n, span(time.Second, w.cfg.SyncPeriod/2), "reboot")
+	case fReplace:
+		w.replace(s, n, span(5*time.Second, 120*time.Second))
+	case fDelete:
+		w.deleteInstance(s, n, span(10*time.Second, 180*time.Second), x)
+	case fPartition:
+		w.partition(s, n, span(30*time.Second, 200*time.Second))
+	case fOutOfService:
+		w.markOutOfService(s, n)
+	case fConsoleDetach:
+		w.consoleDetach(s, n, x)
+	case fNodeDelete:
+		if !w.nodeDeleted[n] && len(w.liveNodes()) > 1 && w.take(s) {
+			w.deleteNode(s, n, x)
+		}
+	case fControllerRestart:
+		if w.take(s) {
+			w.restartController(s, span(500*time.Millisecond, 5*time.Second))
+		}
+	}
 }
 
 // killable lists every actor, in a fixed order.
@@ -56,7 +97,8 @@ func (w *world) killables() []killable {
 	return append(out, w.sync)
 }
 
-// killOne kills an actor; it comes back after a restart delay.
+// killOne kills an actor; it comes back after a restart delay (unless the
+// controller restarted meanwhile and brought it back).
 func (w *world) killOne(s *site, target, length float64) {
 	all := w.killables()
 	k := all[pickOf(target, len(all))]
@@ -67,7 +109,13 @@ func (w *world) killOne(s *site, target, length float64) {
 	w.fault("kill %s (restart in %s)", w.nameOf(k), delay)
 	w.kills++
 	k.kill()
-	w.after(delay, k.start)
+	epoch := w.ctrlEpoch
+	_, agent := k.(*agentSim)
+	w.after(delay, func() {
+		if !k.isAlive() && (agent || epoch == w.ctrlEpoch) {
+			k.start()
+		}
+	})
 }
 
 func (w *world) nameOf(k killable) string {
@@ -82,33 +130,6 @@ func (w *world) nameOf(k killable) string {
 	return syncAddr.String()
 }
 
-// terminate stops a node's instance: the cloud detaches everything, the
-// agent goes down with the machine and the mounts are gone (half-done
-// directories remain). The instance starts again later.
-func (w *world) terminate(s *site, n cloud.NodeName, down time.Duration) {
-	if w.terminated[n] || !w.take(s) {
-		return
-	}
-	w.fault("terminate the instance of %s (start in %s)", n, down)
-	if a := w.agents[n]; a.alive {
-		a.crash()
-	}
-	w.disks[n].reboot()
-	w.terminated[n] = true
-	must(w.cloud.Terminate(w.instance(n)))
-	w.after(down, func() { w.startInstance(n) })
-}
-
-func (w *world) startInstance(n cloud.NodeName) {
-	if !w.terminated[n] {
-		return
-	}
-	w.tracef("instance of %s starts", n)
-	must(w.cloud.Start(w.instance(n)))
-	w.terminated[n] = false
-	w.after(w.plan.site("boot "+string(n)).uniform(time.Second, 10*time.Second), w.agents[n].start)
-}
-
 // partition cuts a node's agent off the controller for a while.
 func (w *world) partition(s *site, n cloud.NodeName, d time.Duration) {
 	if w.partitioned(n) || !w.take(s) {
@@ -118,10 +139,11 @@ func (w *world) partition(s *site, n cloud.NodeName, d time.Duration) {
 	w.partitions[n] = w.now.Add(d)
 }
 
-// markOutOfService marks a node cut off (partitioned or terminated) out of
-// service, as an operator would; the mark is lifted at the calm.
+// markOutOfService marks a node cut off (partitioned, or its machine
+// down) out of service, as an operator would; the mark is lifted at the
+// calm.
 func (w *world) markOutOfService(s *site, n cloud.NodeName) {
-	if w.outOfSvc[n] || !(w.partitioned(n) || w.terminated[n]) || !w.take(s) {
+	if w.outOfSvc[n] || !(w.partitioned(n) || !w.machineUp(n)) || !w.take(s) {
 		return
 	}
 	w.fault("mark %s out of service", n)
@@ -129,8 +151,8 @@ func (w *world) markOutOfService(s *site, n cloud.NodeName) {
 	w.send(desiredAddr, nodeAddr(n), nodestatus.OutOfServiceSet{OutOfService: true})
 }
 
-// beginCalm stops the faults: partitions heal, marks are lifted, instances
-// start; from now on I5 is probed every second.
+// beginCalm stops the faults: partitions heal, marks are lifted, machines
+// come back (calmMachines); from now on I5 is probed every second.
 func (w *world) beginCalm() {
 	w.calm, w.plan.calm = true, true
 	w.tracef("CALM: no more faults")
@@ -139,9 +161,7 @@ func (w *world) beginCalm() {
 		w.send(desiredAddr, nodeAddr(n), nodestatus.OutOfServiceSet{OutOfService: false})
 	}
 	clear(w.outOfSvc)
-	for _, n := range w.nodeNs {
-		w.startInstance(n)
-	}
+	w.calmMachines()
 	w.probe()
 }
 

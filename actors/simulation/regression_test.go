@@ -83,3 +83,33 @@ func TestRegressionForgottenAttachment(t *testing.T) {
 	})
 	expectClean(t, 30, cfg)
 }
+
+// actors/nodestatus: the write that makes a node NotReady may fail; the
+// status is restored (Ready) and, the heartbeat deadline having passed,
+// nothing ever wakes the node again: a node whose machine is gone stays
+// Ready for good, and a volume Uncertain there (its attach failed NotFound)
+// is never force-detached, so the exclusive volume never reaches the node
+// its workload moved to. Store write failures and instance deletions.
+func TestRegressionNotReadyWriteFailed(t *testing.T) {
+	cfg := only(func(f *Faults) {
+		f.PersistFail = DefaultConfig().Faults.PersistFail
+		f.DeleteWeight = 1
+	})
+	expectClean(t, 2532, cfg)
+}
+
+// actors/volume: a rebuilt volume kept a listed attachment Attached at the
+// listed device while an attach of its earlier incarnation was in flight
+// there. The listing predated a loss of the attachment (an instance
+// terminated, then the ReportDetached's status write failed), and the
+// attach landed at another device: the agent could never stage it, and the
+// sync compares presence, not paths. Store write failures, instance
+// terminations, lost responses and controller restarts.
+func TestRegressionStaleDeviceAfterRestart(t *testing.T) {
+	cfg := only(func(f *Faults) {
+		d := DefaultConfig().Faults
+		f.PersistFail, f.LostResponse = d.PersistFail, d.LostResponse
+		f.TerminateWeight, f.ControllerRestartWeight = 1, 1
+	})
+	expectClean(t, 2338, cfg)
+}

@@ -151,13 +151,14 @@ func (w *world) sendLink(from, to addr, node cloud.NodeName, msg any) {
 	}
 }
 
-// sendResult delivers a cloud call's or disk operation's result to
-// whichever incarnation of to is alive when it arrives (a restarted actor
-// keeps its mailbox); results travel independently of each other.
-func (w *world) sendResult(t time.Time, from, to addr, msgs ...any) {
+// sendResult delivers a cloud call's result to whichever incarnation of to
+// is alive when it arrives (a restarted actor keeps its mailbox), unless
+// the controller process that sent the call (epoch) has died since: its
+// mailboxes died with it. Results travel independently of each other.
+func (w *world) sendResult(t time.Time, from, to addr, epoch uint64, msgs ...any) {
 	w.at(t, func() {
 		a := w.actor(to)
-		if !a.isAlive() {
+		if !a.isAlive() || epoch != w.ctrlEpoch {
 			if w.tracing {
 				for _, m := range msgs {
 					w.tracef("lost %s -> %s %s (receiver down)", from, to, describe(m))

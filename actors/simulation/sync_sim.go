@@ -88,26 +88,57 @@ func (s *syncSim) readBelief() []cloud.NodeName {
 	return sortedKeys(s.believed)
 }
 
-// query is one InstanceVolumes call for a batch; its answer comes back as
-// a batchMsg (with no nodes when it failed).
+// query is the shell's query: the batch's nodes resolved through the
+// cache (no instance: nothing attached there), then one InstanceVolumes
+// call; its answer comes back as a batchMsg (without the nodes whose call
+// failed). An instance the answer omits is gone: the cache drops it and
+// nothing is attached to its node.
 func (s *syncSim) query(pass uint64, batch []cloud.NodeName) {
 	w := s.w
-	asOf, cs := w.now, w.plan.site("cloud sync")
-	w.after(w.cloudLatency(cs), func() {
-		insts := make([]cloud.InstanceID, 0, len(batch))
-		for _, n := range batch {
-			insts = append(insts, w.instance(n))
+	c := w.newCall("cloud sync", syncAddr)
+	asOf, cs := c.issued, c.s
+	insts := map[cloud.NodeName]cloud.InstanceID{}
+	var ids []cloud.InstanceID
+	for _, n := range batch {
+		if id, err := w.resolve(n); err == nil {
+			insts[n] = id
+			ids = append(ids, id)
 		}
-		w.injectCloudError(cs, sim.MethodInstanceVolumes, "sync query")
-		got, err := w.cloud.InstanceVolumes(bg, insts)
-		w.tracef("cloud: sync query %v: %v err %v", batch, got, err)
+	}
+	w.after(w.cloudLatency(cs), func() {
+		w.injectCloudError(cs, sim.MethodInstanceVolumes, "sync query", len(ids) > 0)
+		var got map[cloud.InstanceID]map[cloud.VolumeID]string
+		var err error
+		if len(ids) > 0 {
+			got, err = w.cloud.InstanceVolumes(bg, ids)
+		}
+		w.tracef("cloud: sync query %v (%v): %v err %v", batch, ids, got, err)
 		res := batchMsg{Pass: pass, Actual: map[cloud.NodeName]map[cloud.VolumeID]string{}, AsOf: asOf}
-		if err == nil {
-			for _, n := range batch {
-				res.Actual[n] = got[w.instance(n)]
+		timedOut := batchMsg{Pass: pass, Actual: map[cloud.NodeName]map[cloud.VolumeID]string{}, AsOf: asOf}
+		var gone []cloud.NodeName
+		for _, n := range batch {
+			id, ok := insts[n]
+			switch {
+			case !ok:
+				res.Actual[n], timedOut.Actual[n] = map[cloud.VolumeID]string{}, map[cloud.VolumeID]string{}
+			case err == nil:
+				vols, exists := got[id]
+				if !exists {
+					gone = append(gone, n)
+				}
+				res.Actual[n] = vols
 			}
 		}
-		w.reply(cs, asOf, syncAddr, res, batchMsg{Pass: pass, AsOf: asOf})
+		if w.reply(c, res, timedOut, false) {
+			for _, n := range gone {
+				w.dropInstance(n, insts[n])
+			}
+			if err != nil {
+				for _, n := range batch {
+					w.forgetInstance(n, err)
+				}
+			}
+		}
 	})
 }
 

@@ -44,9 +44,17 @@ type world struct {
 	fifo   map[pair]time.Time
 
 	partitions map[cloud.NodeName]time.Time // node -> end of its partition
-	terminated map[cloud.NodeName]bool
-	outOfSvc   map[cloud.NodeName]bool
-	nextUID    int
+	machines   map[cloud.NodeName]machine
+	machineGen map[cloud.NodeName]int
+	// nodeDeleted: the node is not in the desired state (deleteNode).
+	nodeDeleted map[cloud.NodeName]bool
+	outOfSvc    map[cloud.NodeName]bool
+	// instCache is the controller process's node -> instance cache
+	// (instances.go); ctrlEpoch numbers controller processes
+	// (restartController).
+	instCache map[cloud.NodeName]cloud.InstanceID
+	ctrlEpoch uint64
+	nextUID   int
 	// reports numbers the agents' VolumesInUse reports; heard is, per
 	// node, the highest number its node actors received (I3).
 	reports uint64
@@ -65,16 +73,19 @@ type world struct {
 }
 
 func newWorld(seed uint64, cfg Config, f filter, tracing bool) *world {
+	cfg = cfg.withBreak()
 	w := &world{
 		cfg: cfg, seed: seed, now: epoch, tracing: tracing,
 		plan:  newPlan(seed, f),
 		modes: map[cloud.VolumeID]cloud.AccessMode{}, vols: map[cloud.VolumeID]*volSim{},
 		nodes: map[cloud.NodeName]*nodeSim{}, agents: map[cloud.NodeName]*agentSim{},
 		disks: map[cloud.NodeName]*disk{}, fifo: map[pair]time.Time{},
-		partitions: map[cloud.NodeName]time.Time{}, terminated: map[cloud.NodeName]bool{},
+		partitions: map[cloud.NodeName]time.Time{}, machines: map[cloud.NodeName]machine{},
+		machineGen: map[cloud.NodeName]int{}, nodeDeleted: map[cloud.NodeName]bool{},
 		outOfSvc: map[cloud.NodeName]bool{}, heard: map[cloud.NodeName]uint64{},
+		instCache: map[cloud.NodeName]cloud.InstanceID{},
 	}
-	w.chk = checker{w: w, force: map[vn]bool{}, newest: map[cloud.NodeName]uint64{}, stale: map[cloud.NodeName]string{}}
+	w.chk = checker{w: w, force: map[vn]bool{}, console: map[vn]bool{}, newest: map[cloud.NodeName]uint64{}, stale: map[cloud.NodeName]string{}}
 	w.cloud = sim.New(sim.Config{BatchSize: cfg.BatchSize, Now: func() time.Time { return w.now }, Permissive: !cfg.StrictCloud})
 	w.cloud.Observe(w.chk.observe)
 	w.st = store.NewMemory()
@@ -186,8 +197,8 @@ func (w *world) tracef(format string, args ...any) {
 
 func (w *world) stamp() string { return fmt.Sprintf("%9.3fs", w.now.Sub(epoch).Seconds()) }
 
-// instance resolves a node to its instance, as the shells' cache does (a
-// node keeps its instance across stop and start).
+// instance is the ground truth: the instance backing n now ("" if none).
+// The shells resolve through their cache instead (resolve).
 func (w *world) instance(n cloud.NodeName) cloud.InstanceID {
 	id, _ := w.cloud.InstanceOf(n)
 	return id
