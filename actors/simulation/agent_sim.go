@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ type agentSim struct {
 	seen     agent.StatusChanged
 	desired  agent.DesiredChanged // the last workloads received (I5 notes)
 	reported []cloud.VolumeID
+	lastSeq  uint64 // the core's number of its last report
 	addedAt  map[cloud.VolumeID]uint64
 	// ops in flight, by volume (the core runs one per volume).
 	ops map[cloud.VolumeID]*diskOp
@@ -124,6 +126,9 @@ func (a *agentSim) receive(_ addr, msg any) {
 		a.step(agent.Tick{})
 	case agent.StatusChanged:
 		a.seen = m
+		if a.w.cfg.Break == "I3-wiring" {
+			m = ackAll(m, a.lastSeq)
+		}
 		a.step(m)
 	case agent.DesiredChanged:
 		a.desired = m
@@ -164,13 +169,16 @@ func (a *agentSim) run(eff agent.Effect) {
 // checker know which reports the node heard).
 func (a *agentSim) report(vols []cloud.VolumeID, seq uint64) {
 	w := a.w
+	if w.cfg.Break == "I3-wiring" {
+		vols = w.disks[a.node].mountedOf(vols)
+	}
 	w.reports++
 	for _, v := range vols {
 		if !slices.Contains(a.reported, v) {
 			a.addedAt[v] = w.reports
 		}
 	}
-	a.reported = slices.Clone(vols)
+	a.reported, a.lastSeq = slices.Clone(vols), seq
 	w.sendLink(a.addr(), nodeAddr(a.node), a.node, inUseMsg{Seq: seq, Num: w.reports, Volumes: slices.Clone(vols)})
 }
 
@@ -194,4 +202,19 @@ func (a *agentSim) startOp(op *diskOp) {
 		res := agent.OpDone{Volume: op.vol, Op: op.op, Err: w.execOp(a, op, true)}
 		w.post(w.now.Add(answer), addr{kDisk, string(a.node)}, a.addr(), res)
 	})
+}
+
+// ackAll is the "I3-wiring" break (with report leaving out what the disk
+// does not hold yet): the status as the core is told it, as if the
+// controller had heard the agent's last report (seq) and listed every
+// attached volume in use.
+func ackAll(m agent.StatusChanged, seq uint64) agent.StatusChanged {
+	inUse := maps.Clone(m.InUse)
+	if inUse == nil {
+		inUse = map[cloud.VolumeID]bool{}
+	}
+	for v := range m.Attached {
+		inUse[v] = true
+	}
+	return agent.StatusChanged{Attached: m.Attached, InUse: inUse, InUseSeq: max(m.InUseSeq, seq)}
 }

@@ -115,10 +115,18 @@ func (c *checker) decided(a *agentSim, op *diskOp) {
 func (c *checker) mounting(n cloud.NodeName, op *diskOp, holder cloud.VolumeID) {
 	w := c.w
 	if holder != op.vol {
-		w.violate("I3", op.vol, n, fmt.Sprintf("%s of %s mounts device %s, which holds %s", op.kind, op.vol, op.dev, holder))
+		held := string(holder)
+		if held == "" {
+			held = "nothing"
+		}
+		w.violate("I3", op.vol, n, fmt.Sprintf("%s of %s mounts device %q, which holds %s", op.kind, op.vol, op.dev, held))
 		return
 	}
-	if c.force[vn{op.vol, n}] || (op.kind == opPublish && c.console[vn{op.vol, n}]) {
+	if c.force[vn{op.vol, n}] {
+		return
+	}
+	if op.kind == opPublish && c.console[vn{op.vol, n}] {
+		w.tracef("%s of %s on %s: its stage's device was detached in the cloud console (I3 excused)", op.kind, op.vol, n)
 		return
 	}
 	inst := w.instance(n)

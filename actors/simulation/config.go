@@ -56,7 +56,11 @@ type Config struct {
 	// (volume and nodestatus BreakIgnoreInUse), "I2-wiring" (BreakI2),
 	// "I3" (agent.Config.BreakMountBeforeInUse), "I4"
 	// (nodestatus.Config.BreakPrepareBeforeWrite), "I5"
-	// (volume.Config.BreakNeverDetach). "": nothing broken.
+	// (volume.Config.BreakNeverDetach). Two more break the agent's shell:
+	// "I3-wiring" (the core is told that the controller heard every report
+	// and lists every attached volume in use) and "I3-device" (a stage
+	// mounts whatever its device path names, attached or not, as a shell
+	// that trusted paths did). "": nothing broken.
 	Break string
 
 	// BreakI2 is a test-only hook that breaks the wiring, not the cores: the
@@ -76,6 +80,7 @@ func (c Config) withBreak() Config {
 		c.Node.BreakIgnoreInUse = true
 	case "I2-wiring":
 		c.BreakI2 = true
+	case "I3-wiring", "I3-device":
 	case "I3":
 		c.Agent.BreakMountBeforeInUse = true
 	case "I4":

@@ -73,6 +73,17 @@ func (d *disk) has(vol cloud.VolumeID) bool {
 	return false
 }
 
+// mountedOf keeps the volumes of vols the disk holds anything of.
+func (d *disk) mountedOf(vols []cloud.VolumeID) []cloud.VolumeID {
+	var out []cloud.VolumeID
+	for _, v := range vols {
+		if d.has(v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // halfDone leaves the target of op half-done (a mount interrupted, an
 // unmount that failed half-way).
 func (d *disk) halfDone(op *diskOp) {
@@ -128,10 +139,10 @@ func (w *world) execOp(a *agentSim, op *diskOp, canFail bool) string {
 	switch op.kind {
 	case opStage:
 		holder, ok := w.deviceHolder(a.node, op.dev)
-		if !ok {
+		if !ok && w.cfg.Break != "I3-device" {
 			return w.opResult(a, op, "device "+op.dev+" not attached here")
 		}
-		if holder != op.vol {
+		if holder != op.vol && w.cfg.Break != "I3-device" {
 			// As the shell's Devices.Source: the device must hold this
 			// very volume.
 			return w.opResult(a, op, "device "+op.dev+" holds "+string(holder))
