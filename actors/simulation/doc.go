@@ -37,31 +37,62 @@
 //     too) has independent latencies, so it reorders; a message may be
 //     delayed by seconds (REORDER), dropped (DROP) or delivered twice
 //     (DUPLICATE), and a node may be partitioned (every message dropped)
-//     for minutes, which makes it NotReady and lets force detach happen.
+//     for minutes, which makes it NotReady and lets force detach happen. A
+//     node cut off (partitioned, or its machine down) may be marked out of
+//     service, as an operator would.
 //   - Cloud calls execute in the sim cloud after a random latency, always
 //     before the caller's CloudTimeout (the shells bound every call by it).
 //     A call may fail before any effect (FailNext, seeded), its response
 //     may be lost (the effect happened, the caller gets a timeout error at
-//     CloudTimeout), and its result may be delivered twice. Results travel
-//     independently (they reorder) and go to whichever incarnation of the
-//     caller is alive when they arrive (none: lost): a killed core's calls
-//     still complete in the cloud and the new incarnation sees them as
-//     stale results.
+//     CloudTimeout), an attach or detach may hang (its effect lands at the
+//     very end of CloudTimeout, its reply is lost), and its result may be
+//     delivered twice. Results travel independently (they reorder) and go
+//     to whichever incarnation of the caller is alive when they arrive
+//     (none: lost): a killed core's calls still complete in the cloud and
+//     the new incarnation sees them as stale results. The cloud is
+//     permissive (a second exclusive attach is accepted), so that I1 rests
+//     on tether's decisions alone (Config.StrictCloud opts out).
+//   - The shells name instances as the controller does: through a cache
+//     per controller process (instances.go), filled on a miss, an entry
+//     forgotten when a call fails NotFound and dropped by the sync when
+//     InstanceVolumes omits its instance; a call names the instance
+//     resolved when it was sent. Intents are recorded before every attach
+//     and detach, as the shells do.
 //   - A store write of a node status may fail (FailNodeStatusWrites).
 //   - A mount operation may fail, possibly leaving a half-done mount.
 //   - Any core may be killed at any time and comes back after a restart
 //     delay (0.5 to 5 s), with a new random incarnation base for its
 //     operation, report or pass numbers, as the shells draw it; a killed
 //     agent's mount operations in flight complete, stop half-done or never
-//     happen. An instance may be terminated (the cloud detaches everything,
-//     the node's agent goes down and, as after a reboot, every mount is
-//     left half-done) and started again later.
+//     happen. The whole controller may restart: every volume, node and
+//     sync core killed at once, its in-process messages, mailboxes (the
+//     results of its calls in flight) and instance cache lost with it.
+//   - Instances (machines.go), as a real cloud treats them: terminated
+//     (the cloud detaches everything, the node's agent goes down and, as
+//     after a reboot, every mount is left half-done) and started again
+//     minutes later, or within half a sync period (a reboot: the next sync
+//     pass finds the lost attachments and what is wanted is attached
+//     again); replaced (terminated, then a new InstanceID backs the node
+//     and the agent boots there; calls naming the old one fail NotFound);
+//     deleted for good (its attachments and its disk vanish, calls fail
+//     NotFound, a detach from it completes as success), followed by a
+//     decision of its own: a new instance for the node, or the node and its
+//     workloads deleted from the desired state. A volume may be detached
+//     from the cloud console while its node keeps running: a mount there
+//     outlives its device.
+//   - A node may be deleted from the desired state with its workloads, in
+//     one store transaction (as the API would), while its volumes are
+//     attached and mounted; a controller restart may follow at once, and
+//     the node may register again minutes later.
 //   - The workload churn (create, move, delete workloads) runs during the
-//     faulty phase only. It never wants an exclusive volume on two nodes at
-//     once: moving a workload is how such a volume changes nodes.
+//     faulty phase only, on the nodes in the desired state. It never wants
+//     an exclusive volume on two nodes at once: moving a workload is how
+//     such a volume changes nodes.
 //
 // After the faulty phase comes the calm: partitions heal, out-of-service
-// marks are lifted, terminated instances start, dead cores restart, and no
+// marks are lifted, stopped instances start, pending replacements happen,
+// a node in the desired state whose instance was deleted gets a new one (a
+// deleted node's deleted machine stays gone), dead cores restart, and no
 // fault is injected any more. I5 is checked at the end of the calm.
 //
 // # Invariants (ground truth: the sim cloud, the simulated disks, the store)
@@ -73,9 +104,12 @@
 //   - I3: a stage or publish executes only while the cloud has the volume
 //     attached to the node's instance (at the device the stage names: the
 //     data mounted must be the volume's), unless it was force-detached from
-//     the node; and the agent decided it while the last node status it had
-//     seen listed the volume in both VolumesInUse and VolumesAttached, and
-//     that status was not superseded by the agent's own reports (the
+//     the node, or (a publish) the cloud console detached it while the
+//     node had it staged (the mount outlived its device by the cloud's
+//     doing; a new stage needs the device attached, so this excuses nothing
+//     tether did); and the agent decided it while the last node status it
+//     had seen listed the volume in both VolumesInUse and VolumesAttached,
+//     and that status was not superseded by the agent's own reports (the
 //     node's persisted VolumesInUse leaving the volume out before the node
 //     heard the report in which the agent started reporting it again).
 //   - I4: at each detach by tether, the persisted node status does not list
@@ -84,7 +118,13 @@
 //     the largest backoff, one cloud timeout and the heartbeat timeout after
 //     the faults stop), every workload's volumes are attached to its node
 //     and staged and published there, and nothing else is attached or
-//     mounted.
+//     mounted. A node deleted from the desired state has no workloads: it
+//     converges when nothing is attached to its instance (if it still has
+//     one) and nothing is mounted on its machine's disk (gone with a
+//     deleted machine).
+//
+// Each checker is proven by a test that breaks its rule on purpose
+// (Config.Break) and sees it reported (break_test.go).
 //
 // On a violation, Run shrinks the fault plan (prefixes, then single
 // decisions removed, a bounded number of re-runs) and returns the trace of

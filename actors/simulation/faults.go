@@ -76,7 +76,7 @@ func (w *world) injectFault(s *site, kind int, target, length, x float64) {
 		w.consoleDetach(s, n, x)
 	case fNodeDelete:
 		if !w.nodeDeleted[n] && len(w.liveNodes()) > 1 && w.take(s) {
-			w.deleteNode(s, n, x)
+			w.deleteNode(n)
 		}
 	case fControllerRestart:
 		if w.take(s) {

@@ -129,7 +129,7 @@ func (w *world) deleteInstance(s *site, n cloud.NodeName, after time.Duration, x
 			w.replaceInstance(n)
 			return
 		}
-		w.deleteNode(then, n, x)
+		w.deleteNode(n)
 	})
 }
 

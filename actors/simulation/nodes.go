@@ -12,9 +12,9 @@ import (
 // mounted there stays: the volumes must be detached in the end (the
 // machine's agent, if it still runs, unmounts them first). The caller took
 // the decision. Two decisions of their own may follow: the whole
-// controller restarts right after (x < 0.5), and the node registers again
-// minutes later.
-func (w *world) deleteNode(s *site, n cloud.NodeName, x float64) {
+// controller restarts right after (one time in two), and the node
+// registers again minutes later.
+func (w *world) deleteNode(n cloud.NodeName) {
 	ws, _ := w.st.WorkloadsOn(n)
 	var ops []store.Op
 	var uids []string
@@ -30,8 +30,8 @@ func (w *world) deleteNode(s *site, n cloud.NodeName, x float64) {
 	w.tell(vols, n)
 
 	r := w.plan.site("restart after deleting " + string(n))
-	restartIn, back := r.uniform(0, 3*time.Second), r.uniform(time.Minute, 5*time.Minute)
-	if x < 0.5 {
+	restartIn, back, coin := r.uniform(0, 3*time.Second), r.uniform(time.Minute, 5*time.Minute), r.float()
+	if coin < 0.5 {
 		w.after(restartIn, func() {
 			if !w.calm && w.take(r) {
 				w.restartController(r, 500*time.Millisecond+restartIn)
