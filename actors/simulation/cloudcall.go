@@ -99,8 +99,10 @@ func (w *world) sendOp(c call, vol cloud.VolumeID, n cloud.NodeName, op uint64, 
 	do func(cloud.InstanceID) (any, any, error)) {
 	w.recordIntent(vol, n, op, attach)
 	inst, rerr := w.resolve(n)
-	lat, hang := w.cloudLatency(c.s), w.chance(c.s, w.cfg.Faults.HangCall)
-	edge := c.s.uniform(time.Millisecond, 10*time.Millisecond)
+	// Hangs draw from a site of their own, so that the draws of c.s stay
+	// as they were before hangs existed (older regression seeds replay).
+	hs := w.plan.site("cloud hang " + string(vol))
+	lat, hang, edge := w.cloudLatency(c.s), w.chance(hs, w.cfg.Faults.HangCall), hs.uniform(time.Millisecond, 10*time.Millisecond)
 	if hang && rerr == nil {
 		w.fault("hang the %s until its deadline", what)
 		lat = w.cfg.CloudTimeout - edge

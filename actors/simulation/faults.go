@@ -44,7 +44,8 @@ func (w *world) scheduleFault() {
 		if w.calm {
 			return
 		}
-		k, target, length, x := s.index(total), s.float(), s.float(), s.float()
+		k, target, length := s.index(total), s.float(), s.float()
+		x := w.plan.site("faults detail").float() // its own stream: the draws above stay as they were
 		kind := 0
 		for ; k >= ws[kind]; kind++ {
 			k -= ws[kind]

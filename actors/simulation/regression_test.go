@@ -95,7 +95,7 @@ func TestRegressionNotReadyWriteFailed(t *testing.T) {
 		f.PersistFail = DefaultConfig().Faults.PersistFail
 		f.DeleteWeight = 1
 	})
-	expectClean(t, 2532, cfg)
+	expectClean(t, 996, cfg)
 }
 
 // actors/volume: a rebuilt volume kept a listed attachment Attached at the
@@ -111,5 +111,5 @@ func TestRegressionStaleDeviceAfterRestart(t *testing.T) {
 		f.PersistFail, f.LostResponse = d.PersistFail, d.LostResponse
 		f.TerminateWeight, f.ControllerRestartWeight = 1, 1
 	})
-	expectClean(t, 2338, cfg)
+	expectClean(t, 474, cfg)
 }
