@@ -100,8 +100,9 @@ func TestRegressionStaleVerifiedAfterDetachResurrects(t *testing.T) {
 	}
 }
 
-// Found by the simulation (actors/simulation, seeds 534 and 2831 with
-// every fault on): a node status listed a volume at a device the volume
+// Found by the simulation (actors/simulation,
+// TestRegressionStaleDeviceAfterRestart): a node status listed a volume at
+// a device the volume
 // had lost (a ReportDetached whose write failed after the instance was
 // rebooted); the volume's controller restarted while its attach to that
 // node was in flight. The rebuilt volume kept the listing, Attached at the
