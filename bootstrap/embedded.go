@@ -52,6 +52,9 @@ type Config struct {
 	WrapMounter func(cloud.NodeName, mount.Mounter) mount.Mounter
 	// WrapStore, if set, wraps the store (chaos diagnostics).
 	WrapStore func(store.Store) store.Store
+	// WrapDevices, if set, wraps each agent's device resolution (invariant
+	// checks).
+	WrapDevices func(cloud.NodeName, node.Devices) node.Devices
 }
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
@@ -163,6 +166,9 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	ac := e.cfg.Agent
 	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
 	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
+	if e.cfg.WrapDevices != nil {
+		ac.Devices = e.cfg.WrapDevices(n, ac.Devices)
+	}
 	ac.Guard = e.guard
 	if e.calls[n] == nil {
 		e.calls[n] = node.NewCalls()

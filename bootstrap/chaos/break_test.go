@@ -16,7 +16,7 @@ func TestBrokenRulesAreCaught(t *testing.T) {
 		t.Run(inv, func(t *testing.T) {
 			rep := run(t, Config{Seed: 3, Duration: 2 * time.Second, Volumes: 8, Nodes: 3, Break: inv, Converge: 3 * time.Second})
 			for _, v := range rep.Found {
-				if v.Invariant == inv && v.Volume != "" && v.Node != "" && len(v.History) > 0 {
+				if v.Invariant == inv[:2] && v.Volume != "" && v.Node != "" && len(v.History) > 0 {
 					t.Logf("caught: %s", v)
 					return
 				}

@@ -22,6 +22,7 @@ const (
 	recStatusFailed                // a node status write failed: nothing written
 	recForce                       // a ForceDetach event (permits a detach of a mounted volume)
 	recNodeDown                    // a node went down: agent stopped, every mount gone
+	recDevice                      // an agent resolved a volume's device path
 	recNote                        // narrative, for the histories
 )
 
@@ -70,7 +71,13 @@ type judge struct {
 	listed map[volNode]uint64
 	// lost: the stamp of the latest removal of the volume from the node's
 	// instance by the cloud itself (terminate, delete, console).
-	lost       map[volNode]uint64
+	lost map[volNode]uint64
+	// resolved: the stamp of the node's latest device resolution of the
+	// volume, if the volume was attached there then (0 if it was not).
+	resolved map[volNode]uint64
+	// staged: the stamp of the start of the stage mounted (or mounting)
+	// on the node.
+	staged     map[volNode]uint64
 	forced     map[volNode]bool
 	forceCount int
 	mountCalls int // stages and publishes started
@@ -86,6 +93,7 @@ func (j *judge) init() {
 	j.mounts = map[cloud.NodeName]map[string]cloud.VolumeID{}
 	j.status = map[cloud.NodeName]statusRec{}
 	j.listed, j.lost, j.forced = map[volNode]uint64{}, map[volNode]uint64{}, map[volNode]bool{}
+	j.resolved, j.staged = map[volNode]uint64{}, map[volNode]uint64{}
 	j.history = map[cloud.VolumeID][]string{}
 }
 
@@ -100,6 +108,9 @@ func (j *judge) step(r record) {
 	case recMountEnd, recUnmountEnd:
 		j.note(r, r.vol, "%s on %s done: err=%q mounted=%v", r.op, r.node, r.err, r.mounted)
 		j.setMounted(r.node, r.target, r.vol, r.mounted)
+		if !r.mounted && (r.op == "stage" || r.op == "unstage") {
+			delete(j.staged, volNode{r.vol, r.node})
+		}
 	case recStatus:
 		j.onStatus(r)
 	case recStatusFailed:
@@ -110,6 +121,18 @@ func (j *judge) step(r record) {
 	case recNodeDown:
 		j.noteAll(r, "node %s down (%s): mounts gone", r.node, r.text)
 		delete(j.mounts, r.node)
+		for k := range j.staged {
+			if k.node == r.node {
+				delete(j.staged, k)
+			}
+		}
+	case recDevice:
+		key := volNode{r.vol, r.node}
+		j.resolved[key] = 0
+		if j.attachedTo(r.vol, r.node) {
+			j.resolved[key] = r.seq
+		}
+		j.note(r, r.vol, "device %s on %s resolved (attached=%v)", r.text, r.node, j.resolved[key] != 0)
 	case recNote:
 		j.note(r, r.vol, "%s", r.text)
 	}
@@ -153,23 +176,41 @@ func (j *judge) onCloud(r record) {
 // onMountStart judges I3: the volume must be attached to the node's
 // instance in the cloud, and the node's durable status must list it both
 // attached and in use. A mount outliving its device is the cloud's doing
-// when the cloud removed the volume after the status started listing it:
-// the controller's report was true when made. A listing made after the
-// loss is not excused (that is the stale cache of DESIGN.md's problem 1).
+// only where the cloud took the volume away after tether checked: a stage
+// whose device was resolved while attached and lost after that; a publish
+// (which binds the stage, not the device) of a stage started before the
+// loss, listed in the status since before the loss. A listing or a device
+// resolution after the loss excuses nothing (that would be a stale cache,
+// DESIGN.md's problem 1, or a device path trusted without a check).
 func (j *judge) onMountStart(r record) {
 	j.mountCalls++
 	j.setMounted(r.node, r.target, r.vol, true)
 	key := volNode{r.vol, r.node}
+	lost := j.lost[key]
+	excused := lost > j.resolved[key] && j.resolved[key] > 0
+	if r.op == "publish" {
+		excused = lost > j.staged[key] && j.staged[key] > 0 && lost > j.listed[key]
+	} else {
+		j.staged[key] = r.seq
+	}
 	st := j.status[r.node]
 	_, listed := st.attached[r.vol]
-	attached := slices.Contains(slices.Collect(maps.Values(j.att[r.vol])), r.node)
-	excused := listed && j.lost[key] > j.listed[key]
 	switch {
-	case !attached && !excused:
+	case !j.attachedTo(r.vol, r.node) && !excused:
 		j.violate(r, "I3", r.vol, r.node, "%s while not attached to the node's instance in the cloud", r.op)
 	case !listed || !st.inUse[r.vol]:
 		j.violate(r, "I3", r.vol, r.node, "%s while the durable node status lists it attached=%v in-use=%v", r.op, listed, st.inUse[r.vol])
 	}
+}
+
+// attachedTo reports whether vol is attached to an instance backing n.
+func (j *judge) attachedTo(vol cloud.VolumeID, n cloud.NodeName) bool {
+	for _, on := range j.att[vol] {
+		if on == n {
+			return true
+		}
+	}
+	return false
 }
 
 func (j *judge) onStatus(r record) {

@@ -46,10 +46,18 @@ func unstaged(v cloud.VolumeID, n cloud.NodeName) record {
 	return r
 }
 
+func publish(v cloud.VolumeID, n cloud.NodeName) record {
+	return record{kind: recMountStart, vol: v, node: n, op: "publish", target: "/d/" + string(n) + "/pods/w/" + string(v)}
+}
+
+func device(v cloud.VolumeID, n cloud.NodeName) record {
+	return record{kind: recDevice, vol: v, node: n}
+}
+
 var vs = []cloud.VolumeID{"v"}
 
 func TestJudgeTimelines(t *testing.T) {
-	up := []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), stage("v", "n1"), staged("v", "n1", true)}
+	up := []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), device("v", "n1"), stage("v", "n1"), staged("v", "n1", true)}
 	down := []record{unstaged("v", "n1"), status("n1", vs, nil), status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)}
 	for _, tc := range []struct {
 		name string
@@ -70,9 +78,17 @@ func TestJudgeTimelines(t *testing.T) {
 		{"mount before attach", []record{status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
 		{"mount before in use", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, nil), stage("v", "n1")}, []string{"I3"}},
 		{"mount before listed", []record{attach("v", "n1", cloud.Exclusive), status("n1", nil, vs), stage("v", "n1")}, []string{"I3"}},
-		{"mount outliving a console detach", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), detach("v", "n1", sim.ReasonConsole), stage("v", "n1")}, nil},
-		{"listed again after the loss", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), detach("v", "n1", sim.ReasonConsole),
-			status("n1", nil, vs), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
+		{"stage checked, then lost before the mount call", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), device("v", "n1"),
+			detach("v", "n1", sim.ReasonConsole), stage("v", "n1")}, nil},
+		{"stage on a device resolved after the loss", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs),
+			detach("v", "n1", sim.ReasonConsole), device("v", "n1"), stage("v", "n1")}, []string{"I3"}},
+		{"stage on a device never resolved", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs),
+			detach("v", "n1", sim.ReasonTerminate), stage("v", "n1")}, []string{"I3"}},
+		{"publish of a stage that outlived its device", append(slices.Clone(up), detach("v", "n1", sim.ReasonConsole), publish("v", "n1")), nil},
+		{"publish listed again after the loss", append(slices.Clone(up), detach("v", "n1", sim.ReasonConsole),
+			status("n1", nil, vs), status("n1", vs, vs), publish("v", "n1")), []string{"I3"}},
+		{"publish after the stage is gone", append(slices.Clone(up), detach("v", "n1", sim.ReasonConsole),
+			unstaged("v", "n1"), publish("v", "n1")), []string{"I3"}},
 		{"lost on another node", []record{attach("v", "n2", cloud.MultiNode), detach("v", "n2", sim.ReasonConsole), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

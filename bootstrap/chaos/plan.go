@@ -49,10 +49,12 @@ type Action struct {
 
 // weights of the action kinds: a plan draws about 67 actions a second, so
 // weight 1 is about one action every 6 s.
-var weights = []struct {
+type weight struct {
 	kind string
 	w    int
-}{
+}
+
+var weights = []weight{
 	{KillVolume, 120}, {KillNode, 32}, {KillSync, 12}, {KillAgent, 24}, {RestartAgent, 12},
 	{RestartController, 4}, {Terminate, 1}, {ReplaceInstance, 1}, {DeleteInstance, 1}, {ConsoleDetach, 4},
 	{CloudErrors, 3}, {LatencySpike, 3}, {Throttle, 3}, {ReplyLoss, 3}, {HangCalls, 3}, {StoreFailures, 3},
@@ -64,6 +66,24 @@ var weights = []struct {
 // deleted instances) boot again 0.5-1.5 s later; cloud and store faults last
 // 0.5-2 s.
 func Plan(seed uint64, d time.Duration, volumes, nodes int) []Action {
+	return plan(weights, 500*time.Millisecond, seed, d, volumes, nodes)
+}
+
+// planFor shapes the plan of a run that breaks a rule on purpose, so that
+// a short run gives the break its chance: I3 through stale device paths
+// needs mounted workloads on machines that go down and boot again before
+// the controller finds their volumes gone, and little else in the way.
+func planFor(cfg Config) []Action {
+	if cfg.Break == "I3-device" {
+		ws := []weight{{KillVolume, 20}, {Terminate, 8}, {CreateWorkload, 60}, {MoveWorkload, 10}, {DeleteWorkload, 5}}
+		return plan(ws, 0, cfg.Seed, cfg.Duration, cfg.Volumes, cfg.Nodes)
+	}
+	return Plan(cfg.Seed, cfg.Duration, cfg.Volumes, cfg.Nodes)
+}
+
+// plan draws a plan of actions of the given weights; machines boot boot
+// plus 0-1 s after they went down.
+func plan(weights []weight, boot time.Duration, seed uint64, d time.Duration, volumes, nodes int) []Action {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	total := 0
 	for _, w := range weights {
@@ -85,7 +105,7 @@ func Plan(seed uint64, d time.Duration, volumes, nodes int) []Action {
 		plan = append(plan, a)
 		switch kind {
 		case Terminate, ReplaceInstance, DeleteInstance:
-			plan = append(plan, Action{At: at + time.Duration(500+r.IntN(1000))*time.Millisecond, Kind: StartInstance, Node: a.Node})
+			plan = append(plan, Action{At: at + boot + time.Duration(r.IntN(1000))*time.Millisecond, Kind: StartInstance, Node: a.Node})
 		case CloudErrors, LatencySpike, Throttle, ReplyLoss, HangCalls, StoreFailures:
 			plan = append(plan, Action{At: at + time.Duration(500+r.IntN(1500))*time.Millisecond, Kind: CalmCloud})
 		}

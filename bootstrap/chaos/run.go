@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 )
 
@@ -24,7 +26,7 @@ type Config struct {
 	Nodes    int
 	DataDir  string // "" = a temporary directory, removed afterwards
 	Log      io.Writer
-	// Break ("I1" .. "I5") turns on the test-only hooks that make tether
+	// Break (one of Breaks) turns on the test-only hooks that make tether
 	// break that invariant, to prove the checker catches it. "" breaks
 	// nothing.
 	Break string
@@ -87,8 +89,10 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64) bootstrap.Co
 	return ec
 }
 
-// Breaks are the rules Config.Break can break.
-var Breaks = []string{"I1", "I2", "I3", "I4", "I5"}
+// Breaks are what Config.Break can break: a rule, through the test-only
+// hooks of tether's cores, or "I3-device", I3 through the agents' wiring
+// (device paths trusted without a check, see trustingDevices).
+var Breaks = []string{"I1", "I2", "I3", "I3-device", "I4", "I5"}
 
 // breakRule turns on the test-only hooks that break rule inv.
 func breakRule(ec *bootstrap.Config, inv string) {
@@ -126,7 +130,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	var restarts atomic.Int64
 	chk := &Checker{}
 	ec := embeddedConfig(cfg, dir, &restarts)
-	ec.WrapMounter, ec.WrapStore = chk.WrapMounter, chk.WrapStore
+	chk.Wire(&ec)
+	if cfg.Break == "I3-device" {
+		ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices {
+			return chk.WrapDevices(n, trustingDevices{content: filepath.Join(dir, "cloud")})
+		}
+	}
 	e, err := bootstrap.StartEmbedded(ec)
 	if err != nil {
 		return rep, err

@@ -52,7 +52,7 @@ func (r *runner) setup() error {
 // faults runs the plan in real time.
 func (r *runner) faults(ctx context.Context) error {
 	start := time.Now()
-	for _, a := range Plan(r.cfg.Seed, r.cfg.Duration, r.cfg.Volumes, r.cfg.Nodes) {
+	for _, a := range planFor(r.cfg) {
 		if wait := time.Until(start.Add(a.At)); wait > 0 {
 			select {
 			case <-ctx.Done():

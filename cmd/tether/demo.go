@@ -117,7 +117,7 @@ var demoModes = map[cloud.VolumeID]cloud.AccessMode{"data-1": cloud.Exclusive, "
 // agents' mounts and the node status writes, runs the steps and judges.
 func (d *demo) run(cfg bootstrap.Config) (demoReport, error) {
 	t0 := time.Now()
-	cfg.WrapMounter, cfg.WrapStore = d.chk.WrapMounter, d.chk.WrapStore
+	d.chk.Wire(&cfg)
 	e, err := bootstrap.StartEmbedded(cfg)
 	if err != nil {
 		return d.rep, err
