@@ -55,6 +55,9 @@ func (w *world) scheduleFault() {
 	})
 }
 
+// injectFault applies one fault of kind on the node (or actor) target
+// picks; length sets its duration within the kind's range, x any further
+// choice (which volume, what follows).
 func (w *world) injectFault(s *site, kind int, target, length, x float64) {
 	n := w.nodeNs[pickOf(target, len(w.nodeNs))]
 	span := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(length*float64(hi-lo)) }

@@ -1,6 +1,7 @@
 package simulation
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tether/tether/actors/store"
@@ -101,20 +102,11 @@ func (w *world) liveNodes() []cloud.NodeName {
 }
 
 func union(a, b []cloud.VolumeID) []cloud.VolumeID {
-	out := append([]cloud.VolumeID(nil), a...)
+	out := slices.Clone(a)
 	for _, v := range b {
-		if !containsVol(out, v) {
+		if !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-func containsVol(vs []cloud.VolumeID, v cloud.VolumeID) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
