@@ -68,7 +68,9 @@ func Deadline() time.Duration {
 	return syncPeriod + 2*opBackoff.Max + cloudTimout + 30*time.Second
 }
 
-func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64) bootstrap.Config {
+// embeddedConfig: short timings, a permissive cloud, chk recording, and
+// the breaks asked for.
+func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker) bootstrap.Config {
 	ec := bootstrap.DefaultConfig()
 	ec.DataDir, ec.Nodes, ec.LogLevel = dir, cfg.Nodes, "error"
 	if cfg.Log != nil {
@@ -85,7 +87,13 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64) bootstrap.Co
 	ec.Agent.HeartbeatEvery = time.Second
 	// A cloud that refuses a second exclusive attach would hide I1.
 	ec.Sim.Permissive = true
+	chk.Wire(&ec)
 	breakRule(&ec, cfg.Break)
+	if cfg.Break == "I3-device" {
+		ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices {
+			return chk.WrapDevices(n, trustingDevices{content: filepath.Join(dir, "cloud")})
+		}
+	}
 	return ec
 }
 
@@ -129,14 +137,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	var restarts atomic.Int64
 	chk := &Checker{}
-	ec := embeddedConfig(cfg, dir, &restarts)
-	chk.Wire(&ec)
-	if cfg.Break == "I3-device" {
-		ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices {
-			return chk.WrapDevices(n, trustingDevices{content: filepath.Join(dir, "cloud")})
-		}
-	}
-	e, err := bootstrap.StartEmbedded(ec)
+	e, err := bootstrap.StartEmbedded(embeddedConfig(cfg, dir, &restarts, chk))
 	if err != nil {
 		return rep, err
 	}
