@@ -95,8 +95,6 @@ func TestBreakI3IsCaught(t *testing.T) {
 		expectCaught(t, cfg, "I3-device", "I3", 10, 7)
 	})
 	t.Run("agent core hook", func(t *testing.T) {
-		t.Skip("node/agent: with BreakMountBeforeInUse the core leaves wanted volumes out of its report and " +
-			"reconcile visits only reported volumes, so it never mounts them: it breaks I5, not I3")
 		expectCaught(t, churnOnly(), "I3", "I3", 10, 5)
 	})
 }

@@ -24,7 +24,19 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 	if !a.statusKnown {
 		return effs
 	}
-	for _, v := range a.reported {
+	vols := a.reported
+	if a.cfg.BreakMountBeforeInUse {
+		// The broken agent acts on what it wants, reported or not.
+		set := map[VolumeID]bool{}
+		for _, v := range a.reported {
+			set[v] = true
+		}
+		for v := range wanted {
+			set[v] = true
+		}
+		vols = sortedVols(set)
+	}
+	for _, v := range vols {
 		_, busy := a.busy[v]
 		_, stuck := a.stuck[v]
 		if !busy && !stuck {
