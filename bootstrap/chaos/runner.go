@@ -71,11 +71,13 @@ func (r *runner) do(a Action) error {
 	n := r.e.NodeNames[a.Node]
 	switch a.Kind {
 	case KillVolume:
+		r.chk.Note(volName(a.Volume), "volume actor killed (%s)", a.How)
 		r.kill(a.How, "volume/"+string(volName(a.Volume)), "volume")
 	case KillNode:
 		r.noteAll("node actor %s killed (%s)", n, a.How)
 		r.kill(a.How, "node/"+string(n), "node")
 	case KillSync:
+		r.noteAll("sync actor killed (%s)", a.How)
 		r.kill(a.How, "sync", "sync")
 	case KillAgent:
 		r.noteAll("agent %s killed", n)
