@@ -69,6 +69,11 @@ type judge struct {
 	// listed: the stamp of the durable write since which the node status
 	// lists the volume in VolumesAttached (with its current device).
 	listed map[volNode]uint64
+	// granted: since the node status last started listing the volume in
+	// VolumesInUse, some durable status listed it in VolumesAttached too:
+	// the controller reported it attached after the node reported it in
+	// use (I3).
+	granted map[volNode]bool
 	// lost: the stamp of the latest removal of the volume from the node's
 	// instance by the cloud itself (terminate, delete, console).
 	lost map[volNode]uint64
@@ -94,6 +99,7 @@ func (j *judge) init() {
 	j.status = map[cloud.NodeName]statusRec{}
 	j.listed, j.lost, j.forced = map[volNode]uint64{}, map[volNode]uint64{}, map[volNode]bool{}
 	j.resolved, j.staged = map[volNode]uint64{}, map[volNode]uint64{}
+	j.granted = map[volNode]bool{}
 	j.history = map[cloud.VolumeID][]string{}
 }
 
@@ -174,8 +180,14 @@ func (j *judge) onCloud(r record) {
 }
 
 // onMountStart judges I3: the volume must be attached to the node's
-// instance in the cloud, and the node's durable status must list it both
-// attached and in use. A mount outliving its device is the cloud's doing
+// instance in the cloud, the node's durable status must list it in use, and
+// since it started doing so a durable status must have listed it attached
+// (DESIGN.md: a node mounts only after it reported the volume in use and
+// the controller reported it attached). A listing withdrawn after that is
+// not the agent's to know before it acts: the controller withdraws one only
+// when it is unsure of it (an old operation may land), never to detach a
+// volume in use, and the cloud's ground truth is judged here on its own. A
+// mount outliving its device is the cloud's doing
 // only where the cloud took the volume away after tether checked: a stage
 // whose device was resolved while attached and lost after that; a publish
 // (which binds the stage, not the device) of a stage started before the
@@ -198,8 +210,9 @@ func (j *judge) onMountStart(r record) {
 	switch {
 	case !j.attachedTo(r.vol, r.node) && !excused:
 		j.violate(r, "I3", r.vol, r.node, "%s while not attached to the node's instance in the cloud", r.op)
-	case !listed || !st.inUse[r.vol]:
-		j.violate(r, "I3", r.vol, r.node, "%s while the durable node status lists it attached=%v in-use=%v", r.op, listed, st.inUse[r.vol])
+	case !st.inUse[r.vol] || !j.granted[key]:
+		j.violate(r, "I3", r.vol, r.node, "%s while the durable node status lists it attached=%v in-use=%v, and reported it attached since it was in use: %v",
+			r.op, listed, st.inUse[r.vol], j.granted[key])
 	}
 }
 
@@ -230,6 +243,14 @@ func (j *judge) onStatus(r record) {
 	for v := range union(old.inUse, r.status.inUse) {
 		if old.inUse[v] != r.status.inUse[v] {
 			j.note(r, v, "status %s in-use=%v", n, r.status.inUse[v])
+		}
+		if !r.status.inUse[v] {
+			delete(j.granted, volNode{v, n})
+		}
+	}
+	for v := range r.status.attached {
+		if r.status.inUse[v] {
+			j.granted[volNode{v, n}] = true
 		}
 	}
 	j.status[n] = r.status
