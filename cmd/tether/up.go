@@ -33,6 +33,7 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses")
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent")
 	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
+	f.DurationVar(&cfg.Embedded.Controller.CloudTimeout, "cloud-timeout", cfg.Embedded.Controller.CloudTimeout, "bound of every cloud call; a restarted controller keeps away from a node where an operation of its predecessor may land for up to this long")
 	f.DurationVar(&cfg.Embedded.Controller.Volume.MaxWaitForUnmount, "max-wait-for-unmount", cfg.Embedded.Controller.Volume.MaxWaitForUnmount, "force detach from a NotReady node after this long")
 	f.BoolVar(&cfg.Embedded.Controller.Volume.DisableForceDetach, "disable-force-detach", false, "never force detach from NotReady nodes")
 	f.DurationVar(&cfg.Embedded.Sim.Latency, "sim-latency", 0, "latency the sim cloud adds to every call")

@@ -82,7 +82,7 @@ func tetherUp(t *testing.T, data string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(data, bootstrap.AddrFile))
 	cmd := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-		"--sync-period", "1s", "--sim-latency", "30ms", "--sim-throttle", "8", "--log-level", "warn")
+		"--sync-period", "1s", "--cloud-timeout", "5s", "--sim-latency", "30ms", "--sim-throttle", "8", "--log-level", "warn")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
