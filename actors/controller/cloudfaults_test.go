@@ -128,10 +128,7 @@ func TestInstanceDeletedForGood(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		t.Run(map[bool]string{false: "warm", true: "restarted"}[restart], func(t *testing.T) {
 			r := newRig(t)
-			r.node("n1")
-			r.volume("v1", cloud.Exclusive)
-			r.workload("w1", "n1", "v1")
-			r.eventually("attached", r.settled("v1", "n1"))
+			r.oneAttached()
 			inst, _ := r.cloud.InstanceOf("n1")
 			must(t, r.cloud.Delete(inst))
 			if restart {
@@ -146,6 +143,16 @@ func TestInstanceDeletedForGood(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oneAttached sets up node n1 and exclusive volume v1 used there by
+// workload w1, and waits until v1 is attached and reported.
+func (r *rig) oneAttached() {
+	r.t.Helper()
+	r.node("n1")
+	r.volume("v1", cloud.Exclusive)
+	r.workload("w1", "n1", "v1")
+	r.eventually("attached", r.settled("v1", "n1"))
 }
 
 // restartController stops the controller and starts a new one on the same
@@ -163,10 +170,7 @@ func (r *rig) restartController() {
 // it (I4, judged by the rig at the detach).
 func TestNodeDeletedWhileVolumeInUse(t *testing.T) {
 	r := newRig(t)
-	r.node("n1")
-	r.volume("v1", cloud.Exclusive)
-	r.workload("w1", "n1", "v1")
-	r.eventually("attached", r.settled("v1", "n1"))
+	r.oneAttached()
 	r.inUse("n1", "v1")
 	must(t, r.ctl.DeleteWorkload("w1"))
 	must(t, r.ctl.DeleteNode("n1"))
@@ -193,10 +197,7 @@ func TestNodeDeletedWhileVolumeInUse(t *testing.T) {
 func TestInstanceBackBetweenSyncPasses(t *testing.T) {
 	r := newRig(t)
 	passes := r.passes()
-	r.node("n1")
-	r.volume("v1", cloud.Exclusive)
-	r.workload("w1", "n1", "v1")
-	r.eventually("attached", r.settled("v1", "n1"))
+	r.oneAttached()
 	inst, _ := r.cloud.InstanceOf("n1")
 	must(t, r.cloud.Terminate(inst))
 	must(t, r.cloud.Start(inst))
@@ -213,10 +214,7 @@ func TestInstanceBackBetweenSyncPasses(t *testing.T) {
 func TestConsoleDetach(t *testing.T) {
 	r := newRig(t)
 	passes := r.passes()
-	r.node("n1")
-	r.volume("v1", cloud.Exclusive)
-	r.workload("w1", "n1", "v1")
-	r.eventually("attached", r.settled("v1", "n1"))
+	r.oneAttached()
 	inst, _ := r.cloud.InstanceOf("n1")
 	must(t, r.cloud.ConsoleDetach("v1", inst))
 	r.ctl.SyncNow()
@@ -231,10 +229,7 @@ func TestConsoleDetach(t *testing.T) {
 // preparation without writing first, the detach is caught.
 func TestRigCatchesI4(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *sim.Config) { c.Node.BreakPrepareBeforeWrite = true })
-	r.node("n1")
-	r.volume("v1", cloud.Exclusive)
-	r.workload("w1", "n1", "v1")
-	r.eventually("attached", r.settled("v1", "n1"))
+	r.oneAttached()
 	must(t, r.ctl.DeleteWorkload("w1"))
 	r.eventually("detached", func() bool { return len(r.attachedTo("v1")) == 0 })
 	if v := r.takeViolations(); len(v) == 0 || !strings.HasPrefix(v[0], "I4") {
@@ -245,10 +240,7 @@ func TestRigCatchesI4(t *testing.T) {
 // ... and so is its I2 checker.
 func TestRigCatchesI2(t *testing.T) {
 	r := newRig(t, func(c *Config, _ *sim.Config) { c.Volume.BreakIgnoreInUse, c.Node.BreakIgnoreInUse = true, true })
-	r.node("n1")
-	r.volume("v1", cloud.Exclusive)
-	r.workload("w1", "n1", "v1")
-	r.eventually("attached", r.settled("v1", "n1"))
+	r.oneAttached()
 	r.inUse("n1", "v1")
 	must(t, r.ctl.DeleteWorkload("w1"))
 	r.eventually("detached", func() bool { return len(r.attachedTo("v1")) == 0 })

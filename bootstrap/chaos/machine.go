@@ -1,14 +1,11 @@
 package chaos
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/layout"
-	"github.com/tether/tether/node/mount"
+	"github.com/tether/tether/node"
 )
 
 // PowerOff takes node n down as a machine that loses power: its agent stops
@@ -54,32 +51,12 @@ func PowerOn(e *bootstrap.Embedded, n cloud.NodeName) error {
 // vanish removes every mount under n's data directory and puts an empty
 // directory where each was, as after a reboot.
 func vanish(e *bootstrap.Embedded, n cloud.NodeName) error {
-	l, err := layout.New(e.NodeDir(n))
-	if err != nil {
-		return err
-	}
 	m, err := e.Mounter(n)
+	if err == nil {
+		err = node.Reboot(e.NodeDir(n), m)
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("chaos: power off %s: %w", n, err)
 	}
-	found, err := mount.Scan(l, m)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for i := len(found.Entries) - 1; i >= 0; i-- { // publishes (pods/) first
-		t := found.Entries[i]
-		if t.Kind == mount.KindPublish {
-			err = m.Unpublish(t.Path)
-		} else {
-			err = m.Unstage(t.Path)
-		}
-		if err == nil {
-			err = os.MkdirAll(t.Path, 0o750)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("chaos: power off %s: %w", n, err))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
