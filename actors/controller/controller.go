@@ -125,7 +125,7 @@ func (c *Controller) Stop(timeout time.Duration) error {
 	c.cancel()
 	var futures []*actor.Future
 	for _, name := range e.lookup.names() {
-		futures = append(futures, e.sys.Root.StopFuture(actor.NewPID(e.sys.Address(), name)))
+		futures = append(futures, e.guard.StopFuture(actor.NewPID(e.sys.Address(), name)))
 	}
 	deadline := time.Now().Add(timeout)
 	var errs []error

@@ -2,7 +2,8 @@
 // SpawnNamed makes a name resolvable before it has initialised the actor's
 // mailbox, and a message sent to that name in between dereferences a nil
 // dispatcher (a panic in the sender). Every spawn of a named actor holds a
-// Guard for writing and every send or request holds it for reading, so no
+// Guard for writing and every send, request, stop or poison holds it for
+// reading, so no
 // message can reach a half-built mailbox. A Guard never spawns or sends on
 // its own; one Guard serves a whole actor system.
 package spawn
@@ -51,4 +52,26 @@ func (g *Guard) Request(pid *actor.PID, msg any, timeout time.Duration) *actor.F
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.sys.Root.RequestFuture(pid, msg, timeout)
+}
+
+// Stop stops pid at once (a system message: queued messages are skipped).
+func (g *Guard) Stop(pid *actor.PID) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	g.sys.Root.Stop(pid)
+}
+
+// StopFuture stops pid and returns the future of its end; the wait happens
+// outside the guard.
+func (g *Guard) StopFuture(pid *actor.PID) *actor.Future {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.sys.Root.StopFuture(pid)
+}
+
+// Poison stops pid after the messages already queued.
+func (g *Guard) Poison(pid *actor.PID) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	g.sys.Root.Poison(pid)
 }

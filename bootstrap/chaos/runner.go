@@ -111,15 +111,17 @@ func (r *runner) do(a Action) error {
 func (r *runner) kill(how, name, kind string) {
 	r.rep.KillsByKind[kind+"/"+how]++
 	r.rep.Kills++
-	sys := r.e.System
-	pid := actor.NewPID(sys.Address(), name)
+	// Through the spawn guard: the actor may be being spawned right now
+	// (see actors/spawn).
+	g := r.e.Ctl().Guard() // one guard per actor system, shared by every controller incarnation
+	pid := actor.NewPID(r.e.System.Address(), name)
 	switch how {
 	case ByStop:
-		sys.Root.Stop(pid)
+		g.Stop(pid)
 	case ByPoison:
-		sys.Root.Poison(pid)
+		g.Poison(pid)
 	default:
-		sys.Root.Send(pid, &messages.Crash{Reason: "chaos"})
+		g.Send(pid, &messages.Crash{Reason: "chaos"})
 	}
 }
 
