@@ -48,7 +48,10 @@ func (m AccessMode) String() string {
 // for concurrent use and return errors classified with the sentinels of this
 // package (see Classify).
 //
-// What callers may rely on, and no more: a call once sent is carried out
+// What callers may rely on, and no more: a call whose ctx is already done
+// is not sent at all (so an incarnation that cancels its context before
+// its successor reads the intent journal sends nothing after that); a
+// call once sent is carried out
 // even if its caller stops waiting (cancelling ctx only stops the wait); it
 // never takes effect after ctx's deadline (callers bound every mutating
 // call with one, and a successor that knows the deadline of an operation

@@ -51,8 +51,10 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 // cancelled (the device lookup), never the mount(2) itself.
 func (a *agentActor) do(vol cloud.VolumeID, r agent.Running, f func(context.Context) error) {
 	r.Since = a.cfg.Clock.Now()
-	c, cancel := withTimeout(a.ctx, a.cfg.OpTimeout)
+	parent, timeout := a.ctx, a.cfg.OpTimeout
 	a.cfg.Calls.start(vol, r, func() error {
+		// Made here, so that a call Calls refuses leaves no timer behind.
+		c, cancel := withTimeout(parent, timeout)
 		defer cancel()
 		return f(c)
 	})

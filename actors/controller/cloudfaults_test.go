@@ -15,9 +15,9 @@ import (
 // where they matter. The rig's checkers judge every change as it happens
 // (I1 at cleanup from the cloud's changes; I2 and I4 at each detach).
 
-// shortCalls bounds every cloud call by 150 ms of real time, so that a lost
-// reply or a hung call costs the test little.
-func shortCalls(c *Config, _ *sim.Config) { c.CloudTimeout = 150 * time.Millisecond }
+// shortCalls bounds every cloud call by one second of real time, so that a
+// lost reply costs the test little, with room for a loaded machine.
+func shortCalls(c *Config, _ *sim.Config) { c.CloudTimeout = time.Second }
 
 // advanceUntil advances the fake clock in steps (each step lets the
 // actors run) until cond holds.
@@ -46,8 +46,8 @@ func TestLostReplies(t *testing.T) {
 	})
 	r.cloud.SetReplyLoss(sim.MethodAttach, 0)
 	r.advanceUntil("attached", 100*time.Millisecond, r.settled("v1", "n1"))
-	if c := r.cloud.Calls(); c.AttachNew != 1 || c.Calls[sim.MethodAttach] != 2 {
-		t.Fatalf("attach calls %d, new attachments %d: want 2 calls (one idempotent) and 1 attachment", c.Calls[sim.MethodAttach], c.AttachNew)
+	if c := r.cloud.Calls(); c.AttachNew != 1 || c.Calls[sim.MethodAttach] < 2 {
+		t.Fatalf("attach calls %d, new attachments %d: want at least 2 calls (the retries idempotent) and 1 attachment", c.Calls[sim.MethodAttach], c.AttachNew)
 	}
 
 	r.cloud.SetReplyLoss(sim.MethodDetach, 1)
@@ -65,7 +65,7 @@ func TestLostReplies(t *testing.T) {
 // A call that hangs until its deadline holds up its own volume only; it
 // lands at the very end and the volume is settled without a second attach.
 func TestHungCallHoldsOnlyItsVolume(t *testing.T) {
-	r := newRig(t, func(c *Config, _ *sim.Config) { c.CloudTimeout = 2 * time.Second })
+	r := newRig(t, func(c *Config, _ *sim.Config) { c.CloudTimeout = 5 * time.Second })
 	r.node("n1")
 	r.volume("slow", cloud.Exclusive)
 	r.volume("fast", cloud.Exclusive)
@@ -175,9 +175,19 @@ func TestNodeDeletedWhileVolumeInUse(t *testing.T) {
 	must(t, r.ctl.DeleteWorkload("w1"))
 	must(t, r.ctl.DeleteNode("n1"))
 	r.restartController()
-	for range 5 {
+	r.eventually("v1 rebuilt", func() bool {
+		st, err := r.ctl.VolumeStatus("v1", time.Second)
+		return err == nil && st.Restored
+	})
+	for i := range 5 {
 		r.clk.Advance(time.Second)
-		r.volState("v1", "n1")
+		// Asked through the actor's mailbox: every decision it took on
+		// what came before is visible here.
+		// Attached, or Uncertain while the rebuilt actor fences the node
+		// of its predecessor's attach; never Detaching, never forgotten.
+		if st := r.volState("v1", "n1"); st != "Attached" && st != "Uncertain" {
+			t.Fatalf("step %d: v1 is %s on the deleted node while in use there, want no detach started", i, st)
+		}
 	}
 	if c := r.cloud.Calls(); c.Calls[sim.MethodDetach] != 0 {
 		t.Fatalf("%d detach calls while the volume is in use on the deleted node", c.Calls[sim.MethodDetach])

@@ -272,7 +272,7 @@ func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
 		return snap, err
 	}
 	for _, in := range intents {
-		r.InFlight = append(r.InFlight, volume.InFlight{Node: in.Node, Attach: in.Attach, Deadline: in.Deadline})
+		r.InFlight = append(r.InFlight, volume.InFlight{Node: in.Node, Deadline: in.Deadline})
 		cand[in.Node] = true
 	}
 	snap.Candidates = sortedKeys(cand)
@@ -292,7 +292,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 			r.Truth[cloud.NodeName(n)] = att
 		}
 	} else {
-		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed, trusting node statuses until the next sync: %s", m.Error)
+		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed: trusting node statuses, and holding every node of the intent journal Uncertain until an idempotent attach or detach or newer truth settles it: %s", m.Error)
 	}
 	a.base = volume.Restored{} // release the snapshot's maps
 	a.step(ctx, r)

@@ -82,6 +82,9 @@ func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call f
 	if err := e.store.PutIntent(intent); err != nil {
 		return fmt.Errorf("%w: recording the operation before sending it: %w", cloud.ErrRetryable, err)
 	}
+	if err := c.Err(); err != nil {
+		return err // this incarnation died while recording: send nothing
+	}
 	inst, err := e.inst.resolve(c, n)
 	if err == nil {
 		err = call(c, inst)

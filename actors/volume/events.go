@@ -30,11 +30,11 @@ type Restored struct {
 	AsOf     time.Time
 }
 
-// InFlight is an operation of an earlier incarnation that may still land on
-// Node until Deadline.
+// InFlight is an operation of an earlier incarnation (an attach or a
+// detach: either fences the node alike) that may still land on Node until
+// Deadline.
 type InFlight struct {
 	Node     NodeName
-	Attach   bool // an attach; false: a detach
 	Deadline time.Time
 }
 

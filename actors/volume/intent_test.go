@@ -42,7 +42,7 @@ func TestRestoredIntentsHoldI1(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	cfg := DefaultConfig()
 	attachN1 := func(deadline time.Time) []InFlight {
-		return []InFlight{{Node: "n1", Attach: true, Deadline: deadline}}
+		return []InFlight{{Node: "n1", Deadline: deadline}}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -88,7 +88,7 @@ func TestRestoredIntentFenceLifts(t *testing.T) {
 	v := New("v", DefaultConfig(), 0)
 	deadline := t0.Add(30 * time.Second)
 	effs := v.Step(t0, Restored{Mode: cloud.Exclusive, Desired: []NodeName{"n2"},
-		InFlight: []InFlight{{Node: "n1", Attach: true, Deadline: deadline}}, Truth: map[NodeName]bool{"n1": false, "n2": false}, AsOf: t0})
+		InFlight: []InFlight{{Node: "n1", Deadline: deadline}}, Truth: map[NodeName]bool{"n1": false, "n2": false}, AsOf: t0})
 	if len(kinds(effs)) != 1 || !has(effs, "unlist n1") {
 		t.Fatalf("restore gave %v, want only the unlisting of n1", kinds(effs))
 	}

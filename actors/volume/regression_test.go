@@ -123,7 +123,7 @@ func TestStaleListingIsCorrected(t *testing.T) {
 			// known.
 			name: "listed, attach in flight: unlisted and fenced",
 			ev: Restored{Mode: cloud.Exclusive, Desired: nodes("n1"), Listed: map[NodeName]string{"n1": "/dev/old"},
-				InFlight: []InFlight{{Node: "n1", Attach: true, Deadline: t0.Add(time.Minute)}},
+				InFlight: []InFlight{{Node: "n1", Deadline: t0.Add(time.Minute)}},
 				Truth:    map[NodeName]bool{"n1": false}, AsOf: t0},
 			want:  []string{"report-detached n1", "wake +1m0s"},
 			state: "Uncertain",
@@ -141,7 +141,7 @@ func TestStaleListingIsCorrected(t *testing.T) {
 	// After the fence, an idempotent attach learns the device.
 	h := newHarness(t, DefaultConfig())
 	h.step(Restored{Mode: cloud.Exclusive, Desired: nodes("n1"), Listed: map[NodeName]string{"n1": "/dev/old"},
-		InFlight: []InFlight{{Node: "n1", Attach: true, Deadline: t0.Add(time.Minute)}}, Truth: map[NodeName]bool{"n1": false}, AsOf: t0})
+		InFlight: []InFlight{{Node: "n1", Deadline: t0.Add(time.Minute)}}, Truth: map[NodeName]bool{"n1": false}, AsOf: t0})
 	h.advance(time.Minute)
 	h.expect(Tick{}, "attach n1")
 	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")

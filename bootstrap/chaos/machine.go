@@ -9,7 +9,7 @@ import (
 )
 
 // PowerOff takes node n down as a machine that loses power: its agent stops
-// (waiting for the mount operations in progress) and every mount it had
+// (waiting at most its StopGrace for the mount operations in progress) and every mount it had
 // vanishes, leaving the empty directories a reboot leaves; chk (if set)
 // records it. It does not touch the cloud: the caller terminates, replaces
 // or deletes the instance afterwards, so that nothing mounts on a machine

@@ -13,8 +13,11 @@ import (
 type Counters struct {
 	// Calls counts every provider call, including failed and throttled ones.
 	Calls map[Method]int
-	// Errors counts calls that returned an error, including throttled,
-	// injected and cancelled ones.
+	// Errors counts calls that failed in the cloud: throttled, refused
+	// before they were sent (ctx already done), dropped past their
+	// deadline, failed by an injected error or by the effect itself. A
+	// caller that stops waiting (its ctx ends, its reply is lost) is not
+	// counted here: the call goes on in the cloud.
 	Errors map[Method]int
 	// Throttled counts calls refused by the token bucket. (An injected
 	// cloud.KindThrottled error counts in Errors only.)
@@ -56,7 +59,8 @@ func (c *Cloud) Calls() Counters {
 // the counters changed). It never runs after ctx's deadline: a call whose
 // deadline passes first is dropped by the cloud. The caller waits for the
 // result or for ctx, whichever comes first; a lost reply keeps it waiting
-// until ctx ends (or, without a deadline, fails at once as retryable).
+// until ctx ends (or, without a deadline, fails at once with an error
+// wrapping context.DeadlineExceeded: a timeout, the outcome unknown).
 // subject describes the call's arguments for error messages. Changes
 // recorded by effect are delivered to observers after the lock is released,
 // if written.
@@ -95,7 +99,9 @@ func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() 
 			return err
 		}
 		if !bounded {
-			return fmt.Errorf("sim: %s %s: reply lost: %w", m, subject, cloud.ErrRetryable)
+			// As a client library's own timeout reports it: the outcome is
+			// unknown (cloud.Provider), and Classify says retryable.
+			return fmt.Errorf("sim: %s %s: reply lost: %w", m, subject, context.DeadlineExceeded)
 		}
 		<-ctx.Done()
 		return ctx.Err()

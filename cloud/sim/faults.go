@@ -43,7 +43,8 @@ func (c *Cloud) SetErrorRate(m Method, p float64, kind cloud.Kind) {
 // p (drawn from the generator seeded by Config.Seed): the call takes effect
 // (or fails) in the cloud, and its caller waits until its context ends and
 // gets the context's error, as after a timeout; a caller without a deadline
-// gets a retryable "reply lost" error at once. p <= 0 cancels it.
+// gets a "reply lost" error wrapping context.DeadlineExceeded at once.
+// p <= 0 cancels it.
 func (c *Cloud) SetReplyLoss(m Method, p float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

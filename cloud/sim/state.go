@@ -139,7 +139,9 @@ func Open(cfg Config) (*Cloud, error) {
 }
 
 // commitLocked makes the changes made since mark (the length of the
-// observer queue before them) durable. Without StatePath it does nothing.
+// observer queue before them) durable, then tells the synchronous
+// observers about them (committedLocked). Without StatePath nothing is
+// written.
 // If the state cannot be written it reverts the instances, volumes,
 // attachments, instance ID counter, AttachNew and DetachNew to the last
 // state written, drops the changes queued since mark (observers only see

@@ -110,6 +110,9 @@ func TestReplyLost(t *testing.T) {
 		f.c.SetReplyLoss(MethodInstanceID, 1)
 		_, err = f.c.InstanceID(context.Background(), "n1")
 		checkErr(t, err, cloud.KindRetryable, "reply lost")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%v: a lost reply must read as a timeout (outcome unknown)", err)
+		}
 	}
 }
 
