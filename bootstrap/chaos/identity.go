@@ -1,12 +1,10 @@
 package chaos
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/tether/tether/node/layout"
@@ -30,7 +28,7 @@ func Identities(dataDir string, m mount.Mounter) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := mountIDs()
+	ids, err := mount.MountIDs()
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +47,7 @@ func Identities(dataDir string, m mount.Mounter) (map[string]string, error) {
 	return out, nil
 }
 
-func identity(path string, ids map[string]string) (string, error) {
+func identity(path string, ids map[string]int) (string, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return "", err
@@ -69,51 +67,7 @@ func identity(path string, ids map[string]string) (string, error) {
 		return "", err
 	}
 	if id, ok := ids[filepath.Join(parent, filepath.Base(path))]; ok {
-		return "mount id=" + id, nil
+		return "mount id=" + strconv.Itoa(id), nil
 	}
 	return "", fmt.Errorf("chaos: %s is mounted but not in the mount table", path)
-}
-
-// mountIDs maps each mount point of /proc/self/mountinfo to the ID of the
-// mount visible there (the last one listed). Without a mount table (not
-// Linux) it is empty.
-func mountIDs() (map[string]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if os.IsNotExist(err) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		out[unescape(fields[4])] = fields[0]
-	}
-	return out, sc.Err()
-}
-
-// unescape undoes mountinfo's \ooo escapes (space, tab, newline, backslash).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

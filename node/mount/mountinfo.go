@@ -2,8 +2,11 @@ package mount
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -126,4 +129,28 @@ func sourceOf(entries []mountEntry, t *mountEntry, avoid string) string {
 // holds reports whether directory root (of a filesystem) contains sub.
 func holds(root, sub string) bool {
 	return root == "/" || below(root, sub)
+}
+
+// MountIDs maps each mount point of /proc/self/mountinfo to the ID of the
+// mount visible there (the last one listed on that point). Without a mount
+// table (not Linux) it is empty. The kernel reuses these IDs: they tell
+// mounts apart at one moment, not over time.
+func MountIDs() (map[string]int, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]int{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := parseMountinfo(f)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(entries))
+	for _, e := range entries {
+		out[e.Point] = e.ID
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,18 @@ func TestTopAndSource(t *testing.T) {
 	lone := []mountEntry{{ID: 1, Dev: "9:9", Root: "/sub", Point: "/m"}}
 	if got := sourceOf(lone, &lone[0], "/p"); got != "/sub" {
 		t.Errorf("sourceOf without candidates = %q, want the root /sub", got)
+	}
+}
+
+func TestMountIDsSeesRoot(t *testing.T) {
+	if _, err := os.Stat("/proc/self/mountinfo"); err != nil {
+		t.Skip("no mount table here (not Linux)")
+	}
+	ids, err := MountIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ids["/"]; !ok || len(ids) == 0 {
+		t.Fatalf("MountIDs has no entry for /: %v", ids)
 	}
 }
