@@ -24,12 +24,9 @@ func (c *Cloud) Replace(node cloud.NodeName) (cloud.InstanceID, error) {
 		c.dropInstanceLocked(old, ReasonTerminate)
 	}
 	id := c.newInstanceLocked(node)
-	err := c.commitLocked(mark)
-	c.mu.Unlock()
-	if err != nil {
-		return "", fmt.Errorf("sim: replace the instance of node %s: %w", node, err)
+	if err := c.commitUnlock(mark, "replace the instance of node "+string(node)); err != nil {
+		return "", err
 	}
-	c.deliver()
 	return id, nil
 }
 
@@ -46,13 +43,7 @@ func (c *Cloud) Delete(inst cloud.InstanceID) error {
 	}
 	mark := len(c.obs.queue)
 	c.dropInstanceLocked(in, ReasonDelete)
-	err := c.commitLocked(mark)
-	c.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("sim: delete %s: %w", inst, err)
-	}
-	c.deliver()
-	return nil
+	return c.commitUnlock(mark, "delete "+string(inst))
 }
 
 // ConsoleDetach detaches vol from inst from the cloud's side while the
@@ -73,21 +64,33 @@ func (c *Cloud) ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error {
 	}
 	mark := len(c.obs.queue)
 	c.removeLocked(v, in, ReasonConsole)
-	err = c.commitLocked(mark)
+	return c.commitUnlock(mark, fmt.Sprintf("console detach %s from %s", vol, inst))
+}
+
+// commitUnlock ends a change made under the lock since mark: it commits
+// it (see commitLocked), releases the lock and, if it was written,
+// delivers it to the observers. what names the change in the error.
+func (c *Cloud) commitUnlock(mark int, what string) error {
+	err := c.commitLocked(mark)
 	c.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("sim: console detach %s from %s: %w", vol, inst, err)
+		return fmt.Errorf("sim: %s: %w", what, err)
 	}
 	c.deliver()
 	return nil
 }
 
-// dropInstanceLocked removes in's attachments (with reason) and forgets
-// in.
-func (c *Cloud) dropInstanceLocked(in *instance, reason string) {
+// detachAllLocked removes every attachment of in, with reason.
+func (c *Cloud) detachAllLocked(in *instance, reason string) {
 	for _, vol := range sortedKeys(in.devices) {
 		c.removeLocked(c.vols[vol], in, reason)
 	}
+}
+
+// dropInstanceLocked removes in's attachments (with reason) and forgets
+// in.
+func (c *Cloud) dropInstanceLocked(in *instance, reason string) {
+	c.detachAllLocked(in, reason)
 	in.running = false
 	delete(c.insts, in.id)
 	if c.nodes[in.node] == in {

@@ -236,16 +236,8 @@ func (c *Cloud) Terminate(inst cloud.InstanceID) error {
 	}
 	mark := len(c.obs.queue)
 	in.running = false
-	for _, vol := range sortedKeys(in.devices) {
-		c.removeLocked(c.vols[vol], in, ReasonTerminate)
-	}
-	err := c.commitLocked(mark)
-	c.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("sim: terminate %s: %w", inst, err)
-	}
-	c.deliver()
-	return nil
+	c.detachAllLocked(in, ReasonTerminate)
+	return c.commitUnlock(mark, "terminate "+string(inst))
 }
 
 // Start makes a stopped instance run again, with the same ID and no
