@@ -38,9 +38,10 @@
 // default) refuses it. Instances can be terminated and started (Terminate,
 // Start), replaced by a new instance under the same node name (Replace),
 // deleted for good (Delete), and a volume detached from the cloud's side
-// while its instance runs (ConsoleDetach). ObserveSync reports every
-// attachment change synchronously at the moment it happens, Observe
-// asynchronously.
+// while its instance runs (ConsoleDetach). A volume's mode and attachments
+// can be read (Volume) and a detached volume deleted (DeleteVolume; an
+// attached one never is). ObserveSync reports every attachment change
+// synchronously at the moment it happens, Observe asynchronously.
 //
 // A Cloud is safe for concurrent use. It holds one mutex, never while
 // waiting out latency and never while calling Observe's hooks (ObserveSync's

@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tether/tether/cloud"
+)
+
+func TestVolumeReadsGroundTruth(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.attach(t, "multi", f.i2)
+	f.attach(t, "multi", f.i1)
+	mode, at, ok := f.c.Volume("multi")
+	if !ok || mode != cloud.MultiNode || !slices.Equal(at, []cloud.InstanceID{f.i1, f.i2}) {
+		t.Fatalf("Volume(multi) = %v %v %v", mode, at, ok)
+	}
+	mode, at, ok = f.c.Volume("excl")
+	if !ok || mode != cloud.Exclusive || len(at) != 0 {
+		t.Fatalf("Volume(excl) = %v %v %v", mode, at, ok)
+	}
+	if _, _, ok := f.c.Volume("ghost"); ok {
+		t.Fatal("Volume(ghost) found")
+	}
+}
+
+func TestDeleteVolume(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.attach(t, "excl", f.i1)
+	err := f.c.DeleteVolume("excl")
+	if !errors.Is(err, ErrVolumeInUse) {
+		t.Fatalf("delete attached: %v, want ErrVolumeInUse", err)
+	}
+	checkErr(t, err, cloud.KindRetryable, "excl", string(f.i1))
+	if _, _, ok := f.c.Volume("excl"); !ok {
+		t.Fatal("attached volume deleted")
+	}
+	checkErr(t, f.c.DeleteVolume("ghost"), cloud.KindNotFound, "ghost")
+
+	if err := f.c.DeleteVolume("multi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := f.c.Volume("multi"); ok {
+		t.Fatal("deleted volume still there")
+	}
+	_, err = f.c.Attach(t.Context(), "multi", f.i2)
+	checkErr(t, err, cloud.KindNotFound, "multi")
+	// Created again, with another mode: the mode is the new one.
+	if err := f.c.CreateVolumeChecked("multi", cloud.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	if mode, _, _ := f.c.Volume("multi"); mode != cloud.Exclusive {
+		t.Fatalf("recreated with mode %v", mode)
+	}
+}
+
+// TestDeleteVolumeDurable: the deletion is written; a failed write keeps
+// the volume.
+func TestDeleteVolumeDurable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cloud.json")
+	c := mustOpen(t, Config{StatePath: path})
+	mustNil(t, c.CreateVolumeChecked("a", cloud.Exclusive))
+	mustNil(t, c.CreateVolumeChecked("b", cloud.MultiNode))
+	mustNil(t, c.DeleteVolume("a"))
+	if _, _, ok := mustOpen(t, Config{StatePath: path}).Volume("a"); ok {
+		t.Fatal("deletion not written")
+	}
+	setWrite(c, func(string, []byte) (bool, error) { return false, errors.New("injected write failure") })
+	checkErr(t, c.DeleteVolume("b"), cloud.KindRetryable, path)
+	if _, _, ok := c.Volume("b"); !ok {
+		t.Fatal("volume gone after a failed write")
+	}
+}
