@@ -58,7 +58,8 @@ var _ Store = (*Bolt)(nil)
 // OpenBolt opens (creating if needed, file mode 0600, parent dir must exist)
 // the database at path. It takes bbolt's file lock with a timeout (1 s), so
 // a second process gets an error matching ErrInUse ("store: <path> is in use
-// by another process") instead of hanging.
+// by another process") instead of hanging. Objects of a file written before
+// ObjectUIDs existed get theirs here, before anyone reads.
 func OpenBolt(path string) (*Bolt, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -73,7 +74,7 @@ func OpenBolt(path string) (*Bolt, error) {
 				return err
 			}
 		}
-		return nil
+		return assignMissingUIDs(tx)
 	})
 	if err != nil {
 		_ = db.Close()
@@ -152,12 +153,23 @@ func (b *Bolt) Apply(ops []Op) error {
 func applyBolt(tx *bolt.Tx, op Op) error {
 	switch {
 	case op.PutVolume != nil:
-		v := op.PutVolume
-		return put(tx, bucketVolumes, string(v.ID), volumeRecord{ID: v.ID, Mode: int(v.Mode)})
+		v := *op.PutVolume
+		old, ok, err := get[volumeRecord](tx, bucketVolumes, string(v.ID))
+		if err != nil {
+			return err
+		}
+		v.ObjectUID = keepUID(old.ObjectUID, ok)
+		return put(tx, bucketVolumes, string(v.ID), toVolumeRecord(v))
 	case op.DeleteVolume != "":
 		return tx.Bucket(bucketVolumes).Delete([]byte(op.DeleteVolume))
 	case op.PutNode != nil:
-		return put(tx, bucketNodes, string(op.PutNode.Name), nodeRecord{Name: op.PutNode.Name})
+		n := *op.PutNode
+		old, ok, err := get[nodeRecord](tx, bucketNodes, string(n.Name))
+		if err != nil {
+			return err
+		}
+		n.ObjectUID = keepUID(old.ObjectUID, ok)
+		return put(tx, bucketNodes, string(n.Name), nodeRecord(n))
 	case op.DeleteNode != "":
 		return tx.Bucket(bucketNodes).Delete([]byte(op.DeleteNode))
 	case op.PutWorkload != nil:
@@ -168,7 +180,8 @@ func applyBolt(tx *bolt.Tx, op Op) error {
 	return nil
 }
 
-// putWorkloadBolt stores w, keeping the Seq of the workload it replaces.
+// putWorkloadBolt stores w, keeping the Seq and ObjectUID of the workload
+// it replaces.
 func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
 	old, ok, err := get[workloadRecord](tx, bucketWorkloads, w.UID)
 	if err != nil {
@@ -179,6 +192,7 @@ func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
 	} else if w.Seq, err = bump(tx, keySeq); err != nil {
 		return err
 	}
+	w.ObjectUID = keepUID(old.ObjectUID, ok)
 	return put(tx, bucketWorkloads, w.UID, toWorkloadRecord(w))
 }
 
@@ -271,11 +285,19 @@ func get[R any](tx *bolt.Tx, bucket []byte, key string) (R, bool, error) {
 // scan decodes every record of bucket, in key order.
 func scan[R any](tx *bolt.Tx, bucket []byte, fn func(R)) error {
 	return tx.Bucket(bucket).ForEach(func(k, data []byte) error {
-		var rec R
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return fmt.Errorf("store: decode %s/%s: %w", bucket, k, err)
+		rec, err := decode[R](bucket, k, data)
+		if err != nil {
+			return err
 		}
 		fn(rec)
 		return nil
 	})
+}
+
+func decode[R any](bucket, key, data []byte) (R, error) {
+	var rec R
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("store: decode %s/%s: %w", bucket, key, err)
+	}
+	return rec, nil
 }

@@ -11,21 +11,27 @@ import (
 // from the domain types so that renaming a Go field does not change the
 // file. Slices keep nil and empty apart (no omitempty), as Memory does.
 
+// ObjectUID ("objectUid") is missing from files written before UIDs
+// existed: OpenBolt assigns it (assignMissingUIDs).
+
 type volumeRecord struct {
-	ID   cloud.VolumeID `json:"id"`
-	Mode int            `json:"mode"`
+	ID        cloud.VolumeID `json:"id"`
+	Mode      int            `json:"mode"`
+	ObjectUID string         `json:"objectUid"`
 }
 
 type nodeRecord struct {
-	Name cloud.NodeName `json:"name"`
+	Name      cloud.NodeName `json:"name"`
+	ObjectUID string         `json:"objectUid"`
 }
 
 type workloadRecord struct {
-	UID      string           `json:"uid"`
-	Node     cloud.NodeName   `json:"node"`
-	Volumes  []cloud.VolumeID `json:"volumes"`
-	ReadOnly []cloud.VolumeID `json:"readOnly"`
-	Seq      uint64           `json:"seq"`
+	UID       string           `json:"uid"`
+	Node      cloud.NodeName   `json:"node"`
+	Volumes   []cloud.VolumeID `json:"volumes"`
+	ReadOnly  []cloud.VolumeID `json:"readOnly"`
+	Seq       uint64           `json:"seq"`
+	ObjectUID string           `json:"objectUid"`
 }
 
 // statusRecord: a zero NotReadySince round-trips as the zero time; maps come
@@ -41,7 +47,13 @@ type statusRecord struct {
 	InUseSeq         uint64                    `json:"inUseSeq"`
 }
 
-func (r volumeRecord) spec() VolumeSpec { return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode)} }
+func (r volumeRecord) spec() VolumeSpec {
+	return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode), ObjectUID: r.ObjectUID}
+}
+
+func toVolumeRecord(v VolumeSpec) volumeRecord {
+	return volumeRecord{ID: v.ID, Mode: int(v.Mode), ObjectUID: v.ObjectUID}
+}
 
 // The conversions below stop compiling when a domain type gains a field, so
 // a new field cannot be silently left out of the file.

@@ -111,11 +111,17 @@ func (m *Memory) Apply(ops []Op) error {
 func (m *Memory) applyLocked(op Op) {
 	switch {
 	case op.PutVolume != nil:
-		m.volumes[op.PutVolume.ID] = *op.PutVolume
+		v := *op.PutVolume
+		old, ok := m.volumes[v.ID]
+		v.ObjectUID = keepUID(old.ObjectUID, ok)
+		m.volumes[v.ID] = v
 	case op.DeleteVolume != "":
 		delete(m.volumes, op.DeleteVolume)
 	case op.PutNode != nil:
-		m.nodes[op.PutNode.Name] = *op.PutNode
+		n := *op.PutNode
+		old, ok := m.nodes[n.Name]
+		n.ObjectUID = keepUID(old.ObjectUID, ok)
+		m.nodes[n.Name] = n
 	case op.DeleteNode != "":
 		delete(m.nodes, op.DeleteNode)
 	case op.PutWorkload != nil:
@@ -182,15 +188,17 @@ func (m *Memory) PutWorkload(w Workload) error {
 	return m.Apply([]Op{{PutWorkload: &w}})
 }
 
-// putWorkloadLocked stores w (the store's own copy), keeping the Seq of the
-// workload it replaces.
+// putWorkloadLocked stores w (the store's own copy), keeping the Seq and
+// ObjectUID of the workload it replaces.
 func (m *Memory) putWorkloadLocked(w Workload) {
-	if old, ok := m.workloads[w.UID]; ok {
+	old, ok := m.workloads[w.UID]
+	if ok {
 		w.Seq = old.Seq
 	} else {
 		m.seq++
 		w.Seq = m.seq
 	}
+	w.ObjectUID = keepUID(old.ObjectUID, ok)
 	m.unindexLocked(w.UID)
 	m.workloads[w.UID] = w
 	if m.byNode[w.Node] == nil {

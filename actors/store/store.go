@@ -25,15 +25,21 @@ var ErrInvalidOp = errors.New("store: invalid op")
 type VolumeSpec struct {
 	ID   cloud.VolumeID
 	Mode cloud.AccessMode
+	// ObjectUID: see ObjectUID's doc. The store assigns it.
+	ObjectUID string
 }
 
 // NodeSpec is a node of the desired state.
 type NodeSpec struct {
 	Name cloud.NodeName
+	// ObjectUID: see ObjectUID's doc. The store assigns it.
+	ObjectUID string
 }
 
 // Workload runs on one node and uses volumes there.
 type Workload struct {
+	// UID is the workload's NAME (historical: messages call it
+	// workload_uid); the identity of one incarnation is ObjectUID.
 	UID     string
 	Node    cloud.NodeName
 	Volumes []cloud.VolumeID
@@ -41,6 +47,8 @@ type Workload struct {
 	ReadOnly []cloud.VolumeID
 	// Seq orders workloads by creation; the store assigns it.
 	Seq uint64
+	// ObjectUID: see ObjectUID's doc. The store assigns it.
+	ObjectUID string
 }
 
 // Op is one change of the desired state; exactly one field is set. An
@@ -105,6 +113,7 @@ type Store interface {
 	// one write.
 	Apply(ops []Op) error
 
+	// Puts of volumes and nodes assign ObjectUID as PutWorkload does.
 	PutVolume(VolumeSpec) error
 	DeleteVolume(cloud.VolumeID) error
 	Volume(cloud.VolumeID) (VolumeSpec, bool, error)
@@ -116,11 +125,18 @@ type Store interface {
 	Nodes() ([]NodeSpec, error)
 
 	// PutWorkload creates or replaces a workload; a replaced workload keeps
-	// its Seq.
+	// its Seq and ObjectUID.
 	PutWorkload(Workload) error
 	DeleteWorkload(uid string) error
 	Workload(uid string) (Workload, bool, error)
 	Workloads() ([]Workload, error)
+	// VolumesAfter, NodesAfter and WorkloadsAfter list one page in name
+	// order (bytewise): the objects named after after ("": from the
+	// first), at most limit of them (limit <= 0: all). A page resumes
+	// after the last name of the one before, whatever changed between.
+	VolumesAfter(after cloud.VolumeID, limit int) ([]VolumeSpec, error)
+	NodesAfter(after cloud.NodeName, limit int) ([]NodeSpec, error)
+	WorkloadsAfter(after string, limit int) ([]Workload, error)
 	// WorkloadsOn lists the workloads scheduled on a node, by Seq.
 	WorkloadsOn(cloud.NodeName) ([]Workload, error)
 	// DesiredNodes lists the nodes whose workloads use vol, in the order

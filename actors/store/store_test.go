@@ -254,6 +254,7 @@ func TestWorkloadRoundTrip(t *testing.T) {
 			must(t, s.PutWorkload(w))
 			w.Seq = uint64(i + 1)
 			got, ok, err := s.Workload(w.UID)
+			w.ObjectUID = got.ObjectUID // assigned by the store: TestObjectUIDs
 			if err != nil || !ok || !reflect.DeepEqual(got, w) {
 				t.Fatalf("Workload(%s) = %#v, %v, %v; want %#v", w.UID, got, ok, err, w)
 			}
@@ -279,11 +280,12 @@ func TestVolumesAndNodes(t *testing.T) {
 		must(t, s.DeleteNode("n2"))
 		vols, err := s.Volumes()
 		must(t, err)
+		nodes, err := s.Nodes()
+		must(t, err)
+		clearUIDs(vols, nodes) // TestObjectUIDs checks them
 		if want := []VolumeSpec{{ID: "v1", Mode: cloud.MultiNode}, {ID: "v3", Mode: cloud.MultiNode}}; !reflect.DeepEqual(vols, want) {
 			t.Fatalf("Volumes = %v, want %v", vols, want)
 		}
-		nodes, err := s.Nodes()
-		must(t, err)
 		if want := []NodeSpec{{Name: "n1"}, {Name: "n3"}}; !reflect.DeepEqual(nodes, want) {
 			t.Fatalf("Nodes = %v, want %v", nodes, want)
 		}
@@ -333,4 +335,13 @@ func TestConcurrentWrites(t *testing.T) {
 			t.Fatalf("Revision %d, %d workloads; want %d each", rev, len(ws), writers*each)
 		}
 	})
+}
+
+func clearUIDs(vols []VolumeSpec, nodes []NodeSpec) {
+	for i := range vols {
+		vols[i].ObjectUID = ""
+	}
+	for i := range nodes {
+		nodes[i].ObjectUID = ""
+	}
 }
