@@ -510,9 +510,19 @@ func (*DeleteResponse) Descriptor() ([]byte, []int) {
 }
 
 type GetRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // volumes, nodes, workloads (singular accepted)
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"` // empty: all
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // volumes, nodes, workloads (singular accepted)
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"` // empty: all, by pages
+	// limit: at most this many objects in the response (0: the server's
+	// default page size, 500; more than its maximum, 1000, is cut to it).
+	// The server also ends a page early to keep the response under a byte
+	// budget (1 MiB), so a page may hold fewer; only an empty continue in
+	// the response says the list is done.
+	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	// continue: the continue of the previous response, to get the next page
+	// (opaque; it resumes after the last name listed, so objects created or
+	// deleted in between do not upset it). Not with name.
+	Continue      string `protobuf:"bytes,4,opt,name=continue,proto3" json:"continue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -561,11 +571,26 @@ func (x *GetRequest) GetName() string {
 	return ""
 }
 
+func (x *GetRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *GetRequest) GetContinue() string {
+	if x != nil {
+		return x.Continue
+	}
+	return ""
+}
+
 type VolumeInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *VolumeDoc             `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
 	DesiredNodes  []string               `protobuf:"bytes,2,rep,name=desired_nodes,json=desiredNodes,proto3" json:"desired_nodes,omitempty"`
 	Attachments   []*VolumeAttachment    `protobuf:"bytes,3,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	ObjectUid     string                 `protobuf:"bytes,4,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -621,12 +646,20 @@ func (x *VolumeInfo) GetAttachments() []*VolumeAttachment {
 	return nil
 }
 
+func (x *VolumeInfo) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
+}
+
 type NodeInfo struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Spec            *NodeDoc               `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
 	Status          *NodeStatus            `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	InstanceId      string                 `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	InstanceRunning bool                   `protobuf:"varint,4,opt,name=instance_running,json=instanceRunning,proto3" json:"instance_running,omitempty"`
+	ObjectUid       string                 `protobuf:"bytes,5,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -689,12 +722,20 @@ func (x *NodeInfo) GetInstanceRunning() bool {
 	return false
 }
 
+func (x *NodeInfo) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
+}
+
 type WorkloadInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *WorkloadDoc           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
 	// Running once every volume is mounted for it, else Pending.
 	Phase          string   `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
 	MountedVolumes []string `protobuf:"bytes,3,rep,name=mounted_volumes,json=mountedVolumes,proto3" json:"mounted_volumes,omitempty"`
+	ObjectUid      string   `protobuf:"bytes,4,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -750,11 +791,21 @@ func (x *WorkloadInfo) GetMountedVolumes() []string {
 	return nil
 }
 
+func (x *WorkloadInfo) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
+}
+
 type GetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Volumes       []*VolumeInfo          `protobuf:"bytes,1,rep,name=volumes,proto3" json:"volumes,omitempty"`
-	Nodes         []*NodeInfo            `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Workloads     []*WorkloadInfo        `protobuf:"bytes,3,rep,name=workloads,proto3" json:"workloads,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Volumes   []*VolumeInfo          `protobuf:"bytes,1,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	Nodes     []*NodeInfo            `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Workloads []*WorkloadInfo        `protobuf:"bytes,3,rep,name=workloads,proto3" json:"workloads,omitempty"`
+	// continue: pass it in the next GetRequest for the next page; empty on
+	// the last page.
+	Continue      string `protobuf:"bytes,4,opt,name=continue,proto3" json:"continue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -808,6 +859,13 @@ func (x *GetResponse) GetWorkloads() []*WorkloadInfo {
 		return x.Workloads
 	}
 	return nil
+}
+
+func (x *GetResponse) GetContinue() string {
+	if x != nil {
+		return x.Continue
+	}
+	return ""
 }
 
 type DescribeRequest struct {
@@ -939,9 +997,12 @@ func (x *EventInfo) GetMessage() string {
 }
 
 type DescribeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Object        *GetResponse           `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	Events        []*EventInfo           `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *GetResponse           `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	Events []*EventInfo           `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"` // oldest first
+	// omitted_events: older events left out to keep the response under the
+	// byte budget.
+	OmittedEvents int32 `protobuf:"varint,3,opt,name=omitted_events,json=omittedEvents,proto3" json:"omitted_events,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -988,6 +1049,13 @@ func (x *DescribeResponse) GetEvents() []*EventInfo {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetOmittedEvents() int32 {
+	if x != nil {
+		return x.OmittedEvents
+	}
+	return 0
 }
 
 type NodeOperationRequest struct {
@@ -1116,30 +1184,39 @@ const file_api_proto_rawDesc = "" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\x10\n" +
-	"\x0eDeleteResponse\"4\n" +
+	"\x0eDeleteResponse\"f\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xa6\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\x05R\x05limit\x12\x1a\n" +
+	"\bcontinue\x18\x04 \x01(\tR\bcontinue\"\xc5\x01\n" +
 	"\n" +
 	"VolumeInfo\x12.\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1a.tether.messages.VolumeDocR\x04spec\x12#\n" +
 	"\rdesired_nodes\x18\x02 \x03(\tR\fdesiredNodes\x12C\n" +
-	"\vattachments\x18\x03 \x03(\v2!.tether.messages.VolumeAttachmentR\vattachments\"\xb9\x01\n" +
+	"\vattachments\x18\x03 \x03(\v2!.tether.messages.VolumeAttachmentR\vattachments\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\x04 \x01(\tR\tobjectUid\"\xd8\x01\n" +
 	"\bNodeInfo\x12,\n" +
 	"\x04spec\x18\x01 \x01(\v2\x18.tether.messages.NodeDocR\x04spec\x123\n" +
 	"\x06status\x18\x02 \x01(\v2\x1b.tether.messages.NodeStatusR\x06status\x12\x1f\n" +
 	"\vinstance_id\x18\x03 \x01(\tR\n" +
 	"instanceId\x12)\n" +
-	"\x10instance_running\x18\x04 \x01(\bR\x0finstanceRunning\"\x7f\n" +
+	"\x10instance_running\x18\x04 \x01(\bR\x0finstanceRunning\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\x05 \x01(\tR\tobjectUid\"\x9e\x01\n" +
 	"\fWorkloadInfo\x120\n" +
 	"\x04spec\x18\x01 \x01(\v2\x1c.tether.messages.WorkloadDocR\x04spec\x12\x14\n" +
 	"\x05phase\x18\x02 \x01(\tR\x05phase\x12'\n" +
-	"\x0fmounted_volumes\x18\x03 \x03(\tR\x0emountedVolumes\"\xb2\x01\n" +
+	"\x0fmounted_volumes\x18\x03 \x03(\tR\x0emountedVolumes\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\x04 \x01(\tR\tobjectUid\"\xce\x01\n" +
 	"\vGetResponse\x125\n" +
 	"\avolumes\x18\x01 \x03(\v2\x1b.tether.messages.VolumeInfoR\avolumes\x12/\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x19.tether.messages.NodeInfoR\x05nodes\x12;\n" +
-	"\tworkloads\x18\x03 \x03(\v2\x1d.tether.messages.WorkloadInfoR\tworkloads\"9\n" +
+	"\tworkloads\x18\x03 \x03(\v2\x1d.tether.messages.WorkloadInfoR\tworkloads\x12\x1a\n" +
+	"\bcontinue\x18\x04 \x01(\tR\bcontinue\"9\n" +
 	"\x0fDescribeRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\x8d\x01\n" +
@@ -1148,10 +1225,11 @@ const file_api_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x18\n" +
 	"\awarning\x18\x04 \x01(\bR\awarning\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"|\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xa3\x01\n" +
 	"\x10DescribeResponse\x124\n" +
 	"\x06object\x18\x01 \x01(\v2\x1c.tether.messages.GetResponseR\x06object\x122\n" +
-	"\x06events\x18\x02 \x03(\v2\x1a.tether.messages.EventInfoR\x06events\"H\n" +
+	"\x06events\x18\x02 \x03(\v2\x1a.tether.messages.EventInfoR\x06events\x12%\n" +
+	"\x0eomitted_events\x18\x03 \x01(\x05R\romittedEvents\"H\n" +
 	"\x14NodeOperationRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\"/\n" +

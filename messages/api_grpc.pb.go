@@ -38,9 +38,11 @@ type TetherClient interface {
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 	// Delete removes one object.
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
-	// Get lists objects of a kind (all, or the one named) with their status.
+	// Get lists objects of a kind (all, or the one named) with their status,
+	// one page at a time, in name order.
 	Get(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
-	// Describe is Get for one object plus its recent events.
+	// Describe is Get for one object plus its recent events (of the current
+	// object_uid only: not those of a deleted object of the same name).
 	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 	// NodeOperation acts on a node: terminate or start its sim instance, or
 	// mark it out of service.
@@ -113,9 +115,11 @@ type TetherServer interface {
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	// Delete removes one object.
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
-	// Get lists objects of a kind (all, or the one named) with their status.
+	// Get lists objects of a kind (all, or the one named) with their status,
+	// one page at a time, in name order.
 	Get(context.Context, *GetRequest) (*GetResponse, error)
-	// Describe is Get for one object plus its recent events.
+	// Describe is Get for one object plus its recent events (of the current
+	// object_uid only: not those of a deleted object of the same name).
 	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	// NodeOperation acts on a node: terminate or start its sim instance, or
 	// mark it out of service.

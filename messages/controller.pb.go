@@ -82,7 +82,10 @@ type SetDesiredNodes struct {
 	Deleted    bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"` // the volume was removed from the desired state
 	// revision of the store when this was read: a volume actor ignores
 	// anything older than the snapshot it rebuilt from.
-	Revision      uint64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision uint64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	// object_uid of the volume in the desired state ("" when deleted): the
+	// incarnation the actor now serves, stamped on its events and status.
+	ObjectUid     string `protobuf:"bytes,6,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -150,6 +153,13 @@ func (x *SetDesiredNodes) GetRevision() uint64 {
 		return x.Revision
 	}
 	return 0
+}
+
+func (x *SetDesiredNodes) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
 }
 
 // NodeVolumeStateChanged is what a node actor tells a volume actor about the
@@ -780,13 +790,16 @@ func (x *VolumeAttachment) GetDevicePath() string {
 }
 
 type VolumeStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
-	AccessMode    AccessMode             `protobuf:"varint,2,opt,name=access_mode,json=accessMode,proto3,enum=tether.messages.AccessMode" json:"access_mode,omitempty"`
-	DesiredNodes  []string               `protobuf:"bytes,3,rep,name=desired_nodes,json=desiredNodes,proto3" json:"desired_nodes,omitempty"`
-	Attachments   []*VolumeAttachment    `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
-	Restored      bool                   `protobuf:"varint,5,opt,name=restored,proto3" json:"restored,omitempty"`
-	NodesInUse    []string               `protobuf:"bytes,6,rep,name=nodes_in_use,json=nodesInUse,proto3" json:"nodes_in_use,omitempty"` // nodes that report the volume in use
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId     string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	AccessMode   AccessMode             `protobuf:"varint,2,opt,name=access_mode,json=accessMode,proto3,enum=tether.messages.AccessMode" json:"access_mode,omitempty"`
+	DesiredNodes []string               `protobuf:"bytes,3,rep,name=desired_nodes,json=desiredNodes,proto3" json:"desired_nodes,omitempty"`
+	Attachments  []*VolumeAttachment    `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	Restored     bool                   `protobuf:"varint,5,opt,name=restored,proto3" json:"restored,omitempty"`
+	NodesInUse   []string               `protobuf:"bytes,6,rep,name=nodes_in_use,json=nodesInUse,proto3" json:"nodes_in_use,omitempty"` // nodes that report the volume in use
+	// object_uid of the incarnation the actor serves: a status whose UID is
+	// not the desired volume's is not that volume's.
+	ObjectUid     string `protobuf:"bytes,7,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -861,6 +874,13 @@ func (x *VolumeStatus) GetNodesInUse() []string {
 		return x.NodesInUse
 	}
 	return nil
+}
+
+func (x *VolumeStatus) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
 }
 
 // MarkVolumeAttached adds a volume to the node's VolumesAttached.
@@ -1310,8 +1330,10 @@ type NodeStatus struct {
 	NotReadySinceUnixNano int64                  `protobuf:"varint,5,opt,name=not_ready_since_unix_nano,json=notReadySinceUnixNano,proto3" json:"not_ready_since_unix_nano,omitempty"`
 	OutOfService          bool                   `protobuf:"varint,6,opt,name=out_of_service,json=outOfService,proto3" json:"out_of_service,omitempty"`
 	LastHeartbeatUnixNano int64                  `protobuf:"varint,7,opt,name=last_heartbeat_unix_nano,json=lastHeartbeatUnixNano,proto3" json:"last_heartbeat_unix_nano,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// object_uid of the node the actor serves (see VolumeStatus).
+	ObjectUid     string `protobuf:"bytes,8,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -1391,6 +1413,13 @@ func (x *NodeStatus) GetLastHeartbeatUnixNano() int64 {
 		return x.LastHeartbeatUnixNano
 	}
 	return 0
+}
+
+func (x *NodeStatus) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
 }
 
 // SyncNow starts a verification pass at once (besides the periodic one).
@@ -1855,9 +1884,12 @@ func (x *VolumeUse) GetReadOnly() bool {
 }
 
 type WorkloadSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uid           string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
-	Volumes       []*VolumeUse           `protobuf:"bytes,2,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Uid     string                 `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"` // the workload's name
+	Volumes []*VolumeUse           `protobuf:"bytes,2,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	// object_uid of this incarnation of the workload, stamped on the agent's
+	// events about it.
+	ObjectUid     string `protobuf:"bytes,3,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1904,6 +1936,13 @@ func (x *WorkloadSpec) GetVolumes() []*VolumeUse {
 		return x.Volumes
 	}
 	return nil
+}
+
+func (x *WorkloadSpec) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
 }
 
 // NodeWorkloads is every workload scheduled on the node (the agent's
@@ -2308,14 +2347,16 @@ var File_controller_proto protoreflect.FileDescriptor
 
 const file_controller_proto_rawDesc = "" +
 	"\n" +
-	"\x10controller.proto\x12\x0ftether.messages\"\xb8\x01\n" +
+	"\x10controller.proto\x12\x0ftether.messages\"\xd7\x01\n" +
 	"\x0fSetDesiredNodes\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12<\n" +
 	"\vaccess_mode\x18\x02 \x01(\x0e2\x1b.tether.messages.AccessModeR\n" +
 	"accessMode\x12\x14\n" +
 	"\x05nodes\x18\x03 \x03(\tR\x05nodes\x12\x18\n" +
 	"\adeleted\x18\x04 \x01(\bR\adeleted\x12\x1a\n" +
-	"\brevision\x18\x05 \x01(\x04R\brevision\"\xd6\x01\n" +
+	"\brevision\x18\x05 \x01(\x04R\brevision\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\x06 \x01(\tR\tobjectUid\"\xd6\x01\n" +
 	"\x16NodeVolumeStateChanged\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x15\n" +
@@ -2368,7 +2409,7 @@ const file_controller_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1f\n" +
 	"\vdevice_path\x18\x03 \x01(\tR\n" +
-	"devicePath\"\x91\x02\n" +
+	"devicePath\"\xb0\x02\n" +
 	"\fVolumeStatus\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12<\n" +
 	"\vaccess_mode\x18\x02 \x01(\x0e2\x1b.tether.messages.AccessModeR\n" +
@@ -2377,7 +2418,9 @@ const file_controller_proto_rawDesc = "" +
 	"\vattachments\x18\x04 \x03(\v2!.tether.messages.VolumeAttachmentR\vattachments\x12\x1a\n" +
 	"\brestored\x18\x05 \x01(\bR\brestored\x12 \n" +
 	"\fnodes_in_use\x18\x06 \x03(\tR\n" +
-	"nodesInUse\"f\n" +
+	"nodesInUse\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\a \x01(\tR\tobjectUid\"f\n" +
 	"\x12MarkVolumeAttached\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1b\n" +
 	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\x12\x1f\n" +
@@ -2405,7 +2448,7 @@ const file_controller_proto_rawDesc = "" +
 	"\x0eAttachedVolume\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1f\n" +
 	"\vdevice_path\x18\x02 \x01(\tR\n" +
-	"devicePath\"\xc1\x02\n" +
+	"devicePath\"\xe0\x02\n" +
 	"\n" +
 	"NodeStatus\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12J\n" +
@@ -2414,7 +2457,9 @@ const file_controller_proto_rawDesc = "" +
 	"\x05ready\x18\x04 \x01(\bR\x05ready\x128\n" +
 	"\x19not_ready_since_unix_nano\x18\x05 \x01(\x03R\x15notReadySinceUnixNano\x12$\n" +
 	"\x0eout_of_service\x18\x06 \x01(\bR\foutOfService\x127\n" +
-	"\x18last_heartbeat_unix_nano\x18\a \x01(\x03R\x15lastHeartbeatUnixNano\"\t\n" +
+	"\x18last_heartbeat_unix_nano\x18\a \x01(\x03R\x15lastHeartbeatUnixNano\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\b \x01(\tR\tobjectUid\"\t\n" +
 	"\aSyncNow\"\xa8\x02\n" +
 	"\x11SyncBatchFinished\x12\x12\n" +
 	"\x04pass\x18\x01 \x01(\x04R\x04pass\x12F\n" +
@@ -2449,10 +2494,12 @@ const file_controller_proto_rawDesc = "" +
 	"in_use_seq\x18\x04 \x01(\x04R\binUseSeq\"E\n" +
 	"\tVolumeUse\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1b\n" +
-	"\tread_only\x18\x02 \x01(\bR\breadOnly\"V\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\"u\n" +
 	"\fWorkloadSpec\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x124\n" +
-	"\avolumes\x18\x02 \x03(\v2\x1a.tether.messages.VolumeUseR\avolumes\"|\n" +
+	"\avolumes\x18\x02 \x03(\v2\x1a.tether.messages.VolumeUseR\avolumes\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\x03 \x01(\tR\tobjectUid\"|\n" +
 	"\rNodeWorkloads\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
 	"\tworkloads\x18\x02 \x03(\v2\x1d.tether.messages.WorkloadSpecR\tworkloads\x12\x1a\n" +
