@@ -38,7 +38,9 @@ var nameKinds = map[string]string{"volume": layout.KindVolume, "node": layout.Ki
 // ApplyAll validates every change against the store and the other changes,
 // then writes them in one atomic store transaction and tells the actors.
 // Nothing is applied when anything is wrong. It returns one line per
-// change ("volume/x created", "... configured", "... unchanged").
+// change ("volume/x created", "... configured", "... unchanged"). An error
+// with a nil result means nothing was committed; with a result, the
+// changes were committed and telling the actors failed.
 func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,7 +108,25 @@ type batchIndex struct {
 	nodes   map[cloud.NodeName]bool
 }
 
-// validate checks names, duplicates and references. Caller holds c.mu.
+// Validate is ApplyAll without writing anything (a dry run): the error
+// ApplyAll would return now, or nil. The store may change before an
+// ApplyAll that follows, which therefore validates again.
+func (c *Controller) Validate(changes []Change) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.validate(changes); err != nil {
+		return err
+	}
+	for _, ch := range changes {
+		if _, err := c.verb(ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks names, duplicates, access modes and references. Caller
+// holds c.mu.
 func (c *Controller) validate(changes []Change) error {
 	b := batchIndex{volumes: map[cloud.VolumeID]bool{}, nodes: map[cloud.NodeName]bool{}}
 	seen := map[string]int{}
@@ -128,6 +148,9 @@ func (c *Controller) validate(changes []Change) error {
 			if ch.Volume.Mode != cloud.Exclusive && ch.Volume.Mode != cloud.MultiNode {
 				return fmt.Errorf("%w: document %d: volume %q: unknown access mode", ErrInvalid, i+1, name)
 			}
+			if err := c.checkModeKept(*ch.Volume); err != nil {
+				return fmt.Errorf("document %d: %w", i+1, err)
+			}
 			b.volumes[ch.Volume.ID] = true
 		case ch.Node != nil:
 			b.nodes[ch.Node.Name] = true
@@ -141,6 +164,30 @@ func (c *Controller) validate(changes []Change) error {
 		}
 	}
 	return nil
+}
+
+// checkModeKept refuses to change an existing volume's access mode: the
+// mode is the disk's, fixed when the cloud created it, like its type.
+func (c *Controller) checkModeKept(v store.VolumeSpec) error {
+	old, ok, err := c.env.store.Volume(v.ID)
+	if err != nil || !ok || old.Mode == v.Mode {
+		return err
+	}
+	return fmt.Errorf("%w: volume %q is %s and cannot become %s: an access mode is fixed when the volume is created "+
+		"(to change it, delete volume/%s, after the workloads that use it, and apply it again with the new mode once its disk is detached)",
+		ErrInvalid, v.ID, ModeName(old.Mode), ModeName(v.Mode), v.ID)
+}
+
+// ModeName is the Kubernetes name of an access mode (multi-node reads as
+// ReadWriteMany; ReadOnlyMany is the same mode).
+func ModeName(m cloud.AccessMode) string {
+	switch m {
+	case cloud.Exclusive:
+		return "ReadWriteOnce"
+	case cloud.MultiNode:
+		return "ReadWriteMany"
+	}
+	return m.String()
 }
 
 // checkWorkload: its node and volumes exist (in the store or the batch),
@@ -178,12 +225,12 @@ func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
 // verb says what applying ch will do.
 func (c *Controller) verb(ch Change) (string, error) {
 	switch {
-	case ch.Volume != nil:
+	case ch.Volume != nil: // the store's ObjectUID is no part of a document
 		old, ok, err := c.env.store.Volume(ch.Volume.ID)
-		return verbOf(ok, ok && old == *ch.Volume), err
+		return verbOf(ok, ok && old.Mode == ch.Volume.Mode), err
 	case ch.Node != nil:
-		old, ok, err := c.env.store.Node(ch.Node.Name)
-		return verbOf(ok, ok && old == *ch.Node), err
+		_, ok, err := c.env.store.Node(ch.Node.Name)
+		return verbOf(ok, ok), err
 	}
 	old, ok, err := c.env.store.Workload(ch.Workload.UID)
 	same := ok && old.Node == ch.Workload.Node && slices.Equal(old.Volumes, ch.Workload.Volumes) && slices.Equal(old.ReadOnly, ch.Workload.ReadOnly)
