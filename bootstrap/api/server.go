@@ -2,8 +2,9 @@
 // every call authenticated with the bearer token stored under the data
 // directory, loopback only unless told otherwise, requests bounded in size.
 // It translates requests into Controller calls and never decides anything
-// itself: validation of names, references and atomicity live in the
-// controller and the store.
+// about the desired state itself: validation of names, references, access
+// modes and atomicity live in the controller and the store. It decides
+// only which cloud resources an apply needs (provision.go).
 package api
 
 import (
@@ -29,7 +30,9 @@ const MaxRequestBytes = 1 << 20
 
 // Nodes is the cloud behind the nodes as the API needs it (the sim cloud
 // in embedded mode): it provisions instances for new nodes and disks for
-// new volumes, and terminates and starts instances.
+// new volumes, removes them when the apply that created them fails
+// (provision.go), reads a disk's mode (fixed at creation) and where it is
+// attached, and terminates and starts instances.
 type Nodes interface {
 	InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool)
 	Running(inst cloud.InstanceID) bool
@@ -37,6 +40,9 @@ type Nodes interface {
 	Start(inst cloud.InstanceID) error
 	AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error)
 	CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) error
+	Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool)
+	DeleteVolume(id cloud.VolumeID) error // refuses an attached disk
+	Delete(inst cloud.InstanceID) error
 }
 
 // Server is a running API server.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tether/tether/actors/controller"
@@ -11,7 +12,6 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/layout"
 )
 
 const actorTimeout = 5 * time.Second
@@ -20,6 +20,9 @@ type service struct {
 	messages.UnimplementedTetherServer
 	ctl   *controller.Controller
 	nodes Nodes
+	// applying serializes applies: each plans the cloud's resources from
+	// what the cloud and the desired state hold (provision.go).
+	applying sync.Mutex
 }
 
 func (s *service) Apply(_ context.Context, req *messages.ApplyRequest) (*messages.ApplyResponse, error) {
@@ -34,46 +37,11 @@ func (s *service) Apply(_ context.Context, req *messages.ApplyRequest) (*message
 	if len(changes) == 0 {
 		return nil, toStatus(fmt.Errorf("%w: no documents", controller.ErrInvalid))
 	}
-	if err := s.provision(changes); err != nil {
-		return nil, toStatus(err)
-	}
-	applied, err := s.ctl.ApplyAll(changes)
+	applied, err := s.applyChanges(changes)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &messages.ApplyResponse{Applied: applied}, nil
-}
-
-// provision makes sure the cloud has an instance for every node and a disk
-// for every volume the documents name, before they enter the desired state
-// (both are idempotent; one left over by a refused apply is unused, like an
-// idle disk). Names are checked first: they become paths in the sim.
-func (s *service) provision(changes []controller.Change) error {
-	for _, ch := range changes {
-		switch {
-		case ch.Volume != nil:
-			if err := layout.ValidName(layout.KindVolume, string(ch.Volume.ID)); err != nil {
-				return fmt.Errorf("%w: %w", controller.ErrInvalid, err)
-			}
-		case ch.Node != nil:
-			if err := layout.ValidName(layout.KindNode, string(ch.Node.Name)); err != nil {
-				return fmt.Errorf("%w: %w", controller.ErrInvalid, err)
-			}
-		}
-	}
-	for _, ch := range changes {
-		switch {
-		case ch.Volume != nil:
-			if err := s.nodes.CreateVolumeChecked(ch.Volume.ID, ch.Volume.Mode); err != nil {
-				return err
-			}
-		case ch.Node != nil:
-			if _, err := s.nodes.AddInstanceChecked(ch.Node.Name); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // changeOf converts one document.
@@ -209,7 +177,7 @@ func (s *service) get(kind, name string) (*messages.GetResponse, error) {
 }
 
 func (s *service) volumeInfo(v store.VolumeSpec) *messages.VolumeInfo {
-	info := &messages.VolumeInfo{Spec: &messages.VolumeDoc{Name: string(v.ID), AccessMode: modeName(v.Mode)}}
+	info := &messages.VolumeInfo{Spec: &messages.VolumeDoc{Name: string(v.ID), AccessMode: s.shownMode(v)}}
 	if st, err := s.ctl.VolumeStatus(v.ID, actorTimeout); err == nil {
 		info.DesiredNodes, info.Attachments = st.DesiredNodes, st.Attachments
 	}

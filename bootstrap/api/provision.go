@@ -1,0 +1,200 @@
+package api
+
+// Provisioning: the cloud resources an apply needs (a disk per volume, an
+// instance per node) exist before the apply commits, and only for an
+// apply that commits. An apply runs, one at a time:
+//
+//  1. validate: the controller's dry run (controller.Validate); a refused
+//     apply touches nothing;
+//  2. plan: for every document, what the cloud has now decides what to do
+//     (planVolume): nothing, create, recreate, or refuse;
+//  3. provision: carry out the plan, remembering what it created;
+//  4. commit (controller.ApplyAll); if provisioning or the commit fails,
+//     what step 3 created is removed again (undo).
+//
+// A process killed between 3 and 4 leaves disks and instances that no
+// desired object names. The next apply naming them adopts them: an
+// instance is reused, a disk with the asked mode is reused, a disk with
+// another mode is deleted and created again with the asked mode when it is
+// attached nowhere, and refused (naming where it is attached) when it is.
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+)
+
+// disk is what the cloud has under a volume's name.
+type disk struct {
+	exists   bool
+	mode     cloud.AccessMode
+	attached []cloud.InstanceID
+}
+
+// stepKind is one provisioning action.
+type stepKind int
+
+const (
+	createDisk     stepKind = iota + 1
+	recreateDisk            // delete the disk (attached nowhere), then createDisk
+	createInstance          // an instance to back a node
+)
+
+// step is one provisioning action, carried out in document order.
+type step struct {
+	kind stepKind
+	vol  cloud.VolumeID
+	mode cloud.AccessMode
+	node cloud.NodeName
+}
+
+// planVolume decides what the cloud must do for the volume document
+// asked, given the volume's desired spec (nil if it is not desired yet;
+// Validate refused a change of its mode already) and its disk. It returns
+// no step when the disk is right as it is, and an error wrapping
+// controller.ErrInvalid when the disk's mode cannot be made right.
+func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*step, error) {
+	switch {
+	case !d.exists:
+		return &step{kind: createDisk, vol: asked.ID, mode: asked.Mode}, nil
+	case d.mode == asked.Mode:
+		return nil, nil
+	case desired != nil:
+		return nil, fmt.Errorf("%w: volume %q is %s in the desired state but its disk in the cloud is %s "+
+			"(left by an older tether or changed outside it); delete volume/%s, after the workloads that use it, "+
+			"and apply it again once its disk is detached: the disk is then made %s",
+			controller.ErrInvalid, asked.ID, controller.ModeName(desired.Mode), controller.ModeName(d.mode), asked.ID, controller.ModeName(asked.Mode))
+	case len(d.attached) > 0:
+		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud (by a deleted volume or an apply that did not finish), "+
+			"%s and attached to %v; it cannot become %s while attached: apply it again once it is detached, or apply it as %s",
+			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode), d.attached, controller.ModeName(asked.Mode), controller.ModeName(d.mode))
+	}
+	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode}, nil
+}
+
+// plan reads the desired state and the cloud and returns the steps that
+// provision changes, or the refusal of one of them.
+func (s *service) plan(changes []controller.Change) ([]step, error) {
+	var steps []step
+	for _, ch := range changes {
+		switch {
+		case ch.Volume != nil:
+			old, ok, err := s.ctl.Store().Volume(ch.Volume.ID)
+			if err != nil {
+				return nil, err
+			}
+			var desired *store.VolumeSpec
+			if ok {
+				desired = &old
+			}
+			var d disk
+			d.mode, d.attached, d.exists = s.nodes.Volume(ch.Volume.ID)
+			st, err := planVolume(*ch.Volume, desired, d)
+			if err != nil {
+				return nil, err
+			}
+			if st != nil {
+				steps = append(steps, *st)
+			}
+		case ch.Node != nil:
+			if _, ok := s.nodes.InstanceOf(ch.Node.Name); !ok {
+				steps = append(steps, step{kind: createInstance, node: ch.Node.Name})
+			}
+		}
+	}
+	return steps, nil
+}
+
+// created is what provisioning created, for undo.
+type created struct {
+	vols  []cloud.VolumeID
+	insts []cloud.InstanceID
+}
+
+// provision carries out steps in order, stopping at the first error. made
+// holds what it created (or may have: a disk whose creation failed half
+// way too).
+func (s *service) provision(steps []step) (made created, err error) {
+	for _, st := range steps {
+		switch st.kind {
+		case recreateDisk:
+			if err := s.nodes.DeleteVolume(st.vol); err != nil {
+				return made, fmt.Errorf("volume %q: delete the left-over disk of another mode: %w", st.vol, err)
+			}
+			fallthrough
+		case createDisk:
+			made.vols = append(made.vols, st.vol)
+			if err := s.nodes.CreateVolumeChecked(st.vol, st.mode); err != nil {
+				return made, err
+			}
+		case createInstance:
+			inst, err := s.nodes.AddInstanceChecked(st.node)
+			if err != nil {
+				return made, err
+			}
+			made.insts = append(made.insts, inst)
+		}
+	}
+	return made, nil
+}
+
+// undo removes what provisioning created, newest first. What it cannot
+// remove is named in its error; the next apply naming it adopts it.
+func (s *service) undo(made created) error {
+	var errs []error
+	for _, id := range slices.Backward(made.vols) {
+		if err := s.nodes.DeleteVolume(id); err != nil && !errors.Is(err, cloud.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	for _, inst := range slices.Backward(made.insts) {
+		if err := s.nodes.Delete(inst); err != nil && !errors.Is(err, cloud.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("api: could not remove what the failed apply created (the next apply adopts it): %w", errors.Join(errs...))
+}
+
+// applyChanges validates changes, provisions the cloud for them and
+// commits them, all or nothing (see the top of this file).
+func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
+	s.applying.Lock()
+	defer s.applying.Unlock()
+	if err := s.ctl.Validate(changes); err != nil {
+		return nil, err
+	}
+	steps, err := s.plan(changes)
+	if err != nil {
+		return nil, err
+	}
+	made, err := s.provision(steps)
+	if err != nil {
+		return nil, errors.Join(err, s.undo(made))
+	}
+	applied, err := s.ctl.ApplyAll(changes)
+	if err != nil && applied == nil { // not committed
+		return nil, errors.Join(err, s.undo(made))
+	}
+	return applied, err
+}
+
+// shownMode is the access mode get shows for v: its disk's, the cloud's
+// truth, with a warning when the desired state disagrees or there is no
+// disk.
+func (s *service) shownMode(v store.VolumeSpec) string {
+	mode, _, ok := s.nodes.Volume(v.ID)
+	switch {
+	case !ok:
+		return fmt.Sprintf("%s (WARNING: no disk in the cloud)", modeName(v.Mode))
+	case mode != v.Mode:
+		return fmt.Sprintf("%s (WARNING: desired %s; delete and recreate the volume)", modeName(mode), modeName(v.Mode))
+	}
+	return modeName(mode)
+}

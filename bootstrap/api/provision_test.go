@@ -1,0 +1,333 @@
+package api
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/messages"
+)
+
+// These tests judge the cloud's ground truth (the sim's volumes and
+// instances), never what the API says about it.
+
+// wantNoDisk fails if the sim has a volume id.
+func (f *fixture) wantNoDisk(id cloud.VolumeID) {
+	f.t.Helper()
+	if mode, at, ok := f.cloud.Volume(id); ok {
+		f.t.Fatalf("disk %s exists (%v, attached to %v), want none", id, mode, at)
+	}
+}
+
+// wantDisk fails unless the sim has volume id with mode, attached to at.
+func (f *fixture) wantDisk(id cloud.VolumeID, mode cloud.AccessMode, at ...cloud.InstanceID) {
+	f.t.Helper()
+	got, gotAt, ok := f.cloud.Volume(id)
+	if !ok || got != mode || !slices.Equal(gotAt, at) {
+		f.t.Fatalf("disk %s = %v attached to %v (exists %v), want %v attached to %v", id, got, gotAt, ok, mode, at)
+	}
+}
+
+// wantNoInstance fails if the sim has an instance for node.
+func (f *fixture) wantNoInstance(node cloud.NodeName) {
+	f.t.Helper()
+	if inst, ok := f.cloud.InstanceOf(node); ok {
+		f.t.Fatalf("instance %s backs node %s, want none", inst, node)
+	}
+}
+
+func (f *fixture) apply(docs ...*messages.Document) ([]string, error) {
+	res, err := f.client().Apply(f.ctx(f.token), &messages.ApplyRequest{Documents: docs})
+	return res.GetApplied(), err
+}
+
+func (f *fixture) mustApply(docs ...*messages.Document) []string {
+	f.t.Helper()
+	applied, err := f.apply(docs...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return applied
+}
+
+// shownMode is the access mode get volumes shows for id.
+func (f *fixture) shownMode(id string) string {
+	f.t.Helper()
+	res, err := f.client().Get(f.ctx(f.token), &messages.GetRequest{Kind: "volume", Name: id})
+	if err != nil || len(res.Volumes) != 1 {
+		f.t.Fatalf("get volume %s: %v, %v", id, res, err)
+	}
+	return res.Volumes[0].Spec.AccessMode
+}
+
+// A refused apply creates no disk and no instance, so a volume refused as
+// ReadWriteOnce can be applied as ReadWriteMany later and get that disk.
+func TestRefusedApplyCreatesNothingInTheCloud(t *testing.T) {
+	f := newFixture(t)
+	for _, tt := range []struct {
+		name    string
+		docs    []*messages.Document
+		mention string
+	}{
+		{"unknown node", []*messages.Document{node("n9"), vol("x", ""), wl("w1", "nowhere", "x")}, `unknown node "nowhere"`},
+		{"unknown volume", []*messages.Document{vol("x", ""), node("n9"), wl("w1", "n9", "ghost")}, `unknown volume "ghost"`},
+		{"duplicate", []*messages.Document{node("n9"), vol("x", ""), node("n9")}, "appears in documents 1 and 3"},
+		{"empty document last", []*messages.Document{vol("x", ""), node("n9"), {}}, "empty document"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.apply(tt.docs...)
+			wantCode(t, err, codes.InvalidArgument, tt.mention)
+			f.nothingStored()
+			f.wantNoDisk("x")
+			f.wantNoInstance("n9")
+		})
+	}
+	f.mustApply(vol("x", "ReadWriteMany"))
+	f.wantDisk("x", cloud.MultiNode)
+	if got := f.shownMode("x"); got != "ReadWriteMany" {
+		t.Fatalf("get shows %q", got)
+	}
+}
+
+// An access mode is fixed at creation: changing it is refused, naming the
+// volume, both modes and the way out, and nothing of that apply happens.
+func TestAccessModeChangeRefused(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(node("n1"), vol("x", "ReadWriteMany"), wl("w1", "n1", "x"))
+	_, err := f.apply(vol("y", ""), node("n3"), vol("x", "ReadWriteOnce"))
+	wantCode(t, err, codes.InvalidArgument, `volume "x"`)
+	for _, want := range []string{"ReadWriteMany", "ReadWriteOnce", "delete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if _, ok, _ := f.store.Volume("y"); ok {
+		t.Error("volume y stored by a refused apply")
+	}
+	if v, _, _ := f.store.Volume("x"); v.Mode != cloud.MultiNode {
+		t.Errorf("stored mode of x changed to %v", v.Mode)
+	}
+	f.wantNoDisk("y")
+	f.wantNoInstance("n3")
+	if mode, _, _ := f.cloud.Volume("x"); mode != cloud.MultiNode {
+		t.Errorf("disk x is %v", mode)
+	}
+	if got := f.shownMode("x"); got != "ReadWriteMany" {
+		t.Errorf("get shows %q", got)
+	}
+	// ReadOnlyMany is the same (multi-node) mode: not a change.
+	if got := f.mustApply(vol("x", "ReadOnlyMany")); !slices.Equal(got, []string{"volume/x unchanged"}) {
+		t.Errorf("applied %v", got)
+	}
+}
+
+// Leftovers of a killed apply (a disk created, the process killed before
+// the commit) are adopted by the next apply: the same mode is reused, a
+// wrong mode is recreated unless the disk is attached.
+func TestLeftoverDiskOfKilledApply(t *testing.T) {
+	t.Run("right mode reused", func(t *testing.T) {
+		f := newFixture(t)
+		f.cloud.CreateVolume("x", cloud.MultiNode)
+		rec := f.recording(f.cloud)
+		if _, err := rec.svc.Apply(f.ctx(""), applyReq(vol("x", "ReadWriteMany"), node("n1"))); err != nil {
+			t.Fatal(err)
+		}
+		f.wantDisk("x", cloud.MultiNode)
+		if d, i := rec.deletes(); len(d)+len(i) != 0 {
+			t.Fatalf("deleted volumes %v, instances %v; want nothing deleted", d, i)
+		}
+	})
+	t.Run("wrong mode recreated", func(t *testing.T) {
+		f := newFixture(t)
+		f.cloud.CreateVolume("x", cloud.Exclusive)
+		got := f.mustApply(vol("x", "ReadWriteMany"))
+		if !slices.Equal(got, []string{"volume/x created"}) {
+			t.Fatalf("applied %v", got)
+		}
+		f.wantDisk("x", cloud.MultiNode)
+		if got := f.shownMode("x"); got != "ReadWriteMany" {
+			t.Fatalf("get shows %q", got)
+		}
+	})
+	t.Run("wrong mode attached refused", func(t *testing.T) {
+		f := newFixture(t)
+		f.cloud.CreateVolume("x", cloud.Exclusive)
+		inst, _ := f.cloud.InstanceOf("n1")
+		if _, err := f.cloud.Attach(f.ctx(""), "x", inst); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.apply(vol("x", "ReadWriteMany"))
+		wantCode(t, err, codes.InvalidArgument, `volume "x"`)
+		for _, want := range []string{"ReadWriteOnce", "attached", string(inst)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		f.nothingStored()
+		f.wantDisk("x", cloud.Exclusive, inst)
+	})
+}
+
+// A volume already desired whose disk has another mode (data of an older
+// tether) is refused clearly, and get shows the disk's mode, not the
+// desired one.
+func TestDesiredModeDisagreesWithDisk(t *testing.T) {
+	f := newFixture(t)
+	if err := f.store.Apply([]store.Op{{PutVolume: &store.VolumeSpec{ID: "x", Mode: cloud.MultiNode}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.cloud.CreateVolume("x", cloud.Exclusive)
+	_, err := f.apply(vol("x", "ReadWriteMany"))
+	wantCode(t, err, codes.InvalidArgument, `volume "x"`)
+	for _, want := range []string{"disk", "ReadWriteOnce", "delete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	f.wantDisk("x", cloud.Exclusive)
+	shown := f.shownMode("x")
+	if !strings.HasPrefix(shown, "ReadWriteOnce") || !strings.Contains(shown, "ReadWriteMany") {
+		t.Fatalf("get shows %q, want the disk's ReadWriteOnce and a warning naming the desired ReadWriteMany", shown)
+	}
+}
+
+// A commit that fails removes the disks and instances the apply created,
+// and keeps those it adopted.
+func TestFailedCommitRemovesWhatItCreated(t *testing.T) {
+	f := newFixture(t)
+	f.cloud.CreateVolume("old", cloud.MultiNode)
+	n1, _ := f.cloud.InstanceOf("n1")
+	f.store.FailApplies(1)
+	_, err := f.apply(node("n1"), node("n7"), vol("old", "ReadWriteMany"), vol("new", ""))
+	wantCode(t, err, codes.Internal, "injected")
+	f.nothingStored()
+	f.wantNoDisk("new")
+	f.wantNoInstance("n7")
+	f.wantDisk("old", cloud.MultiNode)
+	if inst, ok := f.cloud.InstanceOf("n1"); !ok || inst != n1 {
+		t.Fatalf("adopted instance of n1 = %v %v, want %s", inst, ok, n1)
+	}
+}
+
+// Provisioning that fails half-way removes what it created before.
+func TestFailedProvisioningRemovesWhatItCreated(t *testing.T) {
+	f := newFixture(t)
+	rec := f.recording(f.cloud)
+	rec.failCreate = "b"
+	_, err := rec.svc.Apply(f.ctx(""), applyReq(node("n7"), vol("a", ""), vol("b", "")))
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("err = %v, want the injected failure", err)
+	}
+	f.nothingStored()
+	f.wantNoDisk("a")
+	f.wantNoDisk("b")
+	f.wantNoInstance("n7")
+}
+
+func applyReq(docs ...*messages.Document) *messages.ApplyRequest {
+	return &messages.ApplyRequest{Documents: docs}
+}
+
+// recordingNodes is the sim cloud that records deletions and can fail the
+// creation of one volume.
+type recordingNodes struct {
+	*sim.Cloud
+	svc        *service
+	failCreate cloud.VolumeID
+	mu         sync.Mutex
+	vols       []cloud.VolumeID
+	insts      []cloud.InstanceID
+}
+
+// recording returns a service over f's controller and c, recorded.
+func (f *fixture) recording(c *sim.Cloud) *recordingNodes {
+	r := &recordingNodes{Cloud: c}
+	r.svc = &service{ctl: f.ctl, nodes: r}
+	return r
+}
+
+func (r *recordingNodes) CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) error {
+	if id == r.failCreate {
+		return errors.New("injected create failure")
+	}
+	return r.Cloud.CreateVolumeChecked(id, mode)
+}
+
+func (r *recordingNodes) DeleteVolume(id cloud.VolumeID) error {
+	r.mu.Lock()
+	r.vols = append(r.vols, id)
+	r.mu.Unlock()
+	return r.Cloud.DeleteVolume(id)
+}
+
+func (r *recordingNodes) Delete(inst cloud.InstanceID) error {
+	r.mu.Lock()
+	r.insts = append(r.insts, inst)
+	r.mu.Unlock()
+	return r.Cloud.Delete(inst)
+}
+
+func (r *recordingNodes) deletes() ([]cloud.VolumeID, []cloud.InstanceID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.vols), slices.Clone(r.insts)
+}
+
+func TestPlanVolume(t *testing.T) {
+	rwo := store.VolumeSpec{ID: "x", Mode: cloud.Exclusive}
+	rwx := store.VolumeSpec{ID: "x", Mode: cloud.MultiNode}
+	for _, tt := range []struct {
+		name    string
+		asked   store.VolumeSpec
+		desired *store.VolumeSpec
+		disk    disk
+		want    stepKind // 0: nothing to do
+		refusal []string // parts of the refusal, if refused
+	}{
+		{"new volume, no disk", rwx, nil, disk{}, createDisk, nil},
+		{"desired volume, disk missing", rwx, &rwx, disk{}, createDisk, nil},
+		{"desired volume, disk right", rwx, &rwx, disk{exists: true, mode: cloud.MultiNode}, 0, nil},
+		{"leftover, right mode, attached", rwo, nil, disk{exists: true, mode: cloud.Exclusive, attached: []cloud.InstanceID{"i-1"}}, 0, nil},
+		{"leftover, wrong mode, detached", rwx, nil, disk{exists: true, mode: cloud.Exclusive}, recreateDisk, nil},
+		{"leftover, wrong mode, attached", rwx, nil, disk{exists: true, mode: cloud.Exclusive, attached: []cloud.InstanceID{"i-1"}}, 0,
+			[]string{`volume "x"`, "ReadWriteOnce", "attached to [i-1]", "ReadWriteMany"}},
+		{"desired volume, disk of another mode", rwx, &rwx, disk{exists: true, mode: cloud.Exclusive}, 0,
+			[]string{`volume "x" is ReadWriteMany in the desired state`, "disk in the cloud is ReadWriteOnce", "delete volume/x"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := planVolume(tt.asked, tt.desired, tt.disk)
+			if tt.refusal != nil {
+				if !errors.Is(err, controller.ErrInvalid) || st != nil {
+					t.Fatalf("= %v, %v; want a refusal", st, err)
+				}
+				for _, p := range tt.refusal {
+					if !strings.Contains(err.Error(), p) {
+						t.Errorf("%q does not mention %q", err, p)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got stepKind
+			if st != nil {
+				got = st.kind
+				if st.vol != tt.asked.ID || st.mode != tt.asked.Mode {
+					t.Errorf("step %+v, want volume %s mode %v", st, tt.asked.ID, tt.asked.Mode)
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("step kind %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
