@@ -1953,7 +1953,10 @@ type NodeWorkloads struct {
 	Workloads []*WorkloadSpec        `protobuf:"bytes,2,rep,name=workloads,proto3" json:"workloads,omitempty"`
 	// revision of the store when read: an agent ignores an older snapshot
 	// that arrives after a newer one.
-	Revision      uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// node_object_uid: the node's ObjectUID, stamped on the agent's events
+	// about the node.
+	NodeObjectUid string `protobuf:"bytes,4,opt,name=node_object_uid,json=nodeObjectUid,proto3" json:"node_object_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2007,6 +2010,13 @@ func (x *NodeWorkloads) GetRevision() uint64 {
 		return x.Revision
 	}
 	return 0
+}
+
+func (x *NodeWorkloads) GetNodeObjectUid() string {
+	if x != nil {
+		return x.NodeObjectUid
+	}
+	return ""
 }
 
 // AttachRecorded tells a volume actor that the node persisted the
@@ -2499,11 +2509,12 @@ const file_controller_proto_rawDesc = "" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x124\n" +
 	"\avolumes\x18\x02 \x03(\v2\x1a.tether.messages.VolumeUseR\avolumes\x12\x1d\n" +
 	"\n" +
-	"object_uid\x18\x03 \x01(\tR\tobjectUid\"|\n" +
+	"object_uid\x18\x03 \x01(\tR\tobjectUid\"\xa4\x01\n" +
 	"\rNodeWorkloads\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
 	"\tworkloads\x18\x02 \x03(\v2\x1d.tether.messages.WorkloadSpecR\tworkloads\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x04R\brevision\"A\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12&\n" +
+	"\x0fnode_object_uid\x18\x04 \x01(\tR\rnodeObjectUid\"A\n" +
 	"\x0eAttachRecorded\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"D\n" +

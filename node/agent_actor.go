@@ -97,6 +97,7 @@ type agentActor struct {
 	token    uint64
 	restored bool
 	held     []*messages.MountFinished
+	uids     objectUIDs
 }
 
 // scanned is the disk scan's result, sent by the scan's goroutine to the

@@ -107,9 +107,9 @@ func (a *agentActor) unpublish(f agent.Unpublish) error {
 }
 
 func (a *agentActor) record(f agent.Record) {
-	obj := events.Ref{Kind: events.KindWorkload, Name: f.Workload}
+	obj := events.Ref{Kind: events.KindWorkload, Name: f.Workload, UID: a.uids.workload(f.Workload)}
 	if f.Workload == "" {
-		obj = events.Ref{Kind: events.KindNode, Name: string(a.cfg.Node)}
+		obj = events.Ref{Kind: events.KindNode, Name: string(a.cfg.Node), UID: a.uids.node}
 	}
 	if a.cfg.Events != nil {
 		a.cfg.Events.Record(events.Event{Time: a.cfg.Clock.Now(), Object: obj, Type: f.Type, Node: string(a.cfg.Node), Warning: f.Warning, Message: f.Message})
@@ -207,6 +207,11 @@ func inUseMsg(node cloud.NodeName, vols []cloud.VolumeID, seq uint64) *messages.
 // event) every workload whose UID or volume IDs are not valid names: they
 // would become paths, and nothing of them is reported or mounted.
 func (a *agentActor) desired(m *messages.NodeWorkloads) agent.DesiredChanged {
+	uids := make(map[string]string, len(m.Workloads))
+	for _, w := range m.Workloads {
+		uids[w.Uid] = w.ObjectUid
+	}
+	a.uids.update(m.Revision, m.NodeObjectUid, uids)
 	return agent.DesiredChanged{Workloads: a.validWorkloads(m), Revision: m.Revision}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -20,7 +21,8 @@ func (c *Controller) ApplyVolume(v store.VolumeSpec) error {
 }
 
 // DeleteVolume removes a volume no workload uses; its actor detaches it
-// from wherever it still is, then stops.
+// from wherever it still is, then stops. The volume's events are
+// forgotten.
 func (c *Controller) DeleteVolume(id cloud.VolumeID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -31,9 +33,14 @@ func (c *Controller) DeleteVolume(id cloud.VolumeID) error {
 	if len(nodes) > 0 {
 		return fmt.Errorf("%w: volume %q is used by workloads on %v", ErrInvalid, id, nodes)
 	}
+	old, _, err := c.env.store.Volume(id)
+	if err != nil {
+		return err
+	}
 	if err := c.env.store.DeleteVolume(id); err != nil {
 		return err
 	}
+	c.env.events.Forget(events.Ref{Kind: events.KindVolume, Name: string(id), UID: old.ObjectUID})
 	return c.tellDesired(id)
 }
 
@@ -61,7 +68,8 @@ func (c *Controller) tellAgent(node cloud.NodeName) error {
 	return nil
 }
 
-// DeleteNode removes a node no workload is scheduled on.
+// DeleteNode removes a node no workload is scheduled on, and forgets its
+// events.
 func (c *Controller) DeleteNode(name cloud.NodeName) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,11 +80,19 @@ func (c *Controller) DeleteNode(name cloud.NodeName) error {
 	if len(ws) > 0 {
 		return fmt.Errorf("%w: node %q runs %d workloads (%s first)", ErrInvalid, name, len(ws), ws[0].UID)
 	}
-	return c.env.store.DeleteNode(name)
+	old, _, err := c.env.store.Node(name)
+	if err != nil {
+		return err
+	}
+	if err := c.env.store.DeleteNode(name); err != nil {
+		return err
+	}
+	c.env.events.Forget(events.Ref{Kind: events.KindNode, Name: string(name), UID: old.ObjectUID})
+	return nil
 }
 
-// DeleteWorkload removes a workload; volumes it alone used get detached
-// from its node once the node stops using them.
+// DeleteWorkload removes a workload, forgetting its events; volumes it
+// alone used get detached from its node once the node stops using them.
 func (c *Controller) DeleteWorkload(uid string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,6 +103,7 @@ func (c *Controller) DeleteWorkload(uid string) error {
 	if err := c.env.store.DeleteWorkload(uid); err != nil {
 		return err
 	}
+	c.env.events.Forget(events.Ref{Kind: events.KindWorkload, Name: uid, UID: old.ObjectUID})
 	if err := c.tellDesired(old.Volumes...); err != nil {
 		return err
 	}
@@ -109,7 +126,7 @@ func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
 		if err != nil {
 			return err
 		}
-		msg := &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode), Deleted: !ok, Revision: rev}
+		msg := &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode), Deleted: !ok, Revision: rev, ObjectUid: spec.ObjectUID}
 		for _, n := range nodes {
 			msg.Nodes = append(msg.Nodes, string(n))
 		}

@@ -62,6 +62,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *messages.SetOutOfService:
 		a.step(ctx, nodestatus.OutOfServiceSet{OutOfService: m.OutOfService})
 	case *messages.Wake:
+		a.refreshUID() // ApplyAll wakes the actor of every node it puts
 		a.timer.fired(a.env.clock.Now())
 		a.step(ctx, nodestatus.Tick{})
 	}
@@ -69,6 +70,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 
 func (a *nodeActor) onStarted(ctx actor.Context) {
 	a.self = ctx.Self()
+	a.refreshUID()
 	a.core = nodestatus.New(a.name, a.env.cfg.Node)
 	st, found, err := a.env.store.NodeStatus(a.name)
 	if err != nil {
@@ -127,7 +129,7 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 func (a *nodeActor) status() *messages.NodeStatus {
 	st := a.core.Status()
 	out := &messages.NodeStatus{Node: string(a.name), Ready: st.Ready, NotReadySinceUnixNano: toNanos(st.NotReadySince),
-		OutOfService: st.OutOfService, LastHeartbeatUnixNano: toNanos(a.core.LastHeartbeat())}
+		OutOfService: st.OutOfService, LastHeartbeatUnixNano: toNanos(a.core.LastHeartbeat()), ObjectUid: a.ref.UID}
 	for _, v := range sortedKeys(st.VolumesAttached) {
 		out.VolumesAttached = append(out.VolumesAttached, &messages.AttachedVolume{VolumeId: string(v), DevicePath: st.VolumesAttached[v]})
 	}
@@ -163,9 +165,13 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 	if err != nil {
 		return nil, err
 	}
-	msg := &messages.NodeWorkloads{Node: string(node), Revision: rev}
+	spec, _, err := e.store.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	msg := &messages.NodeWorkloads{Node: string(node), Revision: rev, NodeObjectUid: spec.ObjectUID}
 	for _, w := range ws {
-		spec := &messages.WorkloadSpec{Uid: w.UID}
+		spec := &messages.WorkloadSpec{Uid: w.UID, ObjectUid: w.ObjectUID}
 		for _, v := range w.Volumes {
 			spec.Volumes = append(spec.Volumes, &messages.VolumeUse{VolumeId: string(v), ReadOnly: slices.Contains(w.ReadOnly, v)})
 		}

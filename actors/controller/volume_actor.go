@@ -79,6 +79,9 @@ func (a *volumeActor) handle(ctx actor.Context, msg any) {
 		}
 		a.rev = m.Revision
 		a.deleted = m.Deleted
+		if !m.Deleted {
+			a.ref.UID = m.ObjectUid // a deleted volume's leftovers stay its own
+		}
 		ev = volume.DesiredChanged{Mode: modeFromProto(m.AccessMode), Desired: nodeNames(m.Nodes)}
 	case *messages.NodeVolumeStateChanged:
 		ev = volume.NodeChanged{Node: cloud.NodeName(m.Node), Info: nodeInfoFromProto(m)}
@@ -211,7 +214,7 @@ func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
 	if err != nil {
 		return snap.Restored, nil, err
 	}
-	a.rev, a.deleted = snap.Revision, snap.Deleted
+	a.rev, a.deleted, a.ref.UID = snap.Revision, snap.Deleted, snap.ObjectUID
 	return snap.Restored, snap.Candidates, nil
 }
 
@@ -224,6 +227,7 @@ type VolumeSnapshot struct {
 	Candidates []cloud.NodeName
 	Deleted    bool   // the volume is not in the desired state
 	Revision   uint64 // read first: newer changes carry a higher one
+	ObjectUID  string // the desired volume's ("" when Deleted)
 }
 
 // ReadVolume reads a volume actor's rebuild snapshot from the store. The
@@ -239,7 +243,7 @@ func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
 	if err != nil {
 		return snap, err
 	}
-	snap.Deleted, r.Mode = !ok, spec.Mode
+	snap.Deleted, r.Mode, snap.ObjectUID = !ok, spec.Mode, spec.ObjectUID
 	if r.Desired, err = st.DesiredNodes(id); err != nil {
 		return snap, err
 	}
@@ -305,7 +309,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 }
 
 func (a *volumeActor) status() *messages.VolumeStatus {
-	st := &messages.VolumeStatus{VolumeId: string(a.id)}
+	st := &messages.VolumeStatus{VolumeId: string(a.id), ObjectUid: a.ref.UID}
 	if a.core == nil {
 		return st
 	}
