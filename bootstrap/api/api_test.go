@@ -29,6 +29,7 @@ type fixture struct {
 	store *store.Memory
 	cloud *sim.Cloud
 	ctl   *controller.Controller
+	rec   *events.Recorder
 	srv   *Server
 	conn  *grpc.ClientConn
 	token string
@@ -45,7 +46,8 @@ func newFixture(t *testing.T) *fixture {
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
 	cfg.Log, cfg.Supervisor.Log = log, log
-	f.ctl = controller.New(sys, cfg, f.cloud, f.store, events.NewRecorder(50))
+	f.rec = events.NewRecorder(50)
+	f.ctl = controller.New(sys, cfg, f.cloud, f.store, f.rec)
 	if err := f.ctl.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -124,69 +123,20 @@ func (s *service) exists(kind, name string) error {
 	return err
 }
 
-func (s *service) Get(_ context.Context, req *messages.GetRequest) (*messages.GetResponse, error) {
-	kind, err := kindOf(req.Kind)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	if req.Name != "" {
-		if err := s.exists(kind, req.Name); err != nil {
-			return nil, toStatus(err)
-		}
-	}
-	res, err := s.get(kind, req.Name)
-	return res, toStatus(err)
-}
-
-func (s *service) get(kind, name string) (*messages.GetResponse, error) {
-	res := &messages.GetResponse{}
-	st := s.ctl.Store()
-	switch kind {
-	case "volume":
-		specs, err := st.Volumes()
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range specs {
-			if name == "" || string(v.ID) == name {
-				res.Volumes = append(res.Volumes, s.volumeInfo(v))
-			}
-		}
-	case "node":
-		specs, err := st.Nodes()
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range specs {
-			if name == "" || string(n.Name) == name {
-				res.Nodes = append(res.Nodes, s.nodeInfo(n))
-			}
-		}
-	default:
-		ws, err := st.Workloads()
-		if err != nil {
-			return nil, err
-		}
-		for _, w := range ws {
-			if name == "" || w.UID == name {
-				res.Workloads = append(res.Workloads, s.workloadInfo(w))
-			}
-		}
-	}
-	return res, nil
-}
-
 func (s *service) volumeInfo(v store.VolumeSpec) *messages.VolumeInfo {
 	info := &messages.VolumeInfo{Spec: &messages.VolumeDoc{Name: string(v.ID), AccessMode: s.shownMode(v)}}
-	if st, err := s.ctl.VolumeStatus(v.ID, actorTimeout); err == nil {
+	info.ObjectUid = v.ObjectUID
+	// An actor that has not yet heard of this volume (a deleted one of the
+	// same name) speaks for another: no status then.
+	if st, err := s.ctl.VolumeStatus(v.ID, actorTimeout); err == nil && st.ObjectUid == v.ObjectUID {
 		info.DesiredNodes, info.Attachments = st.DesiredNodes, st.Attachments
 	}
 	return info
 }
 
 func (s *service) nodeInfo(n store.NodeSpec) *messages.NodeInfo {
-	info := &messages.NodeInfo{Spec: &messages.NodeDoc{Name: string(n.Name)}}
-	if st, err := s.ctl.NodeStatus(n.Name, actorTimeout); err == nil {
+	info := &messages.NodeInfo{Spec: &messages.NodeDoc{Name: string(n.Name)}, ObjectUid: n.ObjectUID}
+	if st, err := s.ctl.NodeStatus(n.Name, actorTimeout); err == nil && st.ObjectUid == n.ObjectUID {
 		info.Status = st
 	}
 	if inst, ok := s.nodes.InstanceOf(n.Name); ok {
@@ -195,42 +145,17 @@ func (s *service) nodeInfo(n store.NodeSpec) *messages.NodeInfo {
 	return info
 }
 
-func (s *service) workloadInfo(w store.Workload) *messages.WorkloadInfo {
+func (s *service) workloadInfo(w store.Workload, mounts *mountIndex) *messages.WorkloadInfo {
 	doc := &messages.WorkloadDoc{Name: w.UID, Node: string(w.Node)}
 	for _, v := range w.Volumes {
 		doc.Volumes = append(doc.Volumes, &messages.WorkloadVolumeDoc{Name: string(v), ReadOnly: slices.Contains(w.ReadOnly, v)})
 	}
-	info := &messages.WorkloadInfo{Spec: doc, Phase: "Pending"}
-	if st, err := s.ctl.AgentStatus(w.Node, actorTimeout); err == nil {
-		for _, m := range st.Mounts {
-			if m.WorkloadUid == w.UID && m.State == "Mounted" {
-				info.MountedVolumes = append(info.MountedVolumes, m.VolumeId)
-			}
-		}
-	}
+	info := &messages.WorkloadInfo{Spec: doc, Phase: "Pending", ObjectUid: w.ObjectUID}
+	info.MountedVolumes = mounts.mounted(w.Node, w.UID)
 	if len(info.MountedVolumes) == len(w.Volumes) {
 		info.Phase = "Running"
 	}
 	return info
-}
-
-func (s *service) Describe(_ context.Context, req *messages.DescribeRequest) (*messages.DescribeResponse, error) {
-	kind, err := kindOf(req.Kind)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	if err := s.exists(kind, req.Name); err != nil {
-		return nil, toStatus(err)
-	}
-	obj, err := s.get(kind, req.Name)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	res := &messages.DescribeResponse{Object: obj}
-	for _, e := range s.ctl.Events(events.Ref{Kind: events.Kind(kind), Name: req.Name}) {
-		res.Events = append(res.Events, &messages.EventInfo{TimeUnixNano: e.Time.UnixNano(), Type: e.Type, Node: e.Node, Warning: e.Warning, Message: e.Message})
-	}
-	return res, nil
 }
 
 func (s *service) NodeOperation(_ context.Context, req *messages.NodeOperationRequest) (*messages.NodeOperationResponse, error) {
