@@ -91,7 +91,8 @@ type Cloud struct {
 	bucket   bucket
 	faults   faults
 	counters Counters
-	seq      int // instance ID counter
+	seq      int    // instance ID counter
+	tag      string // SetTag
 	nodes    map[cloud.NodeName]*instance
 	insts    map[cloud.InstanceID]*instance
 	vols     map[cloud.VolumeID]*volume

@@ -36,7 +36,8 @@ const stateFileMode = 0o600
 // state is the content of the state file.
 type state struct {
 	Version   int             `json:"version"`
-	Seq       int             `json:"seq"` // last instance ID counter used
+	Seq       int             `json:"seq"`           // last instance ID counter used
+	Tag       string          `json:"tag,omitempty"` // the owner's identity (SetTag)
 	Instances []stateInstance `json:"instances"`
 	Volumes   []stateVolume   `json:"volumes"`
 	Counters  stateCounters   `json:"counters"`
@@ -184,6 +185,7 @@ func (c *Cloud) snapshotLocked() *state {
 	st := &state{
 		Version:   stateVersion,
 		Seq:       c.seq,
+		Tag:       c.tag,
 		Instances: make([]stateInstance, 0, len(c.insts)),
 		Volumes:   make([]stateVolume, 0, len(c.vols)),
 		Counters: stateCounters{
@@ -212,7 +214,7 @@ func (c *Cloud) snapshotLocked() *state {
 // attachments, instance ID counter, AttachNew, DetachNew) with that of a
 // validated st.
 func (c *Cloud) applyWorldLocked(st *state) {
-	c.seq = st.Seq
+	c.seq, c.tag = st.Seq, st.Tag
 	c.nodes = make(map[cloud.NodeName]*instance, len(st.Instances))
 	c.insts = make(map[cloud.InstanceID]*instance, len(st.Instances))
 	c.vols = make(map[cloud.VolumeID]*volume, len(st.Volumes))
