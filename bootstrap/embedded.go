@@ -43,9 +43,15 @@ type Config struct {
 	DataDir string
 	Agent   node.Config
 	// Durable keeps the desired state and node statuses in
-	// <data>/tether.db and the sim cloud's state in <data>/cloud/state.json,
-	// so that a restarted process (even after SIGKILL) loses nothing.
+	// <data>/tether.db and the sim cloud's state in <data>/cloud-state.json,
+	// so that a restarted process (even after SIGKILL) loses nothing. A
+	// durable Embedded holds the data directory's lock (LockFile) from
+	// before it reads anything there until Stop, and refuses to start
+	// (ErrUntrusted) on a store it cannot trust (identity.go).
 	Durable bool
+	// RebuildStore (durable only) moves tether.db aside and rebuilds the
+	// desired state from the cloud and the mounts on disk (rebuild.go).
+	RebuildStore bool
 	// Metrics, if set, is fed by every part of the process.
 	Metrics *metrics.Metrics
 	// WrapMounter, if set, wraps each agent's mounter (invariant checks).
@@ -80,6 +86,12 @@ type Embedded struct {
 	mu         sync.Mutex
 	mounters   map[cloud.NodeName]mount.Mounter
 	calls      map[cloud.NodeName]*node.Calls // one per node, shared by its successive agents
+	lock       *dirLock                       // durable only
+	identity   string                         // durable only: the store's identity
+	stopped    bool                           // Stop ran
+	bolt       *store.Bolt                    // durable only: the store under any WrapStore
+	// Rebuilt is what --rebuild-store found and wrote (nil without it).
+	Rebuilt *RebuildReport
 }
 
 // NewLogger builds the process logger.
@@ -115,8 +127,17 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	}
 	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}, calls: map[cloud.NodeName]*node.Calls{}}
 	if err := e.open(); err != nil {
-		return nil, err
+		return nil, errors.Join(err, e.closeStore())
 	}
+	if err := e.start(); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e, nil
+}
+
+// start starts the actors and the agents on the opened store and cloud.
+func (e *Embedded) start() error {
+	cfg, log := e.cfg, e.Log
 	if cfg.WrapStore != nil {
 		e.Store = cfg.WrapStore(e.Store)
 	}
@@ -140,20 +161,20 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	e.ctlCfg, e.provider = cc, metrics.InstrumentProvider(e.Cloud, cfg.Metrics)
 	e.Controller = controller.New(e.System, cc, e.provider, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
 		n := cloud.NodeName(fmt.Sprintf("n%d", i))
 		e.Cloud.AddInstance(n)
 		if err := e.Controller.ApplyNode(store.NodeSpec{Name: n}); err != nil {
-			return nil, err
+			return err
 		}
 		e.NodeNames = append(e.NodeNames, n)
 		if err := e.StartAgent(n); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return e, nil
+	return nil
 }
 
 // NodeDir is node n's agent data directory.
@@ -165,6 +186,12 @@ func (e *Embedded) NodeDir(n cloud.NodeName) string {
 func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	ac := e.cfg.Agent
 	ac.Node, ac.DataDir, ac.Log, ac.Events = n, e.NodeDir(n), e.Log, e.Events
+	if e.identity != "" {
+		// The agent's directory belongs to this store from now on.
+		if err := writeIdentityFile(ac.DataDir, e.identity); err != nil {
+			return fmt.Errorf("node %s: %w", n, err)
+		}
+	}
 	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
 	if e.cfg.WrapDevices != nil {
 		ac.Devices = e.cfg.WrapDevices(n, ac.Devices)
@@ -259,16 +286,34 @@ func (e *Embedded) StopAgent(n cloud.NodeName) error {
 }
 
 // Stop stops the agents, the controller and the actor system. Mounts stay.
+// A second Stop does nothing.
 func (e *Embedded) Stop() error {
+	if e.stopped {
+		return nil
+	}
+	e.stopped = true
 	var errs []error
 	for n := range e.Agents {
 		errs = append(errs, e.StopAgent(n))
 	}
-	errs = append(errs, e.Controller.Stop(10*time.Second))
-	e.System.Shutdown()
-	if c, ok := e.Store.(interface{ Close() error }); ok {
-		errs = append(errs, c.Close())
+	if e.Controller != nil {
+		errs = append(errs, e.Controller.Stop(10*time.Second))
 	}
+	if e.System != nil {
+		e.System.Shutdown()
+	}
+	errs = append(errs, e.closeStore())
+	return errors.Join(errs...)
+}
+
+// closeStore closes a durable store and then releases the data directory.
+func (e *Embedded) closeStore() error {
+	var errs []error
+	if e.bolt != nil {
+		errs = append(errs, e.bolt.Close())
+		e.bolt = nil
+	}
+	errs = append(errs, e.lock.release())
 	return errors.Join(errs...)
 }
 
@@ -285,6 +330,12 @@ func (e *Embedded) open() error {
 		e.Store, e.Cloud = store.NewMemory(), sim.New(sc)
 		return nil
 	}
+	// The lock first: nothing in the directory is read or written before.
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	e.lock = lock
 	if err := os.MkdirAll(sc.ContentDir, 0o700); err != nil {
 		return err
 	}
@@ -293,12 +344,42 @@ func (e *Embedded) open() error {
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenBolt(filepath.Join(cfg.DataDir, "tether.db"))
+	e.Cloud = cl
+	ev, err := gatherEvidence(cfg.DataDir, cl)
 	if err != nil {
 		return err
 	}
-	e.Store, e.Cloud = st, cl
-	return nil
+	path := filepath.Join(cfg.DataDir, StoreFile)
+	var st *store.Bolt
+	var id string
+	if cfg.RebuildStore {
+		var rep RebuildReport
+		st, id, rep, err = rebuildStore(path, cl, ev, e.Mounter)
+		if err != nil {
+			return fmt.Errorf("rebuilding %s: %w", path, err)
+		}
+		e.Rebuilt = &rep
+		e.logRebuild(path, rep)
+	} else if st, id, err = openTrusted(path, cl, ev); err != nil {
+		return err
+	}
+	e.Store, e.bolt, e.identity = st, st, id
+	return claim(cl, ev, id)
+}
+
+// logRebuild tells the operator what --rebuild-store did.
+func (e *Embedded) logRebuild(path string, rep RebuildReport) {
+	f := logrus.Fields{"nodes": rep.Nodes, "volumes": rep.Volumes, "workloads": rep.Workloads}
+	if rep.MovedAside != "" {
+		f["old_store"] = rep.MovedAside
+	}
+	e.Log.WithFields(f).Warnf("rebuilt %s from the cloud and the mounts on disk; re-apply your manifests to restore what mounts cannot show (read-only flags, workloads not mounted yet)", path)
+	for _, a := range rep.Unclaimed {
+		e.Log.Warnf("rebuild: attachment %s has no workload mounting it: nothing wants it, it will be detached", a)
+	}
+	for _, s := range rep.Skipped {
+		e.Log.Warnf("rebuild: skipped %s", s)
+	}
 }
 
 // actorKind names the kind of a supervised actor from its name, for metrics.

@@ -34,22 +34,21 @@ type UpConfig struct {
 func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	ec := cfg.Embedded
 	ec.Durable = true
-	if err := os.MkdirAll(ec.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	token, err := api.LoadOrCreateToken(ec.DataDir)
-	if err != nil {
-		return err
-	}
 	m, err := metrics.New()
 	if err != nil {
 		return err
 	}
 	m.SetGlobal()
 	ec.Metrics = m
+	// StartEmbedded takes the data directory's lock before it reads or
+	// writes anything there; the token comes after.
 	e, err := StartEmbedded(ec)
 	if err != nil {
 		return err
+	}
+	token, err := api.LoadOrCreateToken(ec.DataDir)
+	if err != nil {
+		return errors.Join(err, e.Stop())
 	}
 	var state atomic.Value // why not ready; "" when ready
 	state.Store("starting")
