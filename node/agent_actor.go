@@ -86,7 +86,7 @@ type agentActor struct {
 	sys     *actor.ActorSystem
 	wake    clock.Timer
 	wakeAt  time.Time
-	beat    clock.Timer
+	beat    *beater
 	beats   int
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -161,6 +161,14 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	a.running, a.token = a.cfg.Calls.attach(func(m *messages.MountFinished) { g.Send(self, m) })
 	a.startScan()
 	a.onHeartbeat(ctx) // says hello: the node actor answers with our state
+	// From now on the beat runs off the mailbox (heartbeat.go); each beat
+	// also asks the mailbox for the rest of onHeartbeat.
+	node, ctl := a.cfg.Node, a.cfg.Controller
+	a.beat = &beater{}
+	a.beat.start(a.cfg.Clock, a.cfg.HeartbeatEvery, func() {
+		g.Send(ctl(node), &messages.Heartbeat{Node: string(node)})
+		g.Send(self, &messages.Heartbeat{})
+	})
 }
 
 // onMountFinished steps a mount call's result, once the disk scan has been.
@@ -178,7 +186,9 @@ func (a *agentActor) onMountFinished(ctx actor.Context, m *messages.MountFinishe
 func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	ctl := a.cfg.Controller(a.cfg.Node)
 	g := a.cfg.Guard
-	g.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)})
+	if a.beats == 0 {
+		g.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)}) // the hello; the beater sends the rest
+	}
 	st := a.core.Status()
 	a.beats++
 	if !st.Ready || a.beats%resyncEvery == 0 {
@@ -191,8 +201,6 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 		// controller with a stale VolumesInUse.
 		g.Send(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq))
 	}
-	self := a.self
-	a.beat = a.cfg.Clock.AfterFunc(a.cfg.HeartbeatEvery, func() { g.Send(self, &messages.Heartbeat{}) })
 }
 
 // shutdown never waits for mount calls: they stay in Calls, and the next
@@ -202,7 +210,7 @@ func (a *agentActor) shutdown() {
 		a.wake.Stop()
 	}
 	if a.beat != nil {
-		a.beat.Stop()
+		a.beat.stop()
 	}
 	if a.cancel != nil {
 		a.cancel()

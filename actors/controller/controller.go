@@ -114,6 +114,12 @@ func (c *Controller) Start() error {
 	for _, v := range vols {
 		e.guard.Send(e.lookup.Volume(v.ID), wake)
 	}
+	// Heartbeats count from now: the node actors spawned above started
+	// their clocks before the agents could report.
+	e.started.Store(e.clock.Now().UnixNano())
+	for _, n := range nodes {
+		e.guard.Send(e.lookup.Node(n.Name), wake)
+	}
 	return nil
 }
 

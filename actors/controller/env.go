@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -86,6 +87,19 @@ type env struct {
 	log    logrus.FieldLogger
 	clock  clock.Clock
 	ctx    context.Context // cancelled when the controller stops
+	// started: unix nanoseconds (on clock) when Start finished, 0 before:
+	// node actors judge heartbeats from then on (livenessFrom).
+	started atomic.Int64
+}
+
+// livenessFrom is the moment from which agents' heartbeats are expected:
+// when the controller's Start finished (the agents of a process start
+// after it; a restart with many objects takes long), or now while it runs.
+func (e *env) livenessFrom() time.Time {
+	if ns := e.started.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return e.clock.Now()
 }
 
 var wake = &messages.Wake{}

@@ -21,6 +21,10 @@ type nodeActor struct {
 	core  *nodestatus.Node
 	self  *actor.PID
 	timer timer
+	// heard: a heartbeat came since this actor started; warned: the
+	// workloads told that the node is NotReady (node_ready.go).
+	heard  bool
+	warned map[string]bool
 }
 
 func newNodeActor(e *env, name cloud.NodeName) actor.Actor {
@@ -55,6 +59,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		// number of the report it reflects.
 		a.pushStatus(ctx)
 	case *messages.Heartbeat:
+		a.heard = true
 		a.step(ctx, nodestatus.HeartbeatReceived{})
 	case *messages.AgentStarted:
 		a.sendWorkloads(ctx)
@@ -64,7 +69,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *messages.Wake:
 		a.refreshUID() // ApplyAll wakes the actor of every node it puts
 		a.timer.fired(a.env.clock.Now())
-		a.step(ctx, nodestatus.Tick{})
+		a.step(ctx, nodestatus.Tick{From: a.env.livenessFrom()})
+		a.warnWorkloads() // ApplyAll wakes the node of every workload it puts
 	}
 }
 
@@ -77,6 +83,9 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 		panic(fmt.Sprintf("node %s: rebuild from store: %v", a.name, err))
 	}
 	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
+	if !found {
+		a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
+	}
 	// An agent that started before this actor is waiting for its state.
 	a.sendWorkloads(ctx)
 	a.pushStatus(ctx)
@@ -90,7 +99,8 @@ func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
 		if after.Ready {
 			a.env.record(a.ref, "NodeReady", string(a.name), false, fmt.Sprintf("node %q is Ready", a.name))
 		} else {
-			a.env.record(a.ref, "NodeNotReady", string(a.name), true, fmt.Sprintf("node %q missed heartbeats for %s: NotReady", a.name, a.env.cfg.Node.NotReadyAfter))
+			a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
+			a.warnWorkloads()
 		}
 	}
 }

@@ -118,6 +118,7 @@ func (r *rig) node(names ...cloud.NodeName) {
 	for _, n := range names {
 		r.cloud.AddInstance(n)
 		must(r.t, r.ctl.ApplyNode(store.NodeSpec{Name: n}))
+		r.ctl.Heartbeat(n) // its agent's hello: a node is Ready once its agent reports
 	}
 }
 

@@ -57,7 +57,7 @@ func TestStatusRules(t *testing.T) {
 		steps []step
 	}{
 		{"attach then detach persists before answering (I4)", []step{
-			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Restored{Found: true, Status: Status{Ready: true}}, []string{"wake +40s"}},
 			{0, Persisted{}, nil},
 			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, []string{"persist attached=[v1] inuse=[] ready=true oos=false"}},
 			{0, Persisted{}, nil},
@@ -68,6 +68,14 @@ func TestStatusRules(t *testing.T) {
 			{0, VolumeDetached{Volume: "v1"}, []string{"persist attached=[] inuse=[] ready=true oos=false"}},
 			{0, Persisted{}, nil},
 			{0, VolumeDetached{Volume: "v1"}, nil},
+		}},
+		{"a new node is NotReady until its agent first reports", []step{
+			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=false oos=false"}},
+			{0, Persisted{}, nil},
+			{time.Hour, Tick{}, nil},
+			{0, HeartbeatReceived{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Persisted{}, nil},
+			{40 * time.Second, Tick{}, []string{"persist attached=[] inuse=[] ready=false oos=false"}},
 		}},
 		{"failed persist refuses the detach and restores the status", []step{
 			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, Ready: true}}, []string{"wake +40s"}},
@@ -83,13 +91,13 @@ func TestStatusRules(t *testing.T) {
 			{0, DetachRequested{Volume: "v1", Op: 2, Force: "out-of-service"}, []string{"persist attached=[] inuse=[v1] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
 		}},
 		{"in-use changes notify only the changed volumes", []step{
-			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Restored{Found: true, Status: Status{Ready: true}}, []string{"wake +40s"}},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v1", "v2"}}, []string{"persist attached=[] inuse=[v1 v2] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "notify v2 inuse=true ready=true oos=false"}},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v2", "v1"}}, nil},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v2"}}, []string{"persist attached=[] inuse=[v2] ready=true oos=false", "notify v1 inuse=false ready=true oos=false"}},
 		}},
 		{"missed heartbeats make the node NotReady; a heartbeat makes it Ready", []step{
-			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Restored{Found: true, Status: Status{Ready: true}}, []string{"wake +40s"}},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v1"}}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "notify v1 inuse=true ready=true oos=false"}},
 			{10 * time.Second, HeartbeatReceived{}, []string{"wake +40s"}},
 			{39 * time.Second, Tick{}, []string{"wake +1s"}},
@@ -98,7 +106,7 @@ func TestStatusRules(t *testing.T) {
 			{0, HeartbeatReceived{}, []string{"persist attached=[] inuse=[v1] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "wake +40s"}},
 		}},
 		{"a NotReady transition whose write failed is tried again", []step{
-			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
+			{0, Restored{Found: true, Status: Status{Ready: true}}, []string{"wake +40s"}},
 			{0, Persisted{}, nil},
 			{40 * time.Second, Tick{}, []string{"persist attached=[] inuse=[] ready=false oos=false"}},
 			{0, PersistFailed{Msg: "disk"}, []string{"wake +1s"}},
@@ -118,9 +126,17 @@ func TestStatusRules(t *testing.T) {
 
 func TestNotReadySinceIsHeartbeatExpiry(t *testing.T) {
 	n := New("n1", DefaultConfig())
-	n.Step(t0, Restored{})
+	n.Step(t0, Restored{Found: true, Status: Status{Ready: true}})
 	n.Step(t0.Add(5*time.Minute), Tick{})
 	if got, want := n.Status().NotReadySince, t0.Add(40*time.Second); !got.Equal(want) {
 		t.Fatalf("NotReadySince = %v, want %v", got, want)
+	}
+}
+
+func TestNewNodeNotReadySinceCreation(t *testing.T) {
+	n := New("n1", DefaultConfig())
+	n.Step(t0, Restored{})
+	if st := n.Status(); st.Ready || !st.NotReadySince.Equal(t0) {
+		t.Fatalf("a node no agent has reported for: Ready=%v NotReadySince=%v, want NotReady since %v", st.Ready, st.NotReadySince, t0)
 	}
 }

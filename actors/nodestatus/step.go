@@ -10,9 +10,10 @@ import (
 // Event is an input to Step.
 type Event interface{ isEvent() }
 
-// Restored loads the persisted status (found=false: a new node, Ready until
-// it misses heartbeats). The heartbeat clock starts at the restore, so a
-// restarted controller gives every agent a full NotReadyAfter to report.
+// Restored loads the persisted status (found=false: a new node, NotReady
+// until its agent first reports: a node that no agent serves must not look
+// healthy). The heartbeat clock starts at the restore, so a restarted
+// controller gives every agent a full NotReadyAfter to report.
 type Restored struct {
 	Status Status
 	Found  bool
@@ -43,8 +44,10 @@ type (
 	HeartbeatReceived struct{}
 	// OutOfServiceSet marks or unmarks the node.
 	OutOfServiceSet struct{ OutOfService bool }
-	// Tick re-checks heartbeat health.
-	Tick struct{}
+	// Tick re-checks heartbeat health. No heartbeat is missed before
+	// From: the moment the controller could first hear one (its start
+	// finished: until then the agents may not even run); zero: the restore.
+	Tick struct{ From time.Time }
 	// Persisted: the last Persist succeeded.
 	Persisted struct{}
 	// PersistFailed: the last Persist failed; nothing it carried happened.
@@ -139,7 +142,7 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 		n.cur.OutOfService = e.OutOfService
 		return append(n.persist(), n.notifyAll()...)
 	case Tick:
-		return n.onTick(now)
+		return n.onTick(now, e.From)
 	case Persisted:
 		n.saved = n.cur.Clone()
 		n.pending, n.attaching = nil, nil
@@ -167,8 +170,8 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 func (n *Node) onRestored(now time.Time, e Restored) []Effect {
 	n.lastHeartbeat = now
 	if !e.Found {
-		n.cur.Ready = true
-		return append(n.persist(), WakeAt{At: now.Add(n.cfg.NotReadyAfter)})
+		n.cur.Ready, n.cur.NotReadySince = false, now
+		return n.persist()
 	}
 	n.cur = e.Status.Clone()
 	n.cur.Name = n.saved.Name
@@ -226,8 +229,12 @@ func (n *Node) onInUse(e InUseReported) []Effect {
 	return effs
 }
 
-func (n *Node) onTick(now time.Time) []Effect {
-	deadline := n.lastHeartbeat.Add(n.cfg.NotReadyAfter)
+func (n *Node) onTick(now, from time.Time) []Effect {
+	base := n.lastHeartbeat
+	if from.After(base) {
+		base = from
+	}
+	deadline := base.Add(n.cfg.NotReadyAfter)
 	if now.Before(deadline) {
 		return []Effect{WakeAt{At: deadline}}
 	}

@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/tether/tether/actors/events"
+)
+
+// A node is Ready only while its agent reports (nodestatus): a node that no
+// agent serves, or whose agent went quiet, is NotReady, and the workloads
+// placed on it are told why they wait (an event on each, once per
+// NotReady spell), as Kubernetes tells a pod its node is not ready.
+
+// notReadyMessage says why the node is NotReady.
+func (a *nodeActor) notReadyMessage() string {
+	if !a.heard {
+		return fmt.Sprintf("node %q is NotReady: no agent has reported for it since the controller started (is a node agent running for %s?)", a.name, a.name)
+	}
+	return fmt.Sprintf("node %q missed heartbeats for %s: NotReady", a.name, a.env.cfg.Node.NotReadyAfter)
+}
+
+// warnWorkloads records, on every workload placed on a NotReady node that
+// was not told yet, why it waits. A Ready node forgets whom it told.
+func (a *nodeActor) warnWorkloads() {
+	if a.core.Status().Ready {
+		a.warned = nil
+		return
+	}
+	ws, err := a.env.store.WorkloadsOn(a.name)
+	if err != nil {
+		a.env.log.WithField("node", a.name).Warnf("reading the node's workloads: %v", err)
+		return
+	}
+	if a.warned == nil {
+		a.warned = map[string]bool{}
+	}
+	placed := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		key := w.UID + "/" + w.ObjectUID
+		placed[key] = true
+		if a.warned[key] {
+			continue
+		}
+		a.warned[key] = true
+		ref := events.Ref{Kind: events.KindWorkload, Name: w.UID, UID: w.ObjectUID}
+		a.env.record(ref, "NodeNotReady", string(a.name), true, fmt.Sprintf("workload %q waits: %s", w.UID, a.notReadyMessage()))
+	}
+	for key := range a.warned {
+		if !placed[key] {
+			delete(a.warned, key)
+		}
+	}
+}
