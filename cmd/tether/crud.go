@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/status"
@@ -17,50 +15,6 @@ func rpcError(err error) error {
 		return fmt.Errorf("%s: %s", s.Code(), s.Message())
 	}
 	return err
-}
-
-func applyCommand() *cobra.Command {
-	var cf clientFlags
-	var file string
-	cmd := &cobra.Command{
-		Use:   "apply -f FILE",
-		Short: "Create or update volumes, nodes and workloads from a YAML or JSON file (- for stdin), all or nothing",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return usageError{fmt.Errorf("apply needs -f FILE")}
-			}
-			var r io.Reader = cmd.InOrStdin()
-			if file != "-" {
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				r = f
-			}
-			docs, err := parseDocuments(r)
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			c, ctx, done, err := cf.open()
-			if err != nil {
-				return err
-			}
-			defer done()
-			res, err := c.Apply(ctx, &messages.ApplyRequest{Documents: docs})
-			if err != nil {
-				return rpcError(err)
-			}
-			for _, line := range res.Applied {
-				fmt.Fprintln(cmd.OutOrStdout(), line)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "file to apply (YAML or JSON; several documents allowed)")
-	cf.register(cmd.Flags())
-	return cmd
 }
 
 func getCommand() *cobra.Command {

@@ -20,6 +20,15 @@ const (
 type usageError struct{ error }
 
 func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "tether:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// newRoot builds the command tree (fresh flags each time, so tests can run
+// commands in process).
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tether",
 		Short:         "tether attaches cloud volumes to nodes and mounts them for workloads",
@@ -29,14 +38,19 @@ func main() {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(demoCommand(), chaosCommand(), upCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return envFallback(cmd) }
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tether:", err)
-		var u usageError
-		if errors.As(err, &u) || isUsage(err) {
-			os.Exit(exitUsage)
-		}
-		os.Exit(exitError)
+	return root
+}
+
+// exitCode maps a command's error to the process's exit code.
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u) || isUsage(err):
+		return exitUsage
 	}
+	return exitError
 }
 
 // isUsage recognizes cobra's own usage errors (unknown command, args).

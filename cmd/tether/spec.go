@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +12,7 @@ import (
 	"github.com/tether/tether/messages"
 )
 
-// maxFileBytes bounds what tether apply reads (the server bounds requests
-// too).
-const maxFileBytes = 1 << 20
-
-// docSpec is one document of a file given to tether apply:
+// docSpec is one object of a file given to tether apply:
 //
 //	kind: Volume | Node | Workload
 //	name: data-1
@@ -39,95 +34,129 @@ type volumeSpec struct {
 	ReadOnly bool   `yaml:"readOnly,omitempty" json:"readOnly,omitempty"`
 }
 
-// parseDocuments reads YAML (several documents separated by ---) or JSON
-// (one object, an array of objects, or objects one after another). Unknown
-// fields, unknown kinds, fields that do not belong to the kind, and
-// duplicate names are errors naming the document; nothing is returned on
-// any error.
-func parseDocuments(r io.Reader) ([]*messages.Document, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
-	if err != nil {
-		return nil, err
+// source says where an object was read, for errors: the file as given to
+// -f ("stdin" for -), the document counted from 1 (YAML: between ---
+// markers, empty ones included; JSON: top-level values), the item when the
+// document is a list, and the line (YAML) or byte offset from 0 (JSON).
+type source struct {
+	file string
+	doc  int
+	item int // 0: the document is one object
+	pos  string
+}
+
+func (s source) String() string {
+	b := fmt.Sprintf("%s: document %d", s.file, s.doc)
+	if s.item > 0 {
+		b += fmt.Sprintf(", item %d", s.item)
 	}
-	if len(data) > maxFileBytes {
-		return nil, fmt.Errorf("input is larger than %d bytes", maxFileBytes)
+	if s.pos != "" {
+		b += " (" + s.pos + ")"
 	}
-	var specs []docSpec
-	trimmed := bytes.TrimSpace(data)
+	return b
+}
+
+// entry is one object and where it was read.
+type entry struct {
+	spec docSpec
+	at   source
+}
+
+// parseInput reads one file's content completely: JSON if it starts with {
+// or [, YAML otherwise. Every document (YAML) or top-level value (JSON) is
+// one object or a list of objects; nothing in the input is skipped but
+// whitespace, comments and empty YAML documents. Unknown or repeated fields
+// are errors naming the document. A file with no object is an error.
+func parseInput(file string, data []byte) ([]entry, error) {
+	var es []entry
+	var err error
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		specs, err = parseJSON(trimmed)
+		es, err = parseJSON(file, data)
 	} else {
-		specs, err = parseYAML(data)
+		es, err = parseYAML(file, data)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(specs) == 0 {
-		return nil, errors.New("no documents in input")
+	if len(es) == 0 {
+		return nil, fmt.Errorf("%s: no documents in input", file)
 	}
-	return toDocuments(specs)
+	return es, nil
 }
 
-func parseJSON(data []byte) ([]docSpec, error) {
-	if data[0] == '[' {
-		var specs []docSpec
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&specs); err != nil {
-			return nil, fmt.Errorf("invalid JSON: %w", err)
-		}
-		return specs, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var specs []docSpec
-	for i := 1; ; i++ {
-		var s docSpec
-		err := dec.Decode(&s)
+// parseYAML reads a stream of documents. It decodes it twice in step: once
+// into nodes, to learn each document's shape and lines, and once strictly
+// (unknown fields are errors, which yaml.Node.Decode cannot check) into the
+// type that shape calls for.
+func parseYAML(file string, data []byte) ([]entry, error) {
+	shape := yaml.NewDecoder(bytes.NewReader(data))
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	var es []entry
+	for doc := 1; ; doc++ {
+		at := source{file: file, doc: doc}
+		var n yaml.Node
+		err := shape.Decode(&n)
 		if errors.Is(err, io.EOF) {
-			return specs, nil
+			return es, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("document %d: invalid JSON: %w", i, err)
+			return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
 		}
-		specs = append(specs, s)
+		body := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
+		if len(n.Content) == 1 {
+			body = n.Content[0]
+		}
+		at.pos = fmt.Sprintf("line %d", body.Line)
+		switch {
+		case body.Kind == yaml.MappingNode:
+			var s docSpec
+			if err := strict.Decode(&s); err != nil {
+				return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
+			}
+			es = append(es, entry{s, at})
+		case body.Kind == yaml.SequenceNode:
+			var ss []docSpec
+			if err := strict.Decode(&ss); err != nil {
+				return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
+			}
+			for i, s := range ss {
+				item := at
+				item.item = i + 1
+				if i < len(body.Content) {
+					item.pos = fmt.Sprintf("line %d", body.Content[i].Line)
+				}
+				es = append(es, entry{s, item})
+			}
+		case body.ShortTag() == "!!null" && body.Value == "":
+			// An empty document (a trailing ---, or only comments) holds
+			// nothing; an explicit null or ~ is refused below.
+			var skip yaml.Node
+			if err := strict.Decode(&skip); err != nil {
+				return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
+			}
+		default:
+			return nil, fmt.Errorf("%s: want an object (kind: ..., name: ...) or a list of objects, found %s %q", at, body.ShortTag(), body.Value)
+		}
 	}
 }
 
-func parseYAML(data []byte) ([]docSpec, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var specs []docSpec
-	for i := 1; ; i++ {
-		var s docSpec
-		err := dec.Decode(&s)
-		if errors.Is(err, io.EOF) {
-			return specs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: invalid YAML: %w", i, err)
-		}
-		if s.Kind == "" && s.Name == "" && s.AccessMode == "" && s.Node == "" && s.Volumes == nil {
-			i-- // an empty document (a trailing ---, say) is no document
-			continue
-		}
-		specs = append(specs, s)
-	}
-}
-
-func toDocuments(specs []docSpec) ([]*messages.Document, error) {
-	seen := map[string]int{}
+// toDocuments converts the objects of every file given; an object named
+// twice (in one file or two) is an error naming both places.
+func toDocuments(es []entry) ([]*messages.Document, error) {
+	seen := map[string]source{}
 	var docs []*messages.Document
-	for i, s := range specs {
-		d, kind, err := toDocument(s)
+	for _, e := range es {
+		d, kind, err := toDocument(e.spec)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
+			return nil, fmt.Errorf("%s: %w", e.at, err)
 		}
-		key := kind + "/" + s.Name
-		if j, dup := seen[key]; dup {
-			return nil, fmt.Errorf("document %d: %s is also document %d: a file may name an object once", i+1, key, j)
+		key := kind + "/" + e.spec.Name
+		if first, dup := seen[key]; dup {
+			return nil, fmt.Errorf("%s: %s is also %s: one apply may name an object once", e.at, key, first)
 		}
-		seen[key] = i + 1
+		seen[key] = e.at
 		docs = append(docs, d)
 	}
 	return docs, nil

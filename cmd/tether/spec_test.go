@@ -1,33 +1,49 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-func TestParseDocuments(t *testing.T) {
+func parse(in string) (int, error) {
+	es, err := parseInput("in", []byte(in))
+	if err != nil {
+		return 0, err
+	}
+	docs, err := toDocuments(es)
+	return len(docs), err
+}
+
+func TestParseInput(t *testing.T) {
 	good := []struct {
 		name, in string
 		n        int
 	}{
 		{"yaml documents", "kind: Node\nname: n1\n---\nkind: Volume\nname: v1\naccessMode: ReadWriteMany\n---\nkind: Workload\nname: w1\nnode: n1\nvolumes:\n  - name: v1\n    readOnly: true\n", 3},
+		{"yaml empty documents", "---\n# nothing\n---\nkind: Node\nname: n1\n---\n", 1},
+		{"yaml list document", "- kind: Node\n  name: n1\n- kind: Node\n  name: n2\n---\nkind: Node\nname: n3\n", 3},
 		{"json object", `{"kind":"Node","name":"n1"}`, 1},
 		{"json array", `[{"kind":"Node","name":"n1"},{"kind":"Volume","name":"v1"}]`, 2},
-		{"json stream", `{"kind":"Node","name":"n1"} {"kind":"Node","name":"n2"}`, 2},
+		{"json objects", `{"kind":"Node","name":"n1"} {"kind":"Node","name":"n2"}`, 2},
+		{"json arrays and objects", "\n[{\"kind\":\"Node\",\"name\":\"n1\"}]\n[{\"kind\":\"Node\",\"name\":\"n2\"}]{\"kind\":\"Node\",\"name\":\"n3\"}\n\n", 3},
 	}
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := parseDocuments(strings.NewReader(tt.in))
-			if err != nil || len(docs) != tt.n {
-				t.Fatalf("got %d docs, err %v; want %d", len(docs), err, tt.n)
+			n, err := parse(tt.in)
+			if err != nil || n != tt.n {
+				t.Fatalf("got %d docs, err %v; want %d", n, err, tt.n)
 			}
 		})
 	}
+	const node = `{"kind":"Node","name":"n1"}` // 27 bytes
 	bad := []struct {
 		name, in, want string
 	}{
-		{"malformed yaml", "kind: Node\nname: [n1\n", "document 1: invalid YAML"},
-		{"malformed json", `{"kind":"Node","name":}`, "invalid JSON"},
+		{"malformed yaml", "kind: Node\nname: [n1\n", "in: document 1: invalid YAML"},
+		{"malformed json", `{"kind":"Node","name":}`, "in: document 1 (offset 0): invalid JSON"},
+		{"truncated json", `[` + node, "in: document 1 (offset 0): invalid JSON: unexpected EOF"},
 		{"unknown field yaml", "kind: Node\nname: n1\ncolor: blue\n", "field color not found"},
 		{"unknown field json", `{"kind":"Node","name":"n1","color":"blue"}`, `unknown field "color"`},
 		{"unknown kind", "kind: Pod\nname: p\n", `unknown kind "Pod"`},
@@ -35,19 +51,64 @@ func TestParseDocuments(t *testing.T) {
 		{"missing name", "kind: Node\n", "name is required"},
 		{"field of another kind", "kind: Volume\nname: v\nnode: n1\n", "workload fields"},
 		{"workload without node", "kind: Workload\nname: w\n", "node is required"},
-		{"duplicate names", "kind: Node\nname: n1\n---\nkind: Node\nname: n1\n", "node/n1 is also document 1"},
-		{"empty", "", "no documents"},
-		{"oversized", "kind: Node\nname: n1\n#" + strings.Repeat("x", maxFileBytes), "larger than"},
+		{"duplicate names", "kind: Node\nname: n1\n---\nkind: Node\nname: n1\n", "in: document 2 (line 4): node/n1 is also in: document 1 (line 1)"},
+		{"duplicate in a list", "- kind: Node\n  name: a\n- kind: Node\n  name: a\n", "in: document 1, item 2 (line 3): node/a is also in: document 1, item 1 (line 1)"},
+		{"empty", "", "in: no documents"},
+		{"only comments", "# x\n---\n", "in: no documents"},
+		// Nothing is skipped: what follows a document is another one, or an error.
+		{"garbage after json", node + " x", "in: document 2 (offset 28): invalid JSON"},
+		{"number after json", node + "\n42", "in: document 2 (offset 28): want an object"},
+		{"bracket after json array", "[" + node + "]]", "in: document 2 (offset 29): invalid JSON"},
+		{"non-object in json array", "[" + node + ", 7]", "in: document 1, item 2 (offset 30): want an object"},
+		{"error names the array item", "[" + node + `,{"kind":"Node"}]`, "in: document 1, item 2 (offset 29): name is required"},
+		{"repeated json field", `{"kind":"Node","name":"a","name":"b"}`, `field "name" is given twice`},
+		{"json field repeated in another case", `{"kind":"Node","name":"a","Name":"b"}`, `field "Name" is given twice`},
+		{"repeated nested json field", `{"kind":"Workload","name":"w","node":"n1","volumes":[{"name":"v","name":"u"}]}`, `field "name" is given twice`},
+		{"repeated yaml field", "kind: Node\nname: a\nname: b\n", `"name" already defined`},
+		{"empty yaml object", "kind: Node\nname: n1\n---\n{}\n", "in: document 2 (line 4): name is required"},
+		{"blank yaml fields", "kind: ''\nname: ''\n", "in: document 1 (line 1): name is required"},
+		{"yaml scalar document", "kind: Node\nname: n1\n---\ngarbage\n", `in: document 2 (line 4): want an object (kind: ..., name: ...) or a list of objects, found !!str "garbage"`},
+		{"yaml null document", "kind: Node\nname: n1\n--- ~\n", `document 2 (line 3): want an object`},
+		{"garbage after yaml end", "kind: Node\nname: n1\n...\ngarbage\n", "in: document 2: invalid YAML"},
+		{"yaml list with a scalar", "- kind: Node\n  name: a\n- x\n", "in: document 1 (line 1): invalid YAML"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := parseDocuments(strings.NewReader(tt.in))
+			es, err := parseInput("in", []byte(tt.in))
+			if err == nil {
+				_, err = toDocuments(es)
+			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}
-			if docs != nil {
-				t.Fatalf("documents returned with an error: %v", docs)
+		})
+	}
+}
+
+// The input bound is for all -f files together.
+func TestReadInputsBound(t *testing.T) {
+	big := "kind: Node\nname: n1\n#" + strings.Repeat("x", maxInputBytes/2)
+	file := filepath.Join(t.TempDir(), "half.yaml")
+	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		files []string
+		stdin string
+		want  string
+	}{
+		{"one file", []string{"-"}, big + strings.Repeat("x", maxInputBytes/2), "stdin: larger than 1048576 bytes"},
+		{"together", []string{file, "-"}, strings.Replace(big, "n1", "n2", 1), "stdin: the -f files together are larger than 1048576 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			docs, err := readInputs(tt.files, strings.NewReader(tt.stdin))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || docs != nil {
+				t.Fatalf("%d docs, err = %v; want none and an error with %q", len(docs), err, tt.want)
 			}
 		})
+	}
+	if docs, err := readInputs([]string{file}, nil); err != nil || len(docs) != 1 {
+		t.Fatalf("half the bound: %d docs, %v", len(docs), err)
 	}
 }
