@@ -26,6 +26,9 @@ func applyCommand() *cobra.Command {
 		Short: "Create or update volumes, nodes and workloads from YAML or JSON files (- for stdin), all or nothing",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
 			docs, err := readInputs(files, cmd.InOrStdin())
 			if err != nil {
 				return err

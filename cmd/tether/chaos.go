@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -20,8 +19,8 @@ func chaosCommand() *cobra.Command {
 		Short: "Run embedded tether under seeded faults and check its invariants on ground truth",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Volumes < 1 || cfg.Nodes < 2 || cfg.Duration <= 0 {
-				return usageError{errors.New("need --volumes >= 1, --nodes >= 2 and a positive --duration")}
+			if err := validateChaos(cmd.Flags()); err != nil {
+				return err
 			}
 			cfg.Log = cmd.ErrOrStderr()
 			rep, err := chaos.Run(cmd.Context(), cfg)
@@ -46,9 +45,9 @@ func chaosCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1e6), "seed of the fault plan (the same seed gives the same plan)")
-	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long faults are injected")
-	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes (every fourth is multi-node)")
-	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes")
+	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long faults are injected (at least 1s)")
+	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes, at least 1 (every fourth is multi-node)")
+	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes (2 to 1000)")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory (default: a temporary one, removed afterwards)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (counts, and each violation with its history)")
 	return cmd

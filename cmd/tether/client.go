@@ -33,7 +33,7 @@ func (f *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "tether's data directory (where tether up keeps its state, token and address)")
 	fs.StringVar(&f.addr, "addr", "", "API address (default: read from <data-dir>/api-addr)")
 	fs.StringVar(&f.token, "token", "", "API bearer token (default: read from <data-dir>/api-token)")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long a call may take")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long a call may take (at least 100ms)")
 }
 
 func defaultDataDir() string {

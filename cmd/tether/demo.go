@@ -45,6 +45,9 @@ func demoCommand() *cobra.Command {
 		Short: "Run the embedded scenario: attach, lose a node, heal, move, delete",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateDemo(cmd.Flags()); err != nil {
+				return err
+			}
 			cfg := bootstrap.DefaultConfig()
 			cfg.LogLevel = "warn"
 			cfg.LogOutput = cmd.ErrOrStderr()
@@ -87,8 +90,8 @@ func demoCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object instead of progress lines")
-	cmd.Flags().DurationVar(&syncPeriod, "sync-period", 2*time.Second, "how often the sync actor asks the cloud for the truth")
-	cmd.Flags().DurationVar(&timeout, "step-timeout", 30*time.Second, "how long each step may take to converge")
+	cmd.Flags().DurationVar(&syncPeriod, "sync-period", 2*time.Second, "how often the sync actor asks the cloud for the truth (at least 1s: each sync is one cloud call per node)")
+	cmd.Flags().DurationVar(&timeout, "step-timeout", 30*time.Second, "how long each step may take to converge (at least 1s)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where volumes' content and mounts live (default: a temporary directory, removed afterwards)")
 	return cmd
 }

@@ -63,5 +63,3 @@ func isUsage(err error) bool {
 	}
 	return false
 }
-
-var errNodes = errors.New("--nodes must be at least 1")

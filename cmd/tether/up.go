@@ -17,8 +17,8 @@ func upCommand() *cobra.Command {
 		Short: "Run tether embedded: sim cloud, controller, node agents, durable store, API and metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Embedded.Nodes < 1 {
-				return usageError{errNodes}
+			if err := validateUp(cmd.Flags()); err != nil {
+				return err
 			}
 			cfg.Embedded.LogOutput = cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -31,13 +31,13 @@ func upCommand() *cobra.Command {
 	f.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:7070", "API listen address (loopback unless --allow-remote)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:7071", "metrics, /healthz and /readyz listen address")
 	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses")
-	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent")
-	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
+	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")
+	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth (at least 1s: each sync is one cloud call per node)")
 	f.DurationVar(&cfg.Embedded.Controller.CloudTimeout, "cloud-timeout", cfg.Embedded.Controller.CloudTimeout, "bound of every cloud call; a restarted controller keeps away from a node where an operation of its predecessor may land for up to this long")
 	f.DurationVar(&cfg.Embedded.Controller.Volume.MaxWaitForUnmount, "max-wait-for-unmount", cfg.Embedded.Controller.Volume.MaxWaitForUnmount, "force detach from a NotReady node after this long")
 	f.BoolVar(&cfg.Embedded.Controller.Volume.DisableForceDetach, "disable-force-detach", false, "never force detach from NotReady nodes")
 	f.DurationVar(&cfg.Embedded.Sim.Latency, "sim-latency", 0, "latency the sim cloud adds to every call")
-	f.Float64Var(&cfg.Embedded.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the sim cloud accepts before throttling (0: unlimited)")
+	f.Float64Var(&cfg.Embedded.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the sim cloud accepts before throttling (0: unlimited; otherwise 0.1 to 1000000)")
 	f.StringVar(&cfg.Embedded.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.Embedded.LogFormat, "log-format", "text", "text or json")
 	return cmd
