@@ -20,14 +20,12 @@ func rpcError(err error) error {
 func getCommand() *cobra.Command {
 	var cf clientFlags
 	var output string
+	var pages pageFlags
 	cmd := &cobra.Command{
 		Use:   "get volumes|nodes|workloads [NAME]",
-		Short: "List objects with their status",
+		Short: "List objects with their status, by name (in pages, followed to the end)",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateClient(cmd.Flags()); err != nil {
-				return err
-			}
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want table or json", output)}
 			}
@@ -35,14 +33,20 @@ func getCommand() *cobra.Command {
 			if len(args) == 2 {
 				req.Name = args[1]
 			}
-			c, ctx, done, err := cf.open()
+			if err := pages.check(); err != nil {
+				return err
+			}
+			c, closeConn, err := cf.connect()
 			if err != nil {
 				return err
 			}
-			defer done()
-			res, err := c.Get(ctx, req)
+			defer closeConn()
+			res, err := listAll(c.Get, req, pages, cf.timeout)
 			if err != nil {
-				return rpcError(err)
+				return err
+			}
+			if res.Continue != "" && output == "table" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "(the first %d listed; more remain: --limit 0 lists all)\n", listed(res))
 			}
 			if output == "json" {
 				return printJSON(cmd.OutOrStdout(), res)
@@ -51,6 +55,7 @@ func getCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	pages.register(cmd.Flags())
 	cf.register(cmd.Flags())
 	return cmd
 }
@@ -62,9 +67,6 @@ func describeCommand() *cobra.Command {
 		Short: "Show one object's state and recent events",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateClient(cmd.Flags()); err != nil {
-				return err
-			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
@@ -88,9 +90,6 @@ func deleteCommand() *cobra.Command {
 		Short: "Delete one object",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateClient(cmd.Flags()); err != nil {
-				return err
-			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
@@ -115,9 +114,6 @@ func nodeCommand() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"terminate", "start", "out-of-service", "in-service"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateClient(cmd.Flags()); err != nil {
-				return err
-			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err

@@ -64,7 +64,11 @@ func printDescribe(out io.Writer, res *messages.DescribeResponse) error {
 		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "\nUID: %s\n", dash(objectUID(res.Object)))
 	fmt.Fprintln(w, "\nEvents:")
+	if res.OmittedEvents > 0 {
+		fmt.Fprintf(w, "  (%d older events omitted)\n", res.OmittedEvents)
+	}
 	if len(res.Events) == 0 {
 		fmt.Fprintln(w, "  <none>")
 		return w.Flush()
@@ -78,6 +82,19 @@ func printDescribe(out io.Writer, res *messages.DescribeResponse) error {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", time.Unix(0, e.TimeUnixNano).UTC().Format(time.RFC3339), typ, e.Type, dash(e.Node), e.Message)
 	}
 	return w.Flush()
+}
+
+// objectUID is the UID of the one object a describe shows.
+func objectUID(res *messages.GetResponse) string {
+	switch {
+	case len(res.GetVolumes()) > 0:
+		return res.Volumes[0].ObjectUid
+	case len(res.GetNodes()) > 0:
+		return res.Nodes[0].ObjectUid
+	case len(res.GetWorkloads()) > 0:
+		return res.Workloads[0].ObjectUid
+	}
+	return ""
 }
 
 func dash(s string) string {
