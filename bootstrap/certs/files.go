@@ -1,0 +1,129 @@
+package certs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The files WriteSet makes in its directory.
+const (
+	CAFile        = "ca.pem"
+	CAKeyFile     = "ca-key.pem"
+	ServerFile    = "server.pem"
+	ServerKeyFile = "server-key.pem"
+	ClientFile    = "client.pem"
+	ClientKeyFile = "client-key.pem"
+)
+
+// ErrExists is returned by WriteSet when a file it would write is there
+// already and Force is not set.
+var ErrExists = errors.New("certs: refusing to overwrite existing files")
+
+// SetOptions configures WriteSet.
+type SetOptions struct {
+	// Hosts are the server certificate's names and IP addresses.
+	Hosts []string
+	// ValidFor bounds every certificate of the set.
+	ValidFor time.Duration
+	// Now is when the certificates start to be valid (less an hour).
+	Now time.Time
+	// Force replaces existing files.
+	Force bool
+}
+
+// WriteSet makes a CA and a server and a client certificate signed by it,
+// and writes them to dir (created with mode 0700 if missing) as the six
+// files named above: certificates mode 0644, keys 0600. Without Force it
+// refuses, before writing anything, if any of them exists, and a file that
+// appears meanwhile is never replaced. It returns the paths written.
+func WriteSet(dir string, o SetOptions) ([]string, error) {
+	names := []string{CAFile, CAKeyFile, ServerFile, ServerKeyFile, ClientFile, ClientKeyFile}
+	if !o.Force {
+		var there []string
+		for _, n := range names {
+			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+				there = append(there, filepath.Join(dir, n))
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+		if len(there) > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrExists, strings.Join(there, ", "))
+		}
+	}
+	ca, err := NewCA("tether local CA", o.Now, o.ValidFor)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := ca.Issue(Server, "tether server", o.Hosts, o.Now, o.ValidFor)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := ca.Issue(Client, "tether client", nil, o.Now, o.ValidFor)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var written []string
+	for i, p := range []*Pair{ca, srv, cli} {
+		key, err := p.KeyPEM()
+		if err != nil {
+			return written, err
+		}
+		for _, f := range []struct {
+			name string
+			data []byte
+			mode os.FileMode
+		}{{names[2*i], p.CertPEM(), 0o644}, {names[2*i+1], key, 0o600}} {
+			path := filepath.Join(dir, f.name)
+			if err := writeFile(path, f.data, f.mode, o.Force); err != nil {
+				return written, err
+			}
+			written = append(written, path)
+		}
+	}
+	return written, nil
+}
+
+// writeFile writes data to path through a temporary file (mode set before
+// the data goes in), then renames it over path (replace) or links it there
+// (which fails if path exists).
+func writeFile(path string, data []byte, mode os.FileMode, replace bool) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-cert-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if replace {
+		return os.Rename(tmp.Name(), path)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, path)
+		}
+		return err
+	}
+	return nil
+}
