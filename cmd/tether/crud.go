@@ -26,6 +26,9 @@ func getCommand() *cobra.Command {
 		Short: "List objects with their status, by name (in pages, followed to the end)",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want table or json", output)}
 			}
@@ -67,6 +70,9 @@ func describeCommand() *cobra.Command {
 		Short: "Show one object's state and recent events",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
@@ -90,6 +96,9 @@ func deleteCommand() *cobra.Command {
 		Short: "Delete one object",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
@@ -114,6 +123,9 @@ func nodeCommand() *cobra.Command {
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: []string{"terminate", "start", "out-of-service", "in-service"},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
