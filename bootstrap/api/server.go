@@ -1,6 +1,7 @@
 // Package api serves tether's operator API (messages/api.proto) over gRPC:
 // every call authenticated with the bearer token stored under the data
-// directory, loopback only unless told otherwise, requests bounded in size.
+// directory, loopback only unless told otherwise and then over TLS only
+// (optionally requiring client certificates), requests bounded in size.
 // It translates requests into Controller calls and never decides anything
 // about the desired state itself: validation of names, references, access
 // modes and atomicity live in the controller and the store. It decides
@@ -52,9 +53,14 @@ type Server struct {
 	done chan error
 }
 
-// Serve listens on addr (a loopback address unless allowRemote) and serves
-// in a goroutine.
+// Serve listens on addr (a loopback address) and serves in plain text in a
+// goroutine. allowRemote is kept for its callers: beyond loopback the API
+// needs TLS (ServeTLS) as well.
 func Serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRemote bool) (*Server, error) {
+	return ServeTLS(addr, token, ctl, nodes, allowRemote, nil)
+}
+
+func serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRemote bool, opts ...grpc.ServerOption) (*Server, error) {
 	if !allowRemote {
 		if err := checkLoopback(addr); err != nil {
 			return nil, err
@@ -64,7 +70,7 @@ func Serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRem
 	if err != nil {
 		return nil, fmt.Errorf("api: listen %s: %w", addr, err)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(MaxRequestBytes), grpc.UnaryInterceptor(authenticate(token)))
+	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(MaxRequestBytes), grpc.UnaryInterceptor(authenticate(token)))...)
 	messages.RegisterTetherServer(g, &service{ctl: ctl, nodes: nodes})
 	s := &Server{grpc: g, lis: lis, done: make(chan error, 1)}
 	go func() { s.done <- g.Serve(lis) }()
