@@ -15,7 +15,7 @@
 // OpenTelemetry's global one. Its server never listens on anything but the
 // address it is given, and Serve refuses an address that is not loopback
 // (127.0.0.0/8, ::1, localhost); exposing metrics elsewhere takes the
-// explicit ServeExposed.
+// explicit ServeTLS or, in plain text, ServeExposed.
 package metrics
 
 import (
