@@ -24,14 +24,26 @@ type UpConfig struct {
 	APIAddr     string
 	MetricsAddr string
 	// AllowRemote lets the API and metrics listen on non-loopback
-	// addresses (the token still guards the API).
+	// addresses (the token still guards the API), the API over TLS only.
 	AllowRemote bool
+	// TLS, if set, serves the API over TLS (needed beyond loopback), and
+	// metrics beyond loopback unless MetricsTLS or InsecureMetrics say
+	// otherwise. See CheckExposure.
+	TLS        TLSFiles
+	MetricsTLS TLSFiles
+	// InsecureMetrics serves metrics in plain text even beyond loopback
+	// (with a warning in the log).
+	InsecureMetrics bool
 }
 
 // Up runs tether until ctx is done, then shuts down gracefully: the API
 // stops taking calls, the agents and the controller stop, the store is
 // flushed and closed. Mounts stay: workloads keep running.
 func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
+	x, err := loadExposure(cfg) // before anything starts or listens
+	if err != nil {
+		return err
+	}
 	ec := cfg.Embedded
 	ec.Durable = true
 	m, err := metrics.New()
@@ -58,26 +70,22 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 		}
 		return nil
 	}
-	srv, err := api.Serve(cfg.APIAddr, token, e.Controller, e.Cloud, cfg.AllowRemote)
+	srv, err := api.ServeTLS(cfg.APIAddr, token, e.Controller, e.Cloud, cfg.AllowRemote, x.api)
 	if err != nil {
 		return errors.Join(err, e.Stop())
 	}
-	serve := metrics.Serve
-	if cfg.AllowRemote {
-		serve = metrics.ServeExposed
-	}
-	msrv, err := serve(cfg.MetricsAddr, m, ready)
+	msrv, err := x.serveMetrics(cfg.MetricsAddr, cfg.AllowRemote, m, ready, e.Log)
 	if err != nil {
 		return errors.Join(err, srv.Stop(), e.Stop())
 	}
 	addrFile := filepath.Join(ec.DataDir, AddrFile)
-	if err := writeFileAtomic(addrFile, []byte(srv.Addr()+"\n"), 0o600); err != nil {
+	if err := writeClientFiles(ec.DataDir, srv.Addr(), x); err != nil {
 		return errors.Join(err, srv.Stop(), msrv.Close(context.Background()), e.Stop())
 	}
 	state.Store("")
 	fmt.Fprintf(out, "tether is up: %d nodes (%v), data in %s\n", len(e.NodeNames), e.NodeNames, ec.DataDir)
-	fmt.Fprintf(out, "  API      %s (gRPC; bearer token in %s)\n", srv.Addr(), filepath.Join(ec.DataDir, api.TokenFile))
-	fmt.Fprintf(out, "  metrics  http://%s/metrics  (and /healthz, /readyz)\n", msrv.Addr())
+	fmt.Fprintf(out, "  API      %s (%s; bearer token in %s)\n", srv.Addr(), x.apiProtocol(), filepath.Join(ec.DataDir, api.TokenFile))
+	fmt.Fprintf(out, "  metrics  %s://%s/metrics  (and /healthz, /readyz)\n", x.metricsScheme(), msrv.Addr())
 	fmt.Fprintf(out, "  try      tether get nodes --data-dir %s\n", ec.DataDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "tether: shutting down")
