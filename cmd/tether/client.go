@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tether/tether/bootstrap"
@@ -27,6 +26,7 @@ type clientFlags struct {
 	addr    string
 	token   string
 	timeout time.Duration
+	tls     clientTLS
 }
 
 func (f *clientFlags) register(fs *pflag.FlagSet) {
@@ -34,6 +34,7 @@ func (f *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.addr, "addr", "", "API address (default: read from <data-dir>/api-addr)")
 	fs.StringVar(&f.token, "token", "", "API bearer token (default: read from <data-dir>/api-token)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long a call may take (at least 100ms)")
+	f.tls.register(fs)
 }
 
 func defaultDataDir() string {
@@ -81,8 +82,12 @@ func (f *clientFlags) connect() (messages.TetherClient, func(), error) {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	target, creds, useTLS, err := f.transport(addr, f.addr == "")
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := grpc.NewClient(target, creds,
+		grpc.WithChainUnaryInterceptor(explainTLS(useTLS, f.tls.cert != "")),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			return invoker(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token), method, req, reply, cc, opts...)
 		}))

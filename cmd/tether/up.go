@@ -20,6 +20,9 @@ func upCommand() *cobra.Command {
 			if err := validateUp(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := checkUpExposure(cfg); err != nil {
+				return err
+			}
 			cfg.Embedded.LogOutput = cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -30,7 +33,8 @@ func upCommand() *cobra.Command {
 	f.StringVar(&cfg.Embedded.DataDir, "data-dir", defaultDataDir(), "where tether keeps its state, mounts, token and address")
 	f.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:7070", "API listen address (loopback unless --allow-remote)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:7071", "metrics, /healthz and /readyz listen address")
-	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses")
+	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses (the API then needs --tls-cert and --tls-key)")
+	registerUpTLS(f, &cfg)
 	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)")
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")
 	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth (at least 1s: each sync is one cloud call per node)")
