@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
@@ -51,28 +51,34 @@ type Bolt struct {
 	mu         sync.Mutex // guards the injected failures
 	failApply  int
 	failStatus int
+
+	broken atomic.Pointer[corruptError] // set once a transaction panicked (guard)
 }
 
 var _ Store = (*Bolt)(nil)
 
-// OpenBolt opens (creating if needed, file mode 0600, parent dir must exist)
-// the database at path. It takes bbolt's file lock with a timeout (1 s), so
-// a second process gets an error matching ErrInUse ("store: <path> is in use
+// OpenBolt opens the existing store at path, after verifying the whole
+// file (verify: bbolt's structure, bbolt's consistency check of every page,
+// tether's records) and before anything else reads it. It never creates or
+// initializes a file (CreateBolt does): a missing file is an error matching
+// ErrMissing (and fs.ErrNotExist), an empty one ErrEmpty, a damaged one
+// ErrCorrupt; those of ErrEmpty and ErrCorrupt name the file and say what
+// to do. It waits for bbolt's file lock at most lockTimeout (1 s), so a
+// second process gets an error matching ErrInUse ("store: <path> is in use
 // by another process") instead of hanging. Objects of a file written before
 // ObjectUIDs existed get theirs here, before anyone reads.
 func OpenBolt(path string) (*Bolt, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, inUseError{path: path}
+	if err := verify(path); err != nil {
+		return nil, err
 	}
+	db, err := openDB(path, false)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
+	b := &Bolt{db: db}
+	err = b.update(func(tx *bolt.Tx) error {
+		if err := createBuckets(tx); err != nil {
+			return err
 		}
 		return assignMissingUIDs(tx)
 	})
@@ -80,7 +86,7 @@ func OpenBolt(path string) (*Bolt, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: create buckets in %s: %w", path, err)
 	}
-	return &Bolt{db: db}, nil
+	return b, nil
 }
 
 type inUseError struct{ path string }
@@ -129,7 +135,7 @@ func (b *Bolt) Apply(ops []Op) error {
 	if err := checkOps(ops); err != nil {
 		return err
 	}
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		for _, op := range ops {
 			if err := applyBolt(tx, op); err != nil {
 				return err
@@ -198,7 +204,7 @@ func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
 
 // PutNodeStatus implements Store.
 func (b *Bolt) PutNodeStatus(s nodestatus.Status) error {
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		if err := put(tx, bucketStatuses, string(s.Name), toStatusRecord(s)); err != nil {
 			return err
 		}

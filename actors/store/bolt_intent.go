@@ -23,7 +23,7 @@ type intentRecord struct {
 // (bbolt's Batch): each caller still returns only once its intent is
 // durable.
 func (b *Bolt) PutIntent(in Intent) error {
-	err := b.db.Batch(func(tx *bolt.Tx) error {
+	err := b.guard(b.db.Batch, func(tx *bolt.Tx) error {
 		return put(tx, bucketIntents, intentKey(in.Volume, in.Node), intentRecord(in))
 	})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // view runs fn in a read transaction and names the method on failure.
 func (b *Bolt) view(what string, fn func(tx *bolt.Tx) error) error {
-	if err := b.db.View(fn); err != nil {
+	if err := b.guard(b.db.View, fn); err != nil {
 		return fmt.Errorf("store: %s: %w", what, err)
 	}
 	return nil

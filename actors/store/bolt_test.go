@@ -14,7 +14,7 @@ import (
 
 func TestBoltSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := OpenBolt(path)
+	b, err := CreateBolt(path)
 	must(t, err)
 	must(t, b.Apply([]Op{
 		{PutVolume: &VolumeSpec{ID: "v1", Mode: cloud.MultiNode}},
@@ -49,7 +49,7 @@ func TestBoltSurvivesReopen(t *testing.T) {
 // one process just as between two processes.
 func TestBoltSecondOpenFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	first, err := OpenBolt(path)
+	first, err := CreateBolt(path)
 	must(t, err)
 
 	type result struct {
@@ -95,9 +95,9 @@ func TestBoltFileMode(t *testing.T) {
 
 func TestBoltNeedsParentDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "missing")
-	if b, err := OpenBolt(filepath.Join(dir, "store.db")); err == nil {
+	if b, err := CreateBolt(filepath.Join(dir, "store.db")); err == nil {
 		_ = b.Close()
-		t.Fatal("OpenBolt created a missing parent directory")
+		t.Fatal("CreateBolt created a missing parent directory")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("parent dir: %v, want it still missing", err)

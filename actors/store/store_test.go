@@ -34,10 +34,14 @@ func forEach(t *testing.T, test func(t *testing.T, s testStore)) {
 	}
 }
 
-// openBolt opens a Bolt that the test closes when it ends.
+// openBolt opens the Bolt at path, creating it if missing, that the test
+// closes when it ends.
 func openBolt(t *testing.T, path string) *Bolt {
 	t.Helper()
 	b, err := OpenBolt(path)
+	if errors.Is(err, ErrMissing) {
+		b, err = CreateBolt(path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
