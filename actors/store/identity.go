@@ -15,7 +15,7 @@ var keyIdentity = []byte("identity")
 // Identity returns the store's identity, "" if none was ever set.
 func (b *Bolt) Identity() (string, error) {
 	var id string
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.guard(b.db.View, func(tx *bolt.Tx) error {
 		if m := tx.Bucket(bucketMeta); m != nil {
 			id = string(m.Get(keyIdentity))
 		}
@@ -26,7 +26,7 @@ func (b *Bolt) Identity() (string, error) {
 
 // SetIdentity records the store's identity (durably, before it returns).
 func (b *Bolt) SetIdentity(id string) error {
-	return b.db.Update(func(tx *bolt.Tx) error {
+	return b.update(func(tx *bolt.Tx) error {
 		m, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
 			return err
@@ -39,7 +39,7 @@ func (b *Bolt) SetIdentity(id string) error {
 // statuses. Zero means a store that knows of nothing.
 func (b *Bolt) Objects() (int, error) {
 	n := 0
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.guard(b.db.View, func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketVolumes, bucketNodes, bucketWorkloads, bucketStatuses} {
 			if bk := tx.Bucket(name); bk != nil {
 				n += bk.Stats().KeyN
