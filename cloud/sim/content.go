@@ -5,16 +5,27 @@ package sim
 // mount "the device" it was told about and data survives a detach and an
 // attach elsewhere, as on a real disk. Besides the state file (StatePath,
 // state.go), this is the one thing the sim writes to disk; it only ever
-// creates directories there, never removes any.
+// creates directories there, never removes any. It never follows a symlink
+// in that tree: the content root and every volume's directory must be real
+// directories (ErrUnsafeContent otherwise), so that what a node mounts is
+// always inside the content root.
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"
 )
+
+// ErrUnsafeContent is wrapped by the errors of DeviceSource and of creating
+// a volume's content when the content root or the volume's directory is not
+// a real directory (a symlink, say) or resolves outside the content root.
+// Nothing is then created there, and no path is returned.
+var ErrUnsafeContent = errors.New("sim: volume content is not a real directory in the content root")
 
 // contentMode is the mode of content directories (and of ContentDir, if
 // CreateVolume has to create it).
@@ -58,10 +69,68 @@ func (c *Cloud) CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) er
 
 // makeContent creates the content directory of a valid volume ID.
 // Idempotent; it runs without the lock (directories are created
-// atomically, and concurrent creations of one directory both succeed).
+// atomically, and concurrent creations of one directory both succeed). It
+// creates the volume's directory only inside a content root that is a real
+// directory, and fails if what is there then is not one.
 func (c *Cloud) makeContent(id cloud.VolumeID) error {
-	if err := os.MkdirAll(filepath.Join(c.content, string(id)), contentMode); err != nil {
-		return fmt.Errorf("sim: create volume %s: content directory: %w", id, err)
+	fail := func(err error) error { return fmt.Errorf("sim: create volume %s: content directory: %w", id, err) }
+	if err := os.MkdirAll(c.content, contentMode); err != nil {
+		return fail(err)
+	}
+	if err := realDir(c.content); err != nil {
+		return fail(err)
+	}
+	if err := os.Mkdir(filepath.Join(c.content, string(id)), contentMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fail(err)
+	}
+	if _, err := c.contentDir(id); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// ContentDir returns the content root (Config.ContentDir made absolute),
+// "" without one: the one directory under which DeviceSource's answers
+// lie, for nodes to check them against.
+func (c *Cloud) ContentDir() string { return c.content }
+
+// contentDir returns the content directory of a valid volume ID, checked:
+// the content root and the volume's directory are real directories, not
+// symlinks, and with every symlink above the root resolved the directory is
+// still right in the resolved root. A missing one wraps fs.ErrNotExist.
+func (c *Cloud) contentDir(id cloud.VolumeID) (string, error) {
+	dir := filepath.Join(c.content, string(id))
+	for _, p := range []string{c.content, dir} {
+		if err := realDir(p); err != nil {
+			return "", err
+		}
+	}
+	root, err := filepath.EvalSymlinks(c.content)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	if real != filepath.Join(root, string(id)) {
+		return "", fmt.Errorf("%s resolves to %s, not a directory of the content root %s: %w", dir, real, root, ErrUnsafeContent)
+	}
+	return dir, nil
+}
+
+// realDir checks, without following it, that path is a directory.
+func realDir(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode().Type() == fs.ModeSymlink:
+		to, _ := os.Readlink(path)
+		return fmt.Errorf("%s is a symlink (to %s), not a directory; symlinks are never followed: %w", path, to, ErrUnsafeContent)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is a %v, not a directory: %w", path, fi.Mode().Type(), ErrUnsafeContent)
 	}
 	return nil
 }
@@ -72,7 +141,10 @@ func (c *Cloud) makeContent(id cloud.VolumeID) error {
 // that volume is attached to that running instance at that device path
 // right now, when ContentDir is unset, or when the volume ID is not a valid
 // name (such a volume has no content). It is not a provider call: it is
-// not counted, throttled, delayed or subject to injected errors.
+// not counted, throttled, delayed or subject to injected errors. A content
+// directory that is not a real directory in the content root (a symlink, in
+// it or as it) is never returned: that error wraps ErrUnsafeContent, and
+// names the path.
 func (c *Cloud) DeviceSource(inst cloud.InstanceID, devicePath string) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -96,7 +168,11 @@ func (c *Cloud) DeviceSource(inst cloud.InstanceID, devicePath string) (string, 
 		if err := validVolume(vol); err != nil {
 			return "", notFound(fmt.Sprintf("volume %q has no content: %v", vol, err))
 		}
-		return filepath.Join(c.content, string(vol)), nil
+		dir, err := c.contentDir(vol)
+		if err != nil {
+			return "", fmt.Errorf("sim: device source of %s on %s: volume %s: %w", devicePath, inst, vol, err)
+		}
+		return dir, nil
 	}
 	return "", notFound("no volume attached at that device")
 }
