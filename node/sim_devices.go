@@ -7,11 +7,15 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node/mount"
 )
 
 // SimDevices resolves device paths on a node backed by the sim cloud: the
 // "device" of an attached volume is the directory holding its content,
-// reachable only while the volume is attached to this node's instance.
+// reachable only while the volume is attached to this node's instance. It
+// checks the cloud's answer again before anything mounts it: a real
+// directory right in the cloud's content root, reached through no symlink
+// there (mount.CheckSourceIn).
 type SimDevices struct {
 	Cloud *sim.Cloud
 	Node  cloud.NodeName
@@ -29,6 +33,9 @@ func (d SimDevices) Source(_ context.Context, vol cloud.VolumeID, device string)
 	}
 	if got := cloud.VolumeID(filepath.Base(dir)); got != vol {
 		return "", fmt.Errorf("device %s on node %s holds volume %s, not %s: %w", device, d.Node, got, vol, cloud.ErrNotFound)
+	}
+	if err := mount.CheckSourceIn(d.Cloud.ContentDir(), dir); err != nil {
+		return "", fmt.Errorf("device %s on node %s: %w", device, d.Node, err)
 	}
 	return dir, nil
 }

@@ -71,7 +71,9 @@ var (
 // an interrupted operation completes it. Targets must be strictly below the
 // layout root (otherwise ErrOutside, touching nothing); the target's
 // parents are created as needed (0750). Sources are directories given by
-// absolute (or cwd-relative) paths, anywhere.
+// absolute (or cwd-relative) paths, anywhere, but never a symlink: a
+// source that is one is refused (ErrUnsafeSource) and nothing is mounted
+// (the symlink mounter's Publish excepted: its stage is a symlink).
 type Mounter interface {
 	// Stage makes target show source's content. Already staged from the
 	// same source (the same directory): nil. Showing another source:

@@ -25,8 +25,22 @@ func checkTarget(l layout.Layout, op, target string) (string, error) {
 	return clean, nil
 }
 
-// checkSource returns source made absolute if it is a directory.
+// checkSource returns source made absolute if it is a directory and not a
+// symlink (ErrUnsafeSource).
 func checkSource(op, source string) (string, error) {
+	abs, err := checkStaged(op, source)
+	if err != nil {
+		return "", err
+	}
+	if err := realDir(abs); err != nil {
+		return "", fmt.Errorf("mount: %s: source: %w", op, err)
+	}
+	return abs, nil
+}
+
+// checkStaged is checkSource for the symlink mounter's publish, whose
+// source is its own stage: a symlink. It follows it.
+func checkStaged(op, source string) (string, error) {
 	if source == "" {
 		return "", fmt.Errorf("mount: %s: empty source", op)
 	}

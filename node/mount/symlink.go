@@ -26,17 +26,18 @@ func NewSymlink(l layout.Layout) Mounter { return symlink{l: l} }
 func (symlink) Name() string { return "symlink" }
 
 func (s symlink) Stage(source, target string) error {
-	return s.link("stage", source, target)
+	return s.link("stage", source, target, checkSource)
 }
 
 func (s symlink) Publish(staged, target string, _ bool) error {
-	return s.link("publish", staged, target)
+	return s.link("publish", staged, target, checkStaged)
 }
 
 func (s symlink) Unstage(target string) error   { return s.unlink("unstage", target) }
 func (s symlink) Unpublish(target string) error { return s.unlink("unpublish", target) }
 
-func (s symlink) link(op, source, target string) error {
+// link makes target a symlink to source, checked by check.
+func (s symlink) link(op, source, target string, check func(op, source string) (string, error)) error {
 	target, err := checkTarget(s.l, op, target)
 	if err != nil {
 		return err
@@ -44,7 +45,7 @@ func (s symlink) link(op, source, target string) error {
 	if _, err := parentsSafe(s.l, op, target); err != nil {
 		return err
 	}
-	source, err = checkSource(op, source)
+	source, err = check(op, source)
 	if err != nil {
 		return err
 	}
