@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -38,28 +37,47 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(demoCommand(), chaosCommand(), upCommand(), certsCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return envFallback(cmd) }
+	markRunErrors(root)
 	return root
 }
 
-// exitCode maps a command's error to the process's exit code.
+// exitCode maps a command's error to the process's exit code: a
+// usageError, or an error of cobra's own (unknown command or flag, wrong
+// arguments: it comes before the command runs), is 2; any other error a
+// command returned once it ran is 1, whatever its text says.
 func exitCode(err error) int {
 	var u usageError
+	var r runError
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &u) || isUsage(err):
+	case errors.As(err, &u):
 		return exitUsage
+	case errors.As(err, &r):
+		return exitError
 	}
-	return exitError
+	return exitUsage
 }
 
-// isUsage recognizes cobra's own usage errors (unknown command, args).
-func isUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "accepts ", "requires ", "invalid argument"} {
-		if strings.Contains(msg, p) {
-			return true
+// runError marks an error that a command returned once it ran.
+type runError struct{ error }
+
+func (e runError) Unwrap() error { return e.error }
+
+// markRunErrors wraps the RunE of c and its subcommands so that their
+// errors are runErrors (usageErrors stay as they are).
+func markRunErrors(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			err := run(cmd, args)
+			var u usageError
+			if err == nil || errors.As(err, &u) {
+				return err
+			}
+			return runError{err}
 		}
 	}
-	return false
+	for _, sub := range c.Commands() {
+		markRunErrors(sub)
+	}
 }

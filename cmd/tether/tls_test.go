@@ -233,9 +233,6 @@ func TestTLSHints(t *testing.T) {
 		if !strings.Contains(hint, tt.mention) {
 			t.Errorf("%q: hint %q, want it to mention %s", tt.msg, hint, tt.mention)
 		}
-		if isUsage(errors.New(tt.msg + "; check: " + hint)) {
-			t.Errorf("%q: hint %q reads as a usage error", tt.msg, hint)
-		}
 	}
 	if hint := tlsHint("connection refused", false, false); hint != "" {
 		t.Errorf("connection refused without TLS: hint %q, want none", hint)

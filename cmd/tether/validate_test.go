@@ -128,3 +128,25 @@ func TestInvalidFlagsExit2(t *testing.T) {
 		}
 	}
 }
+
+// An error a command returns once it ran is exit 1 whatever its text says
+// (a server's message may well contain "requires " or "accepts "); cobra's
+// own errors, before the command runs, are usage errors.
+func TestExitCodeByOrigin(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"no-such-command"}, exitUsage},
+		{[]string{"get"}, exitUsage},                                       // wrong number of arguments
+		{[]string{"get", "volumes", "--bogus"}, exitUsage},                 // unknown flag
+		{[]string{"get", "volumes", "--data-dir", t.TempDir()}, exitError}, // ran: no tether there
+	} {
+		if got, out := execute("", tt.args...); got != tt.want {
+			t.Errorf("tether %v: exit %d, want %d\n%s", tt.args, got, tt.want, out)
+		}
+	}
+	if got := exitCode(runError{errors.New("volume requires a node; accepts only ...")}); got != exitError {
+		t.Errorf("a run error mentioning requires/accepts: exit %d, want %d", got, exitError)
+	}
+}
