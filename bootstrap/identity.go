@@ -173,8 +173,11 @@ func openTrusted(path string, cl *sim.Cloud, ev evidence) (*store.Bolt, string, 
 	}
 	st, err := open(path)
 	if err != nil {
-		if errors.Is(err, store.ErrInUse) {
+		switch {
+		case errors.Is(err, store.ErrInUse):
 			return nil, "", err
+		case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrEmpty):
+			return nil, "", fmt.Errorf("%w: %w", ErrUntrusted, err) // it says what to do
 		}
 		return nil, "", fmt.Errorf("%w: %s cannot be opened: %w; %s", ErrUntrusted, path, err, rebuildHint)
 	}

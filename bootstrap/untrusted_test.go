@@ -214,7 +214,7 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 			defer f.Close()
 			_, err = f.WriteAt(junk, 8<<10)
 			return err
-		}, "cannot be opened"},
+		}, "is corrupt"},
 		{"foreign", func() error { return os.WriteFile(db, foreignBytes, 0o600) }, "belongs to another tether"},
 		{"fresh", func() error {
 			os.Remove(db)

@@ -32,7 +32,7 @@ var (
 
 // recovery is what ErrCorrupt and ErrEmpty tell the user to do.
 func recovery(path string) string {
-	return fmt.Sprintf("restore it from a backup, or move it aside (mv %s %s.bad) and start tether with the recovery flag (see README: Recovery)", path, path)
+	return "restore it from a backup, or start tether up with --rebuild-store, which moves it aside and rebuilds the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)"
 }
 
 type corruptError struct{ path, found string }

@@ -35,7 +35,7 @@ func openRefused(t *testing.T, path string, want error) error {
 	if !errors.Is(err, want) {
 		t.Errorf("err = %v, want it to match %v", err, want)
 	}
-	for _, says := range []string{path, "restore it from a backup", "mv " + path, "recovery flag (see README: Recovery)"} {
+	for _, says := range []string{path, "restore it from a backup", "--rebuild-store", "(see README: Recovery)"} {
 		if !strings.Contains(err.Error(), says) {
 			t.Errorf("err = %q, want it to say %q", err, says)
 		}
