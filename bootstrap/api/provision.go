@@ -12,11 +12,15 @@ package api
 //  4. commit (controller.ApplyAll); if provisioning or the commit fails,
 //     what step 3 created is removed again (undo).
 //
-// A process killed between 3 and 4 leaves disks and instances that no
-// desired object names. The next apply naming them adopts them: an
-// instance is reused, a disk with the asked mode is reused, a disk with
-// another mode is deleted and created again with the asked mode when it is
-// attached nowhere, and refused (naming where it is attached) when it is.
+// A disk made in step 3 is tagged "uncommitted" in the cloud until its
+// apply has committed (step 5: the tag is removed). A process killed
+// between 3 and 5 leaves disks and instances that no desired object names,
+// the disks tagged. The next apply naming them adopts them: an instance is
+// reused; a disk with the asked mode is reused; a tagged disk with another
+// mode, never committed and so never attached and empty, is deleted and
+// made again with the asked mode. Any other disk with another mode (a
+// deleted volume's, which may hold its data) is never deleted: the apply is
+// refused, saying what to do.
 
 import (
 	"errors"
@@ -30,9 +34,10 @@ import (
 
 // disk is what the cloud has under a volume's name.
 type disk struct {
-	exists   bool
-	mode     cloud.AccessMode
-	attached []cloud.InstanceID
+	exists      bool
+	mode        cloud.AccessMode
+	attached    []cloud.InstanceID
+	uncommitted bool // made by an apply that never committed: empty
 }
 
 // stepKind is one provisioning action.
@@ -72,6 +77,10 @@ func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*ste
 		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud (by a deleted volume or an apply that did not finish), "+
 			"%s and attached to %v; it cannot become %s while attached: apply it again once it is detached, or apply it as %s",
 			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode), d.attached, controller.ModeName(asked.Mode), controller.ModeName(d.mode))
+	case !d.uncommitted:
+		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud by a deleted volume, %s; it may hold that volume's data, "+
+			"so tether never deletes it: apply %q as %s to use it again, pick another name, or delete the disk in the cloud first",
+			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode), asked.ID, controller.ModeName(d.mode))
 	}
 	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode}, nil
 }
@@ -93,6 +102,7 @@ func (s *service) plan(changes []controller.Change) ([]step, error) {
 			}
 			var d disk
 			d.mode, d.attached, d.exists = s.nodes.Volume(ch.Volume.ID)
+			d.uncommitted = d.exists && s.nodes.Uncommitted(ch.Volume.ID)
 			st, err := planVolume(*ch.Volume, desired, d)
 			if err != nil {
 				return nil, err
@@ -128,7 +138,7 @@ func (s *service) provision(steps []step) (made created, err error) {
 			fallthrough
 		case createDisk:
 			made.vols = append(made.vols, st.vol)
-			if err := s.nodes.CreateVolumeChecked(st.vol, st.mode); err != nil {
+			if err := s.nodes.CreateVolumeUncommitted(st.vol, st.mode); err != nil {
 				return made, err
 			}
 		case createInstance:
@@ -182,7 +192,23 @@ func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
 	if err != nil && applied == nil { // not committed
 		return nil, errors.Join(err, s.undo(made))
 	}
-	return applied, err
+	return applied, errors.Join(err, s.commitDisks(changes))
+}
+
+// commitDisks removes the "uncommitted" tag of the disks of the volumes an
+// apply committed (5): they are desired now, and may come to hold data. A
+// failure is reported; the tag is removed by the next apply naming the
+// volume, and until then the volume, being desired, is never recreated.
+func (s *service) commitDisks(changes []controller.Change) error {
+	var errs []error
+	for _, ch := range changes {
+		if ch.Volume != nil && s.nodes.Uncommitted(ch.Volume.ID) {
+			if err := s.nodes.CommitVolume(ch.Volume.ID); err != nil {
+				errs = append(errs, fmt.Errorf("applied, but the disk of volume %q is still tagged uncommitted (the next apply of it retries): %w", ch.Volume.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // shownMode is the access mode get shows for v: its disk's, the cloud's

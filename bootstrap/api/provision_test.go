@@ -129,9 +129,11 @@ func TestAccessModeChangeRefused(t *testing.T) {
 	}
 }
 
-// Leftovers of a killed apply (a disk created, the process killed before
-// the commit) are adopted by the next apply: the same mode is reused, a
-// wrong mode is recreated unless the disk is attached.
+// Leftovers of a killed apply (a disk created and tagged uncommitted, the
+// process killed before the commit) are adopted by the next apply: the
+// same mode is reused, a wrong mode is recreated unless the disk is
+// attached. A deleted volume's disk (untagged: it may hold data) is never
+// deleted.
 func TestLeftoverDiskOfKilledApply(t *testing.T) {
 	t.Run("right mode reused", func(t *testing.T) {
 		f := newFixture(t)
@@ -147,7 +149,9 @@ func TestLeftoverDiskOfKilledApply(t *testing.T) {
 	})
 	t.Run("wrong mode recreated", func(t *testing.T) {
 		f := newFixture(t)
-		f.cloud.CreateVolume("x", cloud.Exclusive)
+		if err := f.cloud.CreateVolumeUncommitted("x", cloud.Exclusive); err != nil {
+			t.Fatal(err)
+		}
 		got := f.mustApply(vol("x", "ReadWriteMany"))
 		if !slices.Equal(got, []string{"volume/x created"}) {
 			t.Fatalf("applied %v", got)
@@ -156,6 +160,31 @@ func TestLeftoverDiskOfKilledApply(t *testing.T) {
 		if got := f.shownMode("x"); got != "ReadWriteMany" {
 			t.Fatalf("get shows %q", got)
 		}
+		if f.cloud.Uncommitted("x") {
+			t.Fatal("the disk of a committed apply is still tagged uncommitted")
+		}
+	})
+	t.Run("a deleted volume's disk is never deleted", func(t *testing.T) {
+		f := newFixture(t)
+		f.mustApply(vol("x", "ReadWriteOnce"))
+		if f.cloud.Uncommitted("x") {
+			t.Fatal("the disk of a committed apply is still tagged uncommitted")
+		}
+		if _, err := f.client().Delete(f.ctx(f.token), &messages.DeleteRequest{Kind: "volume", Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		rec := f.recording(f.cloud)
+		_, err := rec.svc.Apply(f.ctx(""), applyReq(vol("x", "ReadWriteMany")))
+		wantCode(t, err, codes.InvalidArgument, `volume "x"`)
+		for _, want := range []string{"deleted volume", "ReadWriteOnce", "may hold", "never deletes"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		if d, _ := rec.deletes(); len(d) != 0 {
+			t.Fatalf("deleted disks %v", d)
+		}
+		f.wantDisk("x", cloud.Exclusive)
 	})
 	t.Run("wrong mode attached refused", func(t *testing.T) {
 		f := newFixture(t)
@@ -254,11 +283,11 @@ func (f *fixture) recording(c *sim.Cloud) *recordingNodes {
 	return r
 }
 
-func (r *recordingNodes) CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) error {
+func (r *recordingNodes) CreateVolumeUncommitted(id cloud.VolumeID, mode cloud.AccessMode) error {
 	if id == r.failCreate {
 		return errors.New("injected create failure")
 	}
-	return r.Cloud.CreateVolumeChecked(id, mode)
+	return r.Cloud.CreateVolumeUncommitted(id, mode)
 }
 
 func (r *recordingNodes) DeleteVolume(id cloud.VolumeID) error {
@@ -296,7 +325,9 @@ func TestPlanVolume(t *testing.T) {
 		{"desired volume, disk missing", rwx, &rwx, disk{}, createDisk, nil},
 		{"desired volume, disk right", rwx, &rwx, disk{exists: true, mode: cloud.MultiNode}, 0, nil},
 		{"leftover, right mode, attached", rwo, nil, disk{exists: true, mode: cloud.Exclusive, attached: []cloud.InstanceID{"i-1"}}, 0, nil},
-		{"leftover, wrong mode, detached", rwx, nil, disk{exists: true, mode: cloud.Exclusive}, recreateDisk, nil},
+		{"leftover of a killed apply, wrong mode, detached", rwx, nil, disk{exists: true, mode: cloud.Exclusive, uncommitted: true}, recreateDisk, nil},
+		{"deleted volume's disk, wrong mode, detached", rwx, nil, disk{exists: true, mode: cloud.Exclusive}, 0,
+			[]string{`volume "x"`, "deleted volume", "ReadWriteOnce", "never deletes"}},
 		{"leftover, wrong mode, attached", rwx, nil, disk{exists: true, mode: cloud.Exclusive, attached: []cloud.InstanceID{"i-1"}}, 0,
 			[]string{`volume "x"`, "ReadWriteOnce", "attached to [i-1]", "ReadWriteMany"}},
 		{"desired volume, disk of another mode", rwx, &rwx, disk{exists: true, mode: cloud.Exclusive}, 0,

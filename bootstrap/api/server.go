@@ -40,7 +40,12 @@ type Nodes interface {
 	Terminate(inst cloud.InstanceID) error
 	Start(inst cloud.InstanceID) error
 	AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error)
-	CreateVolumeChecked(id cloud.VolumeID, mode cloud.AccessMode) error
+	// CreateVolumeUncommitted creates a disk tagged "uncommitted" (an
+	// existing one is left as it is); CommitVolume removes the tag once
+	// the apply that needed it has committed.
+	CreateVolumeUncommitted(id cloud.VolumeID, mode cloud.AccessMode) error
+	CommitVolume(id cloud.VolumeID) error
+	Uncommitted(id cloud.VolumeID) bool
 	Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool)
 	DeleteVolume(id cloud.VolumeID) error // refuses an attached disk
 	Delete(inst cloud.InstanceID) error

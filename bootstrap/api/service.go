@@ -95,7 +95,15 @@ func (s *service) Delete(_ context.Context, req *messages.DeleteRequest) (*messa
 	}
 	switch kind {
 	case "volume":
-		err = s.ctl.DeleteVolume(cloud.VolumeID(req.Name))
+		// A desired volume's disk may hold data: it must not look like the
+		// empty leftover of an apply that never committed (provision.go).
+		id := cloud.VolumeID(req.Name)
+		if s.nodes.Uncommitted(id) {
+			if err := s.nodes.CommitVolume(id); err != nil {
+				return nil, toStatus(fmt.Errorf("volume %q: its disk is still tagged uncommitted and the tag cannot be removed, so it is not deleted (try again): %w", id, err))
+			}
+		}
+		err = s.ctl.DeleteVolume(id)
 	case "node":
 		err = s.ctl.DeleteNode(cloud.NodeName(req.Name))
 	default:

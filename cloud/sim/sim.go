@@ -112,9 +112,10 @@ type instance struct {
 }
 
 type volume struct {
-	id       cloud.VolumeID
-	mode     cloud.AccessMode
-	attached map[cloud.InstanceID]struct{}
+	id          cloud.VolumeID
+	mode        cloud.AccessMode
+	uncommitted bool // CreateVolumeUncommitted, until CommitVolume
+	attached    map[cloud.InstanceID]struct{}
 }
 
 // New returns a cloud configured by cfg: empty (no instances, no volumes)

@@ -52,8 +52,9 @@ type stateInstance struct {
 }
 
 type stateVolume struct {
-	ID   cloud.VolumeID `json:"id"`
-	Mode stateMode      `json:"mode"`
+	ID          cloud.VolumeID `json:"id"`
+	Mode        stateMode      `json:"mode"`
+	Uncommitted bool           `json:"uncommitted,omitempty"` // see CreateVolumeUncommitted
 }
 
 type stateCounters struct {
@@ -205,7 +206,7 @@ func (c *Cloud) snapshotLocked() *state {
 		st.Instances = append(st.Instances, si)
 	}
 	for _, id := range sortedKeys(c.vols) {
-		st.Volumes = append(st.Volumes, stateVolume{ID: id, Mode: stateMode(c.vols[id].mode)})
+		st.Volumes = append(st.Volumes, stateVolume{ID: id, Mode: stateMode(c.vols[id].mode), Uncommitted: c.vols[id].uncommitted})
 	}
 	return st
 }
@@ -219,7 +220,7 @@ func (c *Cloud) applyWorldLocked(st *state) {
 	c.insts = make(map[cloud.InstanceID]*instance, len(st.Instances))
 	c.vols = make(map[cloud.VolumeID]*volume, len(st.Volumes))
 	for _, sv := range st.Volumes {
-		c.vols[sv.ID] = &volume{id: sv.ID, mode: cloud.AccessMode(sv.Mode), attached: make(map[cloud.InstanceID]struct{})}
+		c.vols[sv.ID] = &volume{id: sv.ID, mode: cloud.AccessMode(sv.Mode), uncommitted: sv.Uncommitted, attached: make(map[cloud.InstanceID]struct{})}
 	}
 	for _, si := range st.Instances {
 		in := &instance{id: si.ID, node: si.Node, running: si.Running, limit: si.AttachLimit,

@@ -54,3 +54,59 @@ func (c *Cloud) DeleteVolume(id cloud.VolumeID) error {
 	delete(c.vols, id)
 	return c.commitUnlock(mark, "delete volume "+string(id))
 }
+
+// CreateVolumeUncommitted is CreateVolumeChecked for a disk that an apply
+// needs before it commits: a disk it creates carries the "uncommitted" tag
+// (durable, like everything in the state file) until CommitVolume, as a
+// real cloud's disks carry the tags of whoever made them. A disk that
+// exists already is left as it is, tag included. A disk still tagged when
+// its apply is long gone was made by an apply that never committed (the
+// process was killed in between): it was never attached, so it holds
+// nothing, and may be deleted and made again with another mode. An
+// untagged disk may hold data: only an operator deletes it.
+func (c *Cloud) CreateVolumeUncommitted(id cloud.VolumeID, mode cloud.AccessMode) error {
+	if err := validVolume(id); err != nil {
+		return fmt.Errorf("sim: create volume: %w", err)
+	}
+	c.mu.Lock()
+	if _, ok := c.vols[id]; ok {
+		c.mu.Unlock()
+	} else {
+		c.vols[id] = &volume{id: id, mode: mode, uncommitted: true, attached: make(map[cloud.InstanceID]struct{})}
+		if err := c.commitUnlock(len(c.obs.queue), "create volume "+string(id)); err != nil {
+			return err
+		}
+	}
+	if c.content == "" {
+		return nil
+	}
+	return c.makeContent(id)
+}
+
+// CommitVolume removes the "uncommitted" tag (see CreateVolumeUncommitted);
+// an untagged volume is left alone. It fails with cloud.ErrNotFound if the
+// volume is unknown, and with Config.StatePath set, when the change cannot
+// be written (then the tag stays).
+func (c *Cloud) CommitVolume(id cloud.VolumeID) error {
+	c.mu.Lock()
+	v, ok := c.vols[id]
+	switch {
+	case !ok:
+		c.mu.Unlock()
+		return fmt.Errorf("sim: commit volume %s: %w", id, cloud.ErrNotFound)
+	case !v.uncommitted:
+		c.mu.Unlock()
+		return nil
+	}
+	v.uncommitted = false // a failed write reverts it (commitLocked)
+	return c.commitUnlock(len(c.obs.queue), "commit volume "+string(id))
+}
+
+// Uncommitted reports whether volume id exists and carries the
+// "uncommitted" tag.
+func (c *Cloud) Uncommitted(id cloud.VolumeID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.vols[id]
+	return ok && v.uncommitted
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -71,5 +72,52 @@ func TestDeleteVolumeDurable(t *testing.T) {
 	checkErr(t, c.DeleteVolume("b"), cloud.KindRetryable, path)
 	if _, _, ok := c.Volume("b"); !ok {
 		t.Fatal("volume gone after a failed write")
+	}
+}
+
+// An apply's disk is tagged uncommitted until CommitVolume, durably; a disk
+// that existed is left as it was.
+func TestUncommittedTag(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{StatePath: filepath.Join(dir, "state.json"), ContentDir: filepath.Join(dir, "content")}
+	c, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateVolumeChecked("old", cloud.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []cloud.VolumeID{"old", "new"} {
+		if err := c.CreateVolumeUncommitted(id, cloud.MultiNode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Uncommitted("old") || !c.Uncommitted("new") {
+		t.Fatalf("uncommitted: old=%v new=%v, want false true", c.Uncommitted("old"), c.Uncommitted("new"))
+	}
+	if mode, _, _ := c.Volume("old"); mode != cloud.Exclusive {
+		t.Fatalf("an existing disk changed mode to %v", mode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "content", "new")); err != nil {
+		t.Fatalf("no content directory for the new disk: %v", err)
+	}
+	again, err := Open(cfg) // as after a SIGKILL
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Uncommitted("new") {
+		t.Fatal("the tag did not survive a restart")
+	}
+	if err := again.CommitVolume("new"); err != nil {
+		t.Fatal(err)
+	}
+	if again.Uncommitted("new") {
+		t.Fatal("still uncommitted after CommitVolume")
+	}
+	if third, err := Open(cfg); err != nil || third.Uncommitted("new") {
+		t.Fatalf("CommitVolume is not durable: %v", err)
+	}
+	if err := again.CommitVolume("nope"); !errors.Is(err, cloud.ErrNotFound) {
+		t.Fatalf("CommitVolume of an unknown volume: %v", err)
 	}
 }
