@@ -210,7 +210,11 @@ func checkIdentity(st *store.Bolt, path string, ev evidence) (string, error) {
 		return "", fmt.Errorf("%w: %s has identity %s, but the cloud account is tagged %s: the store belongs to another tether; %s", ErrUntrusted, path, id, ev.tag, rebuildHint)
 	}
 	for dir, nid := range ev.nodeIDs {
-		if nid != "" && id != "" && nid != id {
+		switch {
+		case nid == "":
+		case id == "":
+			return "", fmt.Errorf("%w: %s has no identity, but node directory %s was served for identity %s: it is not the store of this data directory; %s", ErrUntrusted, path, dir, nid, rebuildHint)
+		case nid != id:
 			return "", fmt.Errorf("%w: %s has identity %s, but node directory %s was served for identity %s: the store belongs to another tether; %s", ErrUntrusted, path, id, dir, nid, rebuildHint)
 		}
 	}

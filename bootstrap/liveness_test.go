@@ -35,8 +35,9 @@ func (s *slowListing) Volumes() ([]store.VolumeSpec, error) {
 func TestSlowStartMarksNoNodeNotReady(t *testing.T) {
 	const notReadyAfter = time.Second
 	dir := t.TempDir()
-	slow := &slowListing{}
-	start := func() *Embedded {
+	start := func(delay time.Duration) *Embedded {
+		slow := &slowListing{} // one per start: actors of a stopped one may still read theirs
+		slow.delay.Store(int64(delay))
 		cfg := DefaultConfig()
 		cfg.DataDir, cfg.Nodes, cfg.Durable = dir, 2, true
 		cfg.LogOutput, cfg.LogLevel = io.Discard, "warn"
@@ -76,7 +77,7 @@ func TestSlowStartMarksNoNodeNotReady(t *testing.T) {
 			return true
 		}
 	}
-	e := start()
+	e := start(0)
 	e.Cloud.CreateVolume("v1", cloud.Exclusive)
 	if _, err := e.Ctl().ApplyAll([]controller.Change{
 		{Volume: &store.VolumeSpec{ID: "v1", Mode: cloud.Exclusive}},
@@ -89,15 +90,13 @@ func TestSlowStartMarksNoNodeNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	slow.delay.Store(int64(3 * notReadyAfter))
 	began := time.Now()
-	e = start()
+	e = start(3 * notReadyAfter)
 	defer func() {
 		if err := e.Stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	slow.delay.Store(0)
 	if took := time.Since(began); took < 3*notReadyAfter {
 		t.Fatalf("the start took %s: the slow listing was not used", took)
 	}

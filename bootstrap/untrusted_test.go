@@ -178,7 +178,12 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
+	cloudState := filepath.Join(dir, "cloud-state.json")
+	goodCloud, err := os.ReadFile(cloudState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed = 1
 	rng := rand.New(rand.NewPCG(seed, 1))
 	foreign := filepath.Join(t.TempDir(), "foreign.db")
 	if st, err := store.CreateBolt(foreign); err != nil {
@@ -216,6 +221,25 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 			return err
 		}, "is corrupt"},
 		{"foreign", func() error { return os.WriteFile(db, foreignBytes, 0o600) }, "belongs to another tether"},
+		{"no identity, untagged cloud, node directories of this one", func() error {
+			// A store from before identities (or copied from one), next to
+			// a cloud whose state lost its tag: the node directories know.
+			if err := os.WriteFile(db, foreignBytes, 0o600); err != nil {
+				return err
+			}
+			st, err := store.OpenBolt(db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if err := st.SetIdentity(""); err != nil {
+				return err
+			}
+			if err := st.PutVolume(store.VolumeSpec{ID: "other", Mode: cloud.Exclusive}); err != nil {
+				return err
+			}
+			return untagCloud(dir)
+		}, "node directory"},
 		{"fresh", func() error {
 			os.Remove(db)
 			st, err := store.CreateBolt(db)
@@ -228,6 +252,9 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 	for _, d := range damage {
 		t.Run(d.name, func(t *testing.T) {
 			if err := os.WriteFile(db, good, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(cloudState, goodCloud, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if err := d.do(); err != nil {
@@ -328,17 +355,14 @@ func TestSecondStartTouchesNothing(t *testing.T) {
 	if err := os.WriteFile(tmp, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	snap := func() map[string]string {
-		m := map[string]string{}
-		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-			if err == nil && fi.Mode().IsRegular() {
-				m[p] = fi.ModTime().String() + "/" + string(rune(fi.Size()))
-			}
-			return nil
-		})
-		return m
+	lockBefore, err := os.ReadFile(filepath.Join(dir, LockFile))
+	if err != nil {
+		t.Fatal(err)
 	}
-	was := snap()
+	dbBefore, err := os.Stat(filepath.Join(dir, StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = startDurable(t, dir, false)
 	if !errors.Is(err, ErrDataDirInUse) {
 		t.Fatalf("second start: %v, want ErrDataDirInUse", err)
@@ -346,19 +370,28 @@ func TestSecondStartTouchesNothing(t *testing.T) {
 	if !strings.Contains(err.Error(), filepath.Join(dir, LockFile)) {
 		t.Errorf("error does not name the lock file: %v", err)
 	}
-	now := snap()
-	for p, v := range was {
-		if now[p] != v {
-			t.Errorf("the second start changed %s", p)
-		}
+	// The first one's files are as they were (it keeps writing some of
+	// them, so these are the ones a second start would touch first).
+	if b, err := os.ReadFile(tmp); err != nil || string(b) != "{}" {
+		t.Errorf("the second start touched the first's temporary cloud state: %q %v", b, err)
 	}
-	for p := range now {
-		if _, ok := was[p]; !ok {
-			t.Errorf("the second start created %s", p)
-		}
+	if b, err := os.ReadFile(filepath.Join(dir, LockFile)); err != nil || string(b) != string(lockBefore) {
+		t.Errorf("the second start rewrote the lock file: %q, was %q (%v)", b, lockBefore, err)
+	}
+	if dbAfter, err := os.Stat(filepath.Join(dir, StoreFile)); err != nil || !os.SameFile(dbBefore, dbAfter) {
+		t.Errorf("the second start replaced the store (%v)", err)
 	}
 	// The first one still works: a cloud write (temp file and rename).
 	if err := e.Cloud.CreateVolumeChecked("after", cloud.Exclusive); err != nil {
 		t.Fatalf("the first tether broke: %v", err)
 	}
+}
+
+// untagCloud removes the owner tag from the sim cloud's state file.
+func untagCloud(dir string) error {
+	cl, err := sim.Open(sim.Config{StatePath: filepath.Join(dir, "cloud-state.json")})
+	if err != nil {
+		return err
+	}
+	return cl.SetTag("")
 }
