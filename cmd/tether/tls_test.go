@@ -238,3 +238,33 @@ func TestTLSHints(t *testing.T) {
 		t.Errorf("connection refused without TLS: hint %q, want none", hint)
 	}
 }
+
+// A client never sends the token in plain text beyond loopback: the call
+// is refused before anything is dialed.
+func TestClientRefusesPlainTextBeyondLoopback(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"10.0.0.5:7070", false},
+		{"myhost:7070", false},
+		{"[2001:db8::1]:7070", false},
+		{"127.0.0.1:7070", true},
+		{"localhost:7070", true},
+		{"[::1]:7070", true},
+	} {
+		f := clientFlags{dataDir: dir}
+		_, _, _, err := f.transport(tt.addr, false)
+		if tt.ok != (err == nil) {
+			t.Errorf("transport(%s): %v, want ok=%v", tt.addr, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "plain text") {
+			t.Errorf("transport(%s): %v does not say why", tt.addr, err)
+		}
+	}
+	code, out := execute("", "get", "nodes", "--addr", "10.0.0.5:7070", "--token", "secret", "--data-dir", dir)
+	if code != exitError || !strings.Contains(out, "tls://10.0.0.5:7070") {
+		t.Fatalf("tether get --addr 10.0.0.5:7070: exit %d\n%s", code, out)
+	}
+}
