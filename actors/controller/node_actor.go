@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -22,9 +23,13 @@ type nodeActor struct {
 	self  *actor.PID
 	timer timer
 	// heard: a heartbeat came since this actor started; warned: the
-	// workloads told that the node is NotReady (node_ready.go).
-	heard  bool
-	warned map[string]bool
+	// workloads told that the node is NotReady; told: the node's own
+	// NotReady event recorded; graceUntil: until then a silent agent is
+	// not worth an event (node_ready.go).
+	heard      bool
+	warned     map[string]bool
+	told       bool
+	graceUntil time.Time
 }
 
 func newNodeActor(e *env, name cloud.NodeName) actor.Actor {
@@ -82,10 +87,8 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	if err != nil {
 		panic(fmt.Sprintf("node %s: rebuild from store: %v", a.name, err))
 	}
+	a.graceUntil = a.env.clock.Now().Add(a.env.cfg.Node.NotReadyAfter)
 	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
-	if !found {
-		a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
-	}
 	// An agent that started before this actor is waiting for its state.
 	a.sendWorkloads(ctx)
 	a.pushStatus(ctx)
@@ -100,6 +103,7 @@ func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
 			a.env.record(a.ref, "NodeReady", string(a.name), false, fmt.Sprintf("node %q is Ready", a.name))
 		} else {
 			a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
+			a.told = true
 			a.warnWorkloads()
 		}
 	}

@@ -20,11 +20,21 @@ func (a *nodeActor) notReadyMessage() string {
 }
 
 // warnWorkloads records, on every workload placed on a NotReady node that
-// was not told yet, why it waits. A Ready node forgets whom it told.
+// was not told yet, why it waits, and on the node itself that no agent
+// reports, once. Not before graceUntil: a node's agent gets NotReadyAfter
+// from the actor's start to say hello before anybody is warned. A Ready
+// node forgets whom it told.
 func (a *nodeActor) warnWorkloads() {
 	if a.core.Status().Ready {
-		a.warned = nil
+		a.warned, a.told = nil, false
 		return
+	}
+	if !a.heard && a.env.clock.Now().Before(a.graceUntil) {
+		return
+	}
+	if !a.told {
+		a.told = true
+		a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
 	}
 	ws, err := a.env.store.WorkloadsOn(a.name)
 	if err != nil {

@@ -70,8 +70,9 @@ func TestStatusRules(t *testing.T) {
 			{0, VolumeDetached{Volume: "v1"}, nil},
 		}},
 		{"a new node is NotReady until its agent first reports", []step{
-			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=false oos=false"}},
+			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=false oos=false", "wake +40s"}},
 			{0, Persisted{}, nil},
+			{40 * time.Second, Tick{}, nil},
 			{time.Hour, Tick{}, nil},
 			{0, HeartbeatReceived{}, []string{"persist attached=[] inuse=[] ready=true oos=false", "wake +40s"}},
 			{0, Persisted{}, nil},

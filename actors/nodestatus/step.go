@@ -171,7 +171,9 @@ func (n *Node) onRestored(now time.Time, e Restored) []Effect {
 	n.lastHeartbeat = now
 	if !e.Found {
 		n.cur.Ready, n.cur.NotReadySince = false, now
-		return n.persist()
+		// The wake changes nothing here (it is NotReady already); the
+		// shell tells, once the agent had its NotReadyAfter to say hello.
+		return append(n.persist(), WakeAt{At: now.Add(n.cfg.NotReadyAfter)})
 	}
 	n.cur = e.Status.Clone()
 	n.cur.Name = n.saved.Name
