@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -88,8 +89,10 @@ type agentActor struct {
 	wakeAt  time.Time
 	beat    *beater
 	beats   int
-	ctx     context.Context
-	cancel  context.CancelFunc
+	// beatQueued: a beat's Heartbeat to self waits in the mailbox.
+	beatQueued atomic.Bool
+	ctx        context.Context
+	cancel     context.CancelFunc
 	// running: the calls of earlier incarnations running when this one
 	// attached to Calls (token); results that arrive before the disk scan
 	// is stepped wait in held.
@@ -130,6 +133,7 @@ func (a *agentActor) Receive(ctx actor.Context) {
 		a.wake = nil
 		a.step(ctx, agent.Tick{})
 	case *messages.Heartbeat:
+		a.beatQueued.Store(false)
 		a.onHeartbeat(ctx)
 	}
 }
@@ -163,11 +167,15 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	a.onHeartbeat(ctx) // says hello: the node actor answers with our state
 	// From now on the beat runs off the mailbox (heartbeat.go); each beat
 	// also asks the mailbox for the rest of onHeartbeat.
-	node, ctl := a.cfg.Node, a.cfg.Controller
+	// At most one of those waits in the mailbox: a busy agent does not
+	// pile them up.
+	node, ctl, queued := a.cfg.Node, a.cfg.Controller, &a.beatQueued
 	a.beat = &beater{}
 	a.beat.start(a.cfg.Clock, a.cfg.HeartbeatEvery, func() {
 		g.Send(ctl(node), &messages.Heartbeat{Node: string(node)})
-		g.Send(self, &messages.Heartbeat{})
+		if queued.CompareAndSwap(false, true) {
+			g.Send(self, &messages.Heartbeat{})
+		}
 	})
 }
 
