@@ -104,6 +104,10 @@ func desiredFromWorld(inv sim.Inventory, ev evidence, mounter func(cloud.NodeNam
 	slices.Sort(dirs)
 	workloads := map[string]*store.Workload{}
 	mounted := map[string]bool{} // "volume@node"
+	readOnly, err := mount.ReadOnlyPoints() // bind mounts say; symlinks cannot
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
 	for _, dir := range dirs {
 		n := cloud.NodeName(filepath.Base(dir))
 		nodes[n] = true
@@ -139,6 +143,9 @@ func desiredFromWorld(inv sim.Inventory, ev evidence, mounter func(cloud.NodeNam
 			}
 			if !slices.Contains(w.Volumes, vol) {
 				w.Volumes = append(w.Volumes, vol)
+				if readOnly[e.Path] {
+					w.ReadOnly = append(w.ReadOnly, vol)
+				}
 			}
 			mounted[string(vol)+"@"+string(n)] = true
 		}
@@ -158,6 +165,7 @@ func desiredFromWorld(inv sim.Inventory, ev evidence, mounter func(cloud.NodeNam
 	ws := make([]*store.Workload, 0, len(workloads))
 	for _, w := range workloads {
 		slices.SortFunc(w.Volumes, func(a, b cloud.VolumeID) int { return cmp.Compare(a, b) })
+		slices.SortFunc(w.ReadOnly, func(a, b cloud.VolumeID) int { return cmp.Compare(a, b) })
 		ws = append(ws, w)
 	}
 	slices.SortFunc(ws, func(a, b *store.Workload) int { return cmp.Compare(a.UID, b.UID) })

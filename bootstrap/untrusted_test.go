@@ -135,7 +135,7 @@ func runningFleet(t *testing.T, dir string) world {
 		{Volume: &store.VolumeSpec{ID: "data-1", Mode: cloud.Exclusive}},
 		{Volume: &store.VolumeSpec{ID: "data-2", Mode: cloud.Exclusive}},
 		{Workload: &store.Workload{UID: "app-1", Node: "n1", Volumes: []cloud.VolumeID{"data-1"}}},
-		{Workload: &store.Workload{UID: "app-2", Node: "n2", Volumes: []cloud.VolumeID{"data-2"}}},
+		{Workload: &store.Workload{UID: "app-2", Node: "n2", Volumes: []cloud.VolumeID{"data-2"}, ReadOnly: []cloud.VolumeID{"data-2"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -309,6 +309,14 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 		got, ok, err := e.Store.Workload(w.uid)
 		if err != nil || !ok || got.Node != w.node || len(got.Volumes) != 1 || got.Volumes[0] != w.vol {
 			t.Fatalf("rebuilt workload %s: %+v %v %v", w.uid, got, ok, err)
+		}
+		// Bind mounts show read-only in the mount table (symlinks cannot).
+		l, err := layout.New(e.NodeDir(w.node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantRO := w.uid == "app-2" && mount.Default(l).Name() == mount.NewBind(l).Name(); (len(got.ReadOnly) == 1) != wantRO {
+			t.Errorf("rebuilt workload %s: read-only %v, want read-only=%v", w.uid, got.ReadOnly, wantRO)
 		}
 	}
 	// The controller has settled on the rebuilt state (every volume

@@ -154,3 +154,31 @@ func MountIDs() (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// ReadOnlyPoints lists the mount points of /proc/self/mountinfo whose
+// visible mount (the last one listed there) is read-only. Without a mount
+// table (not Linux) it is empty.
+func ReadOnlyPoints() (map[string]bool, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := parseMountinfo(f)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		out[e.Point] = e.ReadOnly
+	}
+	for p, ro := range out {
+		if !ro {
+			delete(out, p)
+		}
+	}
+	return out, nil
+}
