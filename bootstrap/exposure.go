@@ -59,14 +59,14 @@ func CheckExposure(cfg UpConfig) error {
 		return fmt.Errorf("%w: --insecure-metrics and --metrics-tls-cert contradict each other: drop one", ErrTLSFiles)
 	}
 	for _, a := range []struct{ flag, addr string }{{"--api-addr", cfg.APIAddr}, {"--metrics-addr", cfg.MetricsAddr}} {
-		if !loopback(a.addr) && !cfg.AllowRemote {
+		if !Loopback(a.addr) && !cfg.AllowRemote {
 			return fmt.Errorf("%w: %s %s: listen on 127.0.0.1, ::1 or localhost, or add --allow-remote (with --tls-cert and --tls-key)", ErrNotLoopback, a.flag, a.addr)
 		}
 	}
-	if !loopback(cfg.APIAddr) && t.Cert == "" {
+	if !Loopback(cfg.APIAddr) && t.Cert == "" {
 		return fmt.Errorf("%w: --api-addr %s with --allow-remote: add --tls-cert FILE and --tls-key FILE (tether certs --out DIR makes a pair), or listen on loopback", ErrPlainRemote, cfg.APIAddr)
 	}
-	if !loopback(cfg.MetricsAddr) && metricsFiles(cfg).Cert == "" && !cfg.InsecureMetrics {
+	if !Loopback(cfg.MetricsAddr) && metricsFiles(cfg).Cert == "" && !cfg.InsecureMetrics {
 		return fmt.Errorf("%w: --metrics-addr %s: add --tls-cert and --tls-key (or --metrics-tls-cert and --metrics-tls-key), or --insecure-metrics to serve them in plain text", ErrPlainMetrics, cfg.MetricsAddr)
 	}
 	return nil
@@ -81,15 +81,16 @@ func metricsFiles(cfg UpConfig) TLSFiles {
 		return TLSFiles{}
 	case cfg.MetricsTLS.Cert != "":
 		return TLSFiles{Cert: cfg.MetricsTLS.Cert, Key: cfg.MetricsTLS.Key}
-	case !loopback(cfg.MetricsAddr):
+	case !Loopback(cfg.MetricsAddr):
 		return TLSFiles{Cert: cfg.TLS.Cert, Key: cfg.TLS.Key}
 	}
 	return TLSFiles{}
 }
 
-// loopback reports whether addr's host names a loopback interface, without
-// asking a resolver (the servers check what they actually bind).
-func loopback(addr string) bool {
+// Loopback reports whether addr's host names a loopback interface
+// (localhost or a loopback address), without asking a resolver (the
+// servers check what they actually bind).
+func Loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

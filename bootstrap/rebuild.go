@@ -103,7 +103,7 @@ func desiredFromWorld(inv sim.Inventory, ev evidence, mounter func(cloud.NodeNam
 	}
 	slices.Sort(dirs)
 	workloads := map[string]*store.Workload{}
-	mounted := map[string]bool{} // "volume@node"
+	mounted := map[string]bool{}            // "volume@node"
 	readOnly, err := mount.ReadOnlyPoints() // bind mounts say; symlinks cannot
 	if err != nil {
 		return nil, fmt.Errorf("reading the mount table: %w", err)

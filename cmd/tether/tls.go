@@ -62,7 +62,7 @@ func (f *clientFlags) transport(addr string, fromDataDir bool) (string, grpc.Dia
 		useTLS = true
 	}
 	if !useTLS {
-		if !loopbackTarget(target) {
+		if !bootstrap.Loopback(target) {
 			// The bearer token goes with every call: never in plain text
 			// beyond this machine (tether up serves TLS only there).
 			return "", nil, false, fmt.Errorf("refusing to send the API token in plain text to %s, beyond loopback: use tls://%s with --tls-ca FILE (the CA that signed tether up's --tls-cert)", target, target)
@@ -154,15 +154,4 @@ func tlsHint(msg string, useTLS, clientCert bool) string {
 		return "the TLS handshake failed: check --tls-ca, --tls-server-name, --tls-client-cert and --tls-client-key"
 	}
 	return ""
-}
-
-// loopbackTarget reports whether target (host:port) names this machine:
-// localhost or a loopback address.
-func loopbackTarget(target string) bool {
-	host, _, err := net.SplitHostPort(target)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -136,15 +136,7 @@ func holds(root, sub string) bool {
 // table (not Linux) it is empty. The kernel reuses these IDs: they tell
 // mounts apart at one moment, not over time.
 func MountIDs() (map[string]int, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]int{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	entries, err := parseMountinfo(f)
+	entries, err := readMountinfo()
 	if err != nil {
 		return nil, err
 	}
@@ -155,29 +147,36 @@ func MountIDs() (map[string]int, error) {
 	return out, nil
 }
 
-// ReadOnlyPoints lists the mount points of /proc/self/mountinfo whose
-// visible mount (the last one listed there) is read-only. Without a mount
-// table (not Linux) it is empty.
-func ReadOnlyPoints() (map[string]bool, error) {
+// readMountinfo parses /proc/self/mountinfo; without one (not Linux) it is
+// empty.
+func readMountinfo() ([]mountEntry, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]bool{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	entries, err := parseMountinfo(f)
+	return parseMountinfo(f)
+}
+
+// ReadOnlyPoints lists the mount points of /proc/self/mountinfo whose
+// visible mount (the last one listed there) is read-only. Without a mount
+// table (not Linux) it is empty.
+func ReadOnlyPoints() (map[string]bool, error) {
+	entries, err := readMountinfo()
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]bool, len(entries))
+	last := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		out[e.Point] = e.ReadOnly
+		last[e.Point] = e.ReadOnly
 	}
-	for p, ro := range out {
-		if !ro {
-			delete(out, p)
+	out := map[string]bool{}
+	for p, ro := range last {
+		if ro {
+			out[p] = true
 		}
 	}
 	return out, nil
