@@ -111,14 +111,16 @@ func (c *Controller) Start() error {
 	if err != nil {
 		return fmt.Errorf("controller: start: %w", err)
 	}
+	ids := make([]cloud.VolumeID, len(vols))
+	for i, v := range vols {
+		ids[i] = v.ID
+	}
+	// Heartbeats count once these have restored (liveness.go): the node
+	// actors spawned above started their clocks before the agents could
+	// report, and the restore is bulk work.
+	e.beginRestore(ids)
 	for _, v := range vols {
 		e.guard.Send(e.lookup.Volume(v.ID), wake)
-	}
-	// Heartbeats count from now: the node actors spawned above started
-	// their clocks before the agents could report.
-	e.started.Store(e.clock.Now().UnixNano())
-	for _, n := range nodes {
-		e.guard.Send(e.lookup.Node(n.Name), wake)
 	}
 	return nil
 }

@@ -40,6 +40,9 @@ type Config struct {
 	OnRespawn func(name string, delay time.Duration)
 	// RetireAfter: an actor of a deleted volume, idle this long, stops.
 	RetireAfter time.Duration
+	// RestoreGrace bounds how long after Start node actors wait for the
+	// volume actors' restore before they judge heartbeats (liveness.go).
+	RestoreGrace time.Duration
 	// Observer, if set, hears what metrics need; its methods must not block.
 	Observer Observer
 	// Guard serialises spawns of named actors against sends; share one per
@@ -67,6 +70,7 @@ func DefaultConfig() Config {
 		Respawn:         backoff.Policy{Initial: 500 * time.Millisecond, Factor: 2, Max: 2 * time.Minute},
 		RespawnQuiet:    5 * time.Minute,
 		RetireAfter:     30 * time.Second,
+		RestoreGrace:    5 * time.Minute,
 		Clock:           clock.Real(),
 		Log:             logrus.StandardLogger(),
 	}
@@ -87,19 +91,10 @@ type env struct {
 	log    logrus.FieldLogger
 	clock  clock.Clock
 	ctx    context.Context // cancelled when the controller stops
-	// started: unix nanoseconds (on clock) when Start finished, 0 before:
-	// node actors judge heartbeats from then on (livenessFrom).
+	// started: unix nanoseconds (on clock) when the restore of Start
+	// finished, 0 before; restore tracks it (liveness.go).
 	started atomic.Int64
-}
-
-// livenessFrom is the moment from which agents' heartbeats are expected:
-// when the controller's Start finished (the agents of a process start
-// after it; a restart with many objects takes long), or now while it runs.
-func (e *env) livenessFrom() time.Time {
-	if ns := e.started.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return e.clock.Now()
+	restore restoreWatch
 }
 
 var wake = &messages.Wake{}

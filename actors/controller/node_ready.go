@@ -21,15 +21,20 @@ func (a *nodeActor) notReadyMessage() string {
 
 // warnWorkloads records, on every workload placed on a NotReady node that
 // was not told yet, why it waits, and on the node itself that no agent
-// reports, once. Not before graceUntil: a node's agent gets NotReadyAfter
-// from the actor's start to say hello before anybody is warned. A Ready
+// reports, once. Not before the grace: a node's agent gets NotReadyAfter
+// from the actor's start, and from the end of the controller's restore, to
+// say hello before anybody is warned. A Ready
 // node forgets whom it told.
 func (a *nodeActor) warnWorkloads() {
 	if a.core.Status().Ready {
 		a.warned, a.told = nil, false
 		return
 	}
-	if !a.heard && a.env.clock.Now().Before(a.graceUntil) {
+	grace := a.graceUntil
+	if g := a.env.livenessFrom().Add(a.env.cfg.Node.NotReadyAfter); g.After(grace) {
+		grace = g // the controller's own restore is not the agent's fault
+	}
+	if !a.heard && a.env.clock.Now().Before(grace) {
 		return
 	}
 	if !a.told {

@@ -53,6 +53,7 @@ func (a *volumeActor) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		a.shutdown()
 	case *actor.Stopped:
+		a.env.volumeSettled(a.id)
 		a.env.lookup.stopped(volumePrefix + string(a.id))
 	case *messages.Crash:
 		panic("volume " + string(a.id) + ": crash requested: " + m.Reason)
@@ -288,6 +289,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 		return // an earlier incarnation's verify
 	}
 	a.restoring = false
+	a.env.volumeSettled(a.id)
 	r := a.base
 	r.AsOf = fromNanos(m.AsOfUnixNano)
 	if !m.VerifyFailed {
