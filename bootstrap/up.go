@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/certs"
 )
 
 // AddrFile, under the data directory, tells clients where the API listens.
@@ -95,27 +96,7 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	return errors.Join(os.Remove(addrFile), srv.Stop(), msrv.Close(sctx), e.Stop(), m.Shutdown(sctx))
 }
 
-// writeFileAtomic writes data to path through a temporary file and a rename.
+// writeFileAtomic replaces path with data, whole or not at all.
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return certs.WriteFile(path, data, mode, true)
 }

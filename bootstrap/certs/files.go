@@ -83,7 +83,7 @@ func WriteSet(dir string, o SetOptions) ([]string, error) {
 			mode os.FileMode
 		}{{names[2*i], p.CertPEM(), 0o644}, {names[2*i+1], key, 0o600}} {
 			path := filepath.Join(dir, f.name)
-			if err := writeFile(path, f.data, f.mode, o.Force); err != nil {
+			if err := WriteFile(path, f.data, f.mode, o.Force); err != nil {
 				return written, err
 			}
 			written = append(written, path)
@@ -92,11 +92,12 @@ func WriteSet(dir string, o SetOptions) ([]string, error) {
 	return written, nil
 }
 
-// writeFile writes data to path through a temporary file (mode set before
-// the data goes in), then renames it over path (replace) or links it there
-// (which fails if path exists).
-func writeFile(path string, data []byte, mode os.FileMode, replace bool) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-cert-*")
+// WriteFile writes data to path through a temporary file in its
+// directory (mode set before the data goes in, synced), then renames it
+// over path (replace) or links it there (which fails, matching ErrExists,
+// if path exists): path holds the old content or the new, never a part.
+func WriteFile(path string, data []byte, mode os.FileMode, replace bool) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return err
 	}
