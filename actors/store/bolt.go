@@ -80,7 +80,10 @@ func OpenBolt(path string) (*Bolt, error) {
 		if err := createBuckets(tx); err != nil {
 			return err
 		}
-		return assignMissingUIDs(tx)
+		if err := assignMissingUIDs(tx); err != nil {
+			return err
+		}
+		return ensureIndexes(tx)
 	})
 	if err != nil {
 		_ = db.Close()
@@ -181,6 +184,15 @@ func applyBolt(tx *bolt.Tx, op Op) error {
 	case op.PutWorkload != nil:
 		return putWorkloadBolt(tx, *op.PutWorkload)
 	case op.DeleteWorkload != "":
+		old, ok, err := get[workloadRecord](tx, bucketWorkloads, op.DeleteWorkload)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := indexWorkload(tx, old.workload(), false); err != nil {
+				return err
+			}
+		}
 		return tx.Bucket(bucketWorkloads).Delete([]byte(op.DeleteWorkload))
 	}
 	return nil
@@ -199,12 +211,31 @@ func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
 		return err
 	}
 	w.ObjectUID = keepUID(old.ObjectUID, ok)
+	if ok {
+		if err := indexWorkload(tx, old.workload(), false); err != nil {
+			return err
+		}
+	}
+	if err := indexWorkload(tx, w, true); err != nil {
+		return err
+	}
 	return put(tx, bucketWorkloads, w.UID, toWorkloadRecord(w))
 }
 
 // PutNodeStatus implements Store.
 func (b *Bolt) PutNodeStatus(s nodestatus.Status) error {
 	err := b.update(func(tx *bolt.Tx) error {
+		old, ok, err := get[statusRecord](tx, bucketStatuses, string(s.Name))
+		if err != nil {
+			return err
+		}
+		var was *statusRecord
+		if ok {
+			was = &old
+		}
+		if err := reindexStatus(tx, was, toStatusRecord(s)); err != nil {
+			return err
+		}
 		if err := put(tx, bucketStatuses, string(s.Name), toStatusRecord(s)); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -78,12 +77,20 @@ func (b *Bolt) Workloads() ([]Workload, error) {
 	return b.workloadsWhere("workloads", func(Workload) bool { return true })
 }
 
-func (b *Bolt) WorkloadsOn(node cloud.NodeName) ([]Workload, error) {
-	return b.workloadsWhere("workloads on "+string(node), func(w Workload) bool { return w.Node == node })
+func (b *Bolt) WorkloadsOn(node cloud.NodeName) (out []Workload, err error) {
+	err = b.view("workloads on "+string(node), func(tx *bolt.Tx) (err error) {
+		out, err = indexedWorkloads(tx, bucketIdxNodeWorkloads, string(node))
+		return err
+	})
+	return out, err
 }
 
 func (b *Bolt) DesiredNodes(vol cloud.VolumeID) ([]cloud.NodeName, error) {
-	ws, err := b.workloadsWhere("desired nodes of "+string(vol), func(w Workload) bool { return slices.Contains(w.Volumes, vol) })
+	var ws []Workload
+	err := b.view("desired nodes of "+string(vol), func(tx *bolt.Tx) (err error) {
+		ws, err = indexedWorkloads(tx, bucketIdxVolumeWorkloads, string(vol))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +134,9 @@ func (b *Bolt) NodeStatuses() ([]nodestatus.Status, error) {
 
 func (b *Bolt) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error) {
 	var out []nodestatus.Status
-	err := b.view("statuses with "+string(vol), func(tx *bolt.Tx) error {
-		return scan(tx, bucketStatuses, func(r statusRecord) {
-			if r.hasVolume(vol) {
-				out = append(out, r.status())
-			}
-		})
+	err := b.view("statuses with "+string(vol), func(tx *bolt.Tx) (err error) {
+		out, err = statusesIndexed(tx, vol)
+		return err
 	})
 	return out, err
 }
