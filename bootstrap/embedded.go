@@ -21,6 +21,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
@@ -38,6 +39,9 @@ type Config struct {
 	Nodes      int
 	Controller controller.Config
 	Sim        sim.Config
+	// CloudLimit bounds the controller's calls to the cloud on tether's
+	// side (rate with burst, calls in flight); zero limits nothing.
+	CloudLimit limit.Config
 	// DataDir holds everything on disk: the sim cloud's volume content
 	// (cloud/) and each node agent's mounts (nodes/<node>/).
 	DataDir string
@@ -158,7 +162,10 @@ func (e *Embedded) start() error {
 		}
 	}
 	e.guardian = supervisor.NewStrategy(cc.Supervisor)
-	e.ctlCfg, e.provider = cc, metrics.InstrumentProvider(e.Cloud, cfg.Metrics)
+	if err := cfg.CloudLimit.Validate(); err != nil {
+		return err
+	}
+	e.ctlCfg, e.provider = cc, limit.Wrap(metrics.InstrumentProvider(e.Cloud, cfg.Metrics), cfg.CloudLimit)
 	e.Controller = controller.New(e.System, cc, e.provider, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return err

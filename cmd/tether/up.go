@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/cloud/limit"
 )
 
 func upCommand() *cobra.Command {
@@ -20,6 +24,7 @@ func upCommand() *cobra.Command {
 			if err := validateUp(cmd.Flags()); err != nil {
 				return err
 			}
+			matchSimThrottle(cmd.Flags(), &cfg.Embedded)
 			if err := checkUpExposure(cfg); err != nil {
 				return err
 			}
@@ -43,7 +48,33 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&cfg.Embedded.Controller.Volume.DisableForceDetach, "disable-force-detach", false, "never force detach from NotReady nodes")
 	f.DurationVar(&cfg.Embedded.Sim.Latency, "sim-latency", 0, "latency the sim cloud adds to every call")
 	f.Float64Var(&cfg.Embedded.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the sim cloud accepts before throttling (0: unlimited; otherwise 0.1 to 1000000)")
+	cl := limit.Defaults()
+	cfg.Embedded.CloudLimit = cl
+	f.Float64Var(&cfg.Embedded.CloudLimit.QPS, "cloud-qps", cl.QPS, "calls per second tether makes to the cloud at most, sustained (0: no limit; default with --sim-throttle: 90% of the sim's rate)")
+	f.IntVar(&cfg.Embedded.CloudLimit.Burst, "cloud-burst", cl.Burst, "calls tether may make at once after a quiet spell (default with --sim-throttle: the sim's bucket)")
+	f.IntVar(&cfg.Embedded.CloudLimit.MaxInFlight, "cloud-max-inflight", cl.MaxInFlight, "calls to the cloud waiting for an answer at once (0: no bound)")
 	f.StringVar(&cfg.Embedded.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.Embedded.LogFormat, "log-format", "text", "text or json")
 	return cmd
+}
+
+// matchSimThrottle: against a throttled sim cloud, tether's own limit
+// defaults to the sim's rate and bucket (a client that knows its cloud's
+// limits stays within them), unless --cloud-qps or --cloud-burst say
+// otherwise.
+func matchSimThrottle(fs *pflag.FlagSet, cfg *bootstrap.Config) {
+	r := cfg.Sim.ThrottleRate
+	if r == 0 {
+		return
+	}
+	given := func(name string) bool {
+		_, env := os.LookupEnv("TETHER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
+		return fs.Changed(name) || env
+	}
+	if !given("cloud-qps") {
+		cfg.CloudLimit.QPS = 0.9 * r // a margin for the two clocks
+	}
+	if !given("cloud-burst") {
+		cfg.CloudLimit.Burst = max(1, int(r)) // the sim's default bucket
+	}
 }

@@ -53,6 +53,9 @@ func validateUp(fs *pflag.FlagSet) error {
 	v.atLeast("sim-latency", 0, "latency the sim adds to each call")
 	v.below("sim-latency", "cloud-timeout")
 	v.rate("sim-throttle")
+	v.rate("cloud-qps")
+	v.count("cloud-burst", 1, 1_000_000, "calls that may go at once after a quiet spell")
+	v.count("cloud-max-inflight", 0, 1_000_000, "0: no bound")
 	v.logging("log-level", "log-format")
 	return v.err
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tether/tether/bootstrap"
 )
 
 // Every numeric and duration flag has bounds; a value outside them is a
@@ -41,6 +43,10 @@ func TestValidateFlags(t *testing.T) {
 		{"up", []string{"--sim-throttle", "-5"}, "--sim-throttle -5: want 0 (unlimited) or 0.1 to 1000000 calls per second"},
 		{"up", []string{"--sim-throttle", "0.01"}, "--sim-throttle 0.01: want 0 (unlimited) or 0.1"},
 		{"up", []string{"--sim-throttle", "NaN"}, "--sim-throttle NaN: want 0"},
+		{"up", []string{"--cloud-qps", "-1"}, "--cloud-qps -1: want 0 (unlimited)"},
+		{"up", []string{"--cloud-burst", "0"}, "--cloud-burst 0: want 1 to 1000000"},
+		{"up", []string{"--cloud-max-inflight", "-1"}, "--cloud-max-inflight -1: want 0 to 1000000"},
+		{"up", []string{"--cloud-qps", "0", "--cloud-max-inflight", "0"}, ""},
 		{"up", []string{"--sim-throttle", "+Inf"}, "--sim-throttle +Inf: want 0"},
 		{"up", []string{"--nodes", "0"}, "--nodes 0: want 1 to 1000"},
 		{"up", []string{"--nodes", "1001"}, "--nodes 1001: want 1 to 1000"},
@@ -148,5 +154,35 @@ func TestExitCodeByOrigin(t *testing.T) {
 	}
 	if got := exitCode(runError{errors.New("volume requires a node; accepts only ...")}); got != exitError {
 		t.Errorf("a run error mentioning requires/accepts: exit %d, want %d", got, exitError)
+	}
+}
+
+// Against a throttled sim, tether's own limit follows the sim's unless
+// given.
+func TestCloudLimitFollowsSimThrottle(t *testing.T) {
+	for _, tt := range []struct {
+		args       []string
+		qps        float64
+		burst, max int
+	}{
+		{nil, 20, 40, 64},
+		{[]string{"--sim-throttle", "10"}, 9, 10, 64},
+		{[]string{"--sim-throttle", "10", "--cloud-qps", "5"}, 5, 10, 64},
+		{[]string{"--sim-throttle", "10", "--cloud-burst", "3", "--cloud-max-inflight", "2"}, 9, 3, 2},
+	} {
+		cmd := upCommand()
+		if err := cmd.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg := bootstrap.DefaultConfig()
+		fs := cmd.Flags()
+		cfg.Sim.ThrottleRate, _ = fs.GetFloat64("sim-throttle")
+		cfg.CloudLimit.QPS, _ = fs.GetFloat64("cloud-qps")
+		cfg.CloudLimit.Burst, _ = fs.GetInt("cloud-burst")
+		cfg.CloudLimit.MaxInFlight, _ = fs.GetInt("cloud-max-inflight")
+		matchSimThrottle(fs, &cfg)
+		if got := cfg.CloudLimit; got.QPS != tt.qps || got.Burst != tt.burst || got.MaxInFlight != tt.max {
+			t.Errorf("%v: limit %+v, want QPS %v burst %d max in flight %d", tt.args, got, tt.qps, tt.burst, tt.max)
+		}
 	}
 }
