@@ -15,6 +15,7 @@ import (
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/node"
 )
 
@@ -33,6 +34,9 @@ type Config struct {
 	// Converge bounds the wait for convergence after the faults; 0 means
 	// Deadline().
 	Converge time.Duration
+	// CloudLimit, if set, puts tether's client-side limit (cloud/limit)
+	// between the controller and the faulty cloud.
+	CloudLimit limit.Config
 }
 
 // Report of a run; tether chaos --json prints it.
@@ -87,6 +91,7 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 	ec.Agent.HeartbeatEvery = time.Second
 	// A cloud that refuses a second exclusive attach would hide I1.
 	ec.Sim.Permissive = true
+	ec.CloudLimit = cfg.CloudLimit
 	chk.Wire(&ec)
 	breakRule(&ec, cfg.Break)
 	if cfg.Break == "I3-device" {

@@ -49,6 +49,9 @@ func chaosCommand() *cobra.Command {
 	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes, at least 1 (every fourth is multi-node)")
 	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes (2 to 1000)")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory (default: a temporary one, removed afterwards)")
+	f.Float64Var(&cfg.CloudLimit.QPS, "cloud-qps", 0, "put tether's client-side cloud limit in the way: calls per second (0: none)")
+	f.IntVar(&cfg.CloudLimit.Burst, "cloud-burst", 10, "with --cloud-qps: calls at once after a quiet spell")
+	f.IntVar(&cfg.CloudLimit.MaxInFlight, "cloud-max-inflight", 0, "calls to the cloud waiting for an answer at once (0: no bound)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (counts, and each violation with its history)")
 	return cmd
 }

@@ -74,6 +74,9 @@ func validateChaos(fs *pflag.FlagSet) error {
 	v.atLeast("duration", minChaosDuration, "faults are injected over it; default 20s")
 	v.count("volumes", 1, unbounded, "the workloads need volumes to use")
 	v.count("nodes", 2, maxNodes, "chaos moves workloads between nodes, all in this one process")
+	v.rate("cloud-qps")
+	v.count("cloud-burst", 1, 1_000_000, "calls that may go at once after a quiet spell")
+	v.count("cloud-max-inflight", 0, 1_000_000, "0: no bound")
 	return v.err
 }
 
