@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,9 +11,6 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
-	"github.com/tether/tether/node/layout"
-	"github.com/tether/tether/node/mount"
 )
 
 // fleetStart runs vols workloads (one volume each) over 4 nodes against a
@@ -29,13 +25,7 @@ func fleetStart(t *testing.T, vols int, lim limit.Config) sim.Counters {
 	cfg.Sim.ThrottleRate = 20
 	cfg.CloudLimit = lim
 	cfg.Controller.SyncPeriod = time.Hour // the fleet start's calls only
-	cfg.WrapMounter = func(n cloud.NodeName, _ mount.Mounter) mount.Mounter {
-		l, err := layout.New(filepath.Join(cfg.DataDir, "nodes", string(n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mount.NewSymlink(l)
-	}
+	useSymlinks(t, &cfg)
 	e, err := StartEmbedded(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -43,12 +33,6 @@ func fleetStart(t *testing.T, vols int, lim limit.Config) sim.Counters {
 	defer func() {
 		if err := e.Stop(); err != nil {
 			t.Error(err)
-		}
-		for _, n := range e.NodeNames {
-			l, _ := layout.New(e.NodeDir(n))
-			if err := node.Teardown(e.NodeDir(n), mount.NewSymlink(l)); err != nil {
-				t.Error(err)
-			}
 		}
 	}()
 	var chs []controller.Change

@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"io"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,9 +10,6 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
-	"github.com/tether/tether/node/layout"
-	"github.com/tether/tether/node/mount"
 )
 
 // slowListing is a store whose Volumes listing takes delay once armed, as
@@ -44,28 +40,13 @@ func TestSlowStartMarksNoNodeNotReady(t *testing.T) {
 		cfg.Controller.Node.NotReadyAfter = notReadyAfter
 		cfg.Agent.HeartbeatEvery = notReadyAfter / 10
 		cfg.WrapStore = func(s store.Store) store.Store { slow.Store = s; return slow }
-		cfg.WrapMounter = func(n cloud.NodeName, _ mount.Mounter) mount.Mounter {
-			l, err := layout.New(filepath.Join(dir, "nodes", string(n)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return mount.NewSymlink(l)
-		}
+		useSymlinks(t, &cfg)
 		e, err := StartEmbedded(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	t.Cleanup(func() {
-		for _, n := range []string{"n1", "n2"} {
-			nd := filepath.Join(dir, "nodes", n)
-			l, _ := layout.New(nd)
-			if err := node.Teardown(nd, mount.NewSymlink(l)); err != nil {
-				t.Error(err)
-			}
-		}
-	})
 	ready := func(e *Embedded) func() bool {
 		return func() bool {
 			for _, n := range e.NodeNames {

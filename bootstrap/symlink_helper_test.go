@@ -1,0 +1,40 @@
+package bootstrap
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
+)
+
+// useSymlinks makes cfg's agents mount with symlinks (no privileges, no
+// mount table to clean) and tears down what they leave under
+// cfg.DataDir/nodes when the test ends, even if it fails.
+func useSymlinks(t *testing.T, cfg *Config) {
+	t.Helper()
+	dir := cfg.DataDir
+	cfg.WrapMounter = func(n cloud.NodeName, _ mount.Mounter) mount.Mounter {
+		l, err := layout.New(filepath.Join(dir, "nodes", string(n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mount.NewSymlink(l)
+	}
+	t.Cleanup(func() {
+		nodes, _ := os.ReadDir(filepath.Join(dir, "nodes"))
+		for _, d := range nodes {
+			nd := filepath.Join(dir, "nodes", d.Name())
+			l, err := layout.New(nd)
+			if err != nil {
+				continue
+			}
+			if err := node.Teardown(nd, mount.NewSymlink(l)); err != nil {
+				t.Errorf("teardown %s: %v", nd, err)
+			}
+		}
+	})
+}
