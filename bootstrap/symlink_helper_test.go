@@ -1,12 +1,10 @@
 package bootstrap
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -24,17 +22,5 @@ func useSymlinks(t *testing.T, cfg *Config) {
 		}
 		return mount.NewSymlink(l)
 	}
-	t.Cleanup(func() {
-		nodes, _ := os.ReadDir(filepath.Join(dir, "nodes"))
-		for _, d := range nodes {
-			nd := filepath.Join(dir, "nodes", d.Name())
-			l, err := layout.New(nd)
-			if err != nil {
-				continue
-			}
-			if err := node.Teardown(nd, mount.NewSymlink(l)); err != nil {
-				t.Errorf("teardown %s: %v", nd, err)
-			}
-		}
-	})
+	t.Cleanup(func() { teardownNodes(t, dir, mount.NewSymlink) })
 }

@@ -33,19 +33,23 @@ func startDurable(t *testing.T, dir string, rebuild bool) (*Embedded, error) {
 // cleanupMounts unmounts what the agents left under dir (mounts outlive
 // the process), even when the test fails.
 func cleanupMounts(t *testing.T, dir string) {
-	t.Cleanup(func() {
-		nodes, _ := os.ReadDir(filepath.Join(dir, "nodes"))
-		for _, d := range nodes {
-			nd := filepath.Join(dir, "nodes", d.Name())
-			l, err := layout.New(nd)
-			if err != nil {
-				continue
-			}
-			if err := node.Teardown(nd, mount.Default(l)); err != nil {
-				t.Errorf("teardown %s: %v", nd, err)
-			}
+	t.Cleanup(func() { teardownNodes(t, dir, mount.Default) })
+}
+
+// teardownNodes takes down, with the mounter mounterOf gives, whatever the
+// agents left under dir/nodes.
+func teardownNodes(t *testing.T, dir string, mounterOf func(layout.Layout) mount.Mounter) {
+	nodes, _ := os.ReadDir(filepath.Join(dir, "nodes"))
+	for _, d := range nodes {
+		nd := filepath.Join(dir, "nodes", d.Name())
+		l, err := layout.New(nd)
+		if err != nil {
+			continue
 		}
-	})
+		if err := node.Teardown(nd, mounterOf(l)); err != nil {
+			t.Errorf("teardown %s: %v", nd, err)
+		}
+	}
 }
 
 func pollUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
