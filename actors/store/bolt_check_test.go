@@ -52,7 +52,7 @@ func TestOpenBoltRefusesCorruptStore(t *testing.T) {
 	good := bigStore(t)
 	ps, hwm := storeSize(t, good)
 	freelist := int(storeMeta(t, good).freelist)
-	half := len(good) / 2
+	half := middlePagesInUse(t, good)
 	leaf := pageHolding(t, good, "workload-010000{")
 	branch := firstBranch(t, good)
 	t.Logf("store of %.1f MB, %d pages of %d bytes in use", float64(len(good))/(1<<20), hwm, ps)

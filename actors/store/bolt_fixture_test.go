@@ -137,12 +137,19 @@ func storeMeta(t *testing.T, data []byte) boltMeta {
 // pageHolding returns the offset of the page holding s.
 func pageHolding(t *testing.T, data []byte, s string) int {
 	t.Helper()
-	at := bytes.Index(data, []byte(s))
-	if at < 0 {
-		t.Fatalf("%q not found in the file", s)
-	}
+	inUse := usedPages(t, data)
 	ps := os.Getpagesize()
-	return at / ps * ps
+	for from := 0; ; {
+		at := bytes.Index(data[from:], []byte(s))
+		if at < 0 {
+			t.Fatalf("%q not found in a page in use", s)
+		}
+		off := (from + at) / ps * ps
+		if inUse[uint64(off/ps)] { // not a stale copy in a free page
+			return off
+		}
+		from += at + len(s)
+	}
 }
 
 // firstBranch returns the offset of the first branch page in use.
@@ -178,4 +185,30 @@ func initBoltNoBuckets(path string) error {
 		return err
 	})
 	return errors.Join(err, db.Close())
+}
+
+// middlePagesInUse returns the offset of the first page at or past the
+// middle of the data pages that, with the two after it, the current tree
+// uses: damage there is damage to the store, not to free space (a store
+// written by many transactions has free pages anywhere below its end).
+func middlePagesInUse(t *testing.T, data []byte) int {
+	t.Helper()
+	m := storeMeta(t, data)
+	ps := uint64(os.Getpagesize())
+	inUse := usedPages(t, data)
+	for id := m.hwm / 2; id+2 < m.hwm; id++ {
+		if inUse[id] && inUse[id+1] && inUse[id+2] {
+			return int(id * ps)
+		}
+	}
+	t.Fatal("no three pages in use in a row past the middle")
+	return 0
+}
+
+// usedPages is the set of pages the current tree (and freelist) uses.
+func usedPages(t *testing.T, data []byte) map[uint64]bool {
+	t.Helper()
+	w := &walker{f: bytes.NewReader(data), size: int64(len(data)), pageSize: uint64(os.Getpagesize())}
+	must(t, w.walk(storeMeta(t, data)))
+	return w.seen
 }
