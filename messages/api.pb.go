@@ -377,16 +377,87 @@ func (x *ApplyRequest) GetDocuments() []*Document {
 	return nil
 }
 
+// ApplyChunk is one message of ApplyStream: documents to append to the
+// apply, in order.
+type ApplyChunk struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Documents []*Document            `protobuf:"bytes,1,rep,name=documents,proto3" json:"documents,omitempty"`
+	// last marks the final chunk; total is then the number of documents of
+	// every chunk of the stream, checked by the server.
+	Last          bool  `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	Total         int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyChunk) Reset() {
+	*x = ApplyChunk{}
+	mi := &file_api_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyChunk) ProtoMessage() {}
+
+func (x *ApplyChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyChunk.ProtoReflect.Descriptor instead.
+func (*ApplyChunk) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApplyChunk) GetDocuments() []*Document {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
+func (x *ApplyChunk) GetLast() bool {
+	if x != nil {
+		return x.Last
+	}
+	return false
+}
+
+func (x *ApplyChunk) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
 type ApplyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Applied       []string               `protobuf:"bytes,1,rep,name=applied,proto3" json:"applied,omitempty"` // "volume/data-1 configured", ...
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Applied []string               `protobuf:"bytes,1,rep,name=applied,proto3" json:"applied,omitempty"` // "volume/data-1 configured", ...
+	// omitted: lines left out of applied to keep the response under a byte
+	// budget (ApplyStream only; Apply lists every line).
+	Omitted int64 `protobuf:"varint,2,opt,name=omitted,proto3" json:"omitted,omitempty"`
+	// counts: how many objects of each kind were created, configured or
+	// left unchanged, over every document (empty from servers older than
+	// ApplyStream).
+	Counts        []*ApplyCount `protobuf:"bytes,3,rep,name=counts,proto3" json:"counts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_api_proto_msgTypes[6]
+	mi := &file_api_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +469,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[6]
+	mi := &file_api_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +482,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{6}
+	return file_api_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApplyResponse) GetApplied() []string {
@@ -419,6 +490,81 @@ func (x *ApplyResponse) GetApplied() []string {
 		return x.Applied
 	}
 	return nil
+}
+
+func (x *ApplyResponse) GetOmitted() int64 {
+	if x != nil {
+		return x.Omitted
+	}
+	return 0
+}
+
+func (x *ApplyResponse) GetCounts() []*ApplyCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+// ApplyCount is how many objects of kind got verb in one apply.
+type ApplyCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // volume, node, workload
+	Verb          string                 `protobuf:"bytes,2,opt,name=verb,proto3" json:"verb,omitempty"` // created, configured, unchanged
+	Count         int64                  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyCount) Reset() {
+	*x = ApplyCount{}
+	mi := &file_api_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyCount) ProtoMessage() {}
+
+func (x *ApplyCount) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyCount.ProtoReflect.Descriptor instead.
+func (*ApplyCount) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ApplyCount) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ApplyCount) GetVerb() string {
+	if x != nil {
+		return x.Verb
+	}
+	return ""
+}
+
+func (x *ApplyCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
 }
 
 type DeleteRequest struct {
@@ -431,7 +577,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_proto_msgTypes[7]
+	mi := &file_api_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -443,7 +589,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[7]
+	mi := &file_api_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -456,7 +602,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{7}
+	return file_api_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -481,7 +627,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_proto_msgTypes[8]
+	mi := &file_api_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -493,7 +639,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[8]
+	mi := &file_api_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -506,7 +652,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{8}
+	return file_api_proto_rawDescGZIP(), []int{10}
 }
 
 type GetRequest struct {
@@ -529,7 +675,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_proto_msgTypes[9]
+	mi := &file_api_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +687,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[9]
+	mi := &file_api_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +700,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{9}
+	return file_api_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -597,7 +743,7 @@ type VolumeInfo struct {
 
 func (x *VolumeInfo) Reset() {
 	*x = VolumeInfo{}
-	mi := &file_api_proto_msgTypes[10]
+	mi := &file_api_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +755,7 @@ func (x *VolumeInfo) String() string {
 func (*VolumeInfo) ProtoMessage() {}
 
 func (x *VolumeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[10]
+	mi := &file_api_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +768,7 @@ func (x *VolumeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeInfo.ProtoReflect.Descriptor instead.
 func (*VolumeInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{10}
+	return file_api_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *VolumeInfo) GetSpec() *VolumeDoc {
@@ -666,7 +812,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_api_proto_msgTypes[11]
+	mi := &file_api_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +824,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[11]
+	mi := &file_api_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +837,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{11}
+	return file_api_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NodeInfo) GetSpec() *NodeDoc {
@@ -742,7 +888,7 @@ type WorkloadInfo struct {
 
 func (x *WorkloadInfo) Reset() {
 	*x = WorkloadInfo{}
-	mi := &file_api_proto_msgTypes[12]
+	mi := &file_api_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -754,7 +900,7 @@ func (x *WorkloadInfo) String() string {
 func (*WorkloadInfo) ProtoMessage() {}
 
 func (x *WorkloadInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[12]
+	mi := &file_api_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -767,7 +913,7 @@ func (x *WorkloadInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadInfo.ProtoReflect.Descriptor instead.
 func (*WorkloadInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{12}
+	return file_api_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkloadInfo) GetSpec() *WorkloadDoc {
@@ -812,7 +958,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_proto_msgTypes[13]
+	mi := &file_api_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +970,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[13]
+	mi := &file_api_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +983,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{13}
+	return file_api_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetResponse) GetVolumes() []*VolumeInfo {
@@ -878,7 +1024,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_api_proto_msgTypes[14]
+	mi := &file_api_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1036,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[14]
+	mi := &file_api_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1049,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{14}
+	return file_api_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DescribeRequest) GetKind() string {
@@ -933,7 +1079,7 @@ type EventInfo struct {
 
 func (x *EventInfo) Reset() {
 	*x = EventInfo{}
-	mi := &file_api_proto_msgTypes[15]
+	mi := &file_api_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1091,7 @@ func (x *EventInfo) String() string {
 func (*EventInfo) ProtoMessage() {}
 
 func (x *EventInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[15]
+	mi := &file_api_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1104,7 @@ func (x *EventInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventInfo.ProtoReflect.Descriptor instead.
 func (*EventInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{15}
+	return file_api_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EventInfo) GetTimeUnixNano() int64 {
@@ -1009,7 +1155,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_api_proto_msgTypes[16]
+	mi := &file_api_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1167,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[16]
+	mi := &file_api_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1180,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{16}
+	return file_api_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DescribeResponse) GetObject() *GetResponse {
@@ -1068,7 +1214,7 @@ type NodeOperationRequest struct {
 
 func (x *NodeOperationRequest) Reset() {
 	*x = NodeOperationRequest{}
-	mi := &file_api_proto_msgTypes[17]
+	mi := &file_api_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1226,7 @@ func (x *NodeOperationRequest) String() string {
 func (*NodeOperationRequest) ProtoMessage() {}
 
 func (x *NodeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[17]
+	mi := &file_api_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1239,7 @@ func (x *NodeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeOperationRequest.ProtoReflect.Descriptor instead.
 func (*NodeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{17}
+	return file_api_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeOperationRequest) GetNode() string {
@@ -1119,7 +1265,7 @@ type NodeOperationResponse struct {
 
 func (x *NodeOperationResponse) Reset() {
 	*x = NodeOperationResponse{}
-	mi := &file_api_proto_msgTypes[18]
+	mi := &file_api_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1277,7 @@ func (x *NodeOperationResponse) String() string {
 func (*NodeOperationResponse) ProtoMessage() {}
 
 func (x *NodeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[18]
+	mi := &file_api_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1290,7 @@ func (x *NodeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeOperationResponse.ProtoReflect.Descriptor instead.
 func (*NodeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{18}
+	return file_api_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeOperationResponse) GetResult() string {
@@ -1178,9 +1324,21 @@ const file_api_proto_rawDesc = "" +
 	"\bworkload\x18\x03 \x01(\v2\x1c.tether.messages.WorkloadDocH\x00R\bworkloadB\x05\n" +
 	"\x03doc\"G\n" +
 	"\fApplyRequest\x127\n" +
-	"\tdocuments\x18\x01 \x03(\v2\x19.tether.messages.DocumentR\tdocuments\")\n" +
+	"\tdocuments\x18\x01 \x03(\v2\x19.tether.messages.DocumentR\tdocuments\"o\n" +
+	"\n" +
+	"ApplyChunk\x127\n" +
+	"\tdocuments\x18\x01 \x03(\v2\x19.tether.messages.DocumentR\tdocuments\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\bR\x04last\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\"x\n" +
 	"\rApplyResponse\x12\x18\n" +
-	"\aapplied\x18\x01 \x03(\tR\aapplied\"7\n" +
+	"\aapplied\x18\x01 \x03(\tR\aapplied\x12\x18\n" +
+	"\aomitted\x18\x02 \x01(\x03R\aomitted\x123\n" +
+	"\x06counts\x18\x03 \x03(\v2\x1b.tether.messages.ApplyCountR\x06counts\"J\n" +
+	"\n" +
+	"ApplyCount\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04verb\x18\x02 \x01(\tR\x04verb\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count\"7\n" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"\x10\n" +
@@ -1234,9 +1392,10 @@ const file_api_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\"/\n" +
 	"\x15NodeOperationResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\tR\x06result2\x8e\x03\n" +
+	"\x06result\x18\x01 \x01(\tR\x06result2\xdc\x03\n" +
 	"\x06Tether\x12F\n" +
-	"\x05Apply\x12\x1d.tether.messages.ApplyRequest\x1a\x1e.tether.messages.ApplyResponse\x12I\n" +
+	"\x05Apply\x12\x1d.tether.messages.ApplyRequest\x1a\x1e.tether.messages.ApplyResponse\x12L\n" +
+	"\vApplyStream\x12\x1b.tether.messages.ApplyChunk\x1a\x1e.tether.messages.ApplyResponse(\x01\x12I\n" +
 	"\x06Delete\x12\x1e.tether.messages.DeleteRequest\x1a\x1f.tether.messages.DeleteResponse\x12@\n" +
 	"\x03Get\x12\x1b.tether.messages.GetRequest\x1a\x1c.tether.messages.GetResponse\x12O\n" +
 	"\bDescribe\x12 .tether.messages.DescribeRequest\x1a!.tether.messages.DescribeResponse\x12^\n" +
@@ -1254,7 +1413,7 @@ func file_api_proto_rawDescGZIP() []byte {
 	return file_api_proto_rawDescData
 }
 
-var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_api_proto_goTypes = []any{
 	(*VolumeDoc)(nil),             // 0: tether.messages.VolumeDoc
 	(*NodeDoc)(nil),               // 1: tether.messages.NodeDoc
@@ -1262,21 +1421,23 @@ var file_api_proto_goTypes = []any{
 	(*WorkloadDoc)(nil),           // 3: tether.messages.WorkloadDoc
 	(*Document)(nil),              // 4: tether.messages.Document
 	(*ApplyRequest)(nil),          // 5: tether.messages.ApplyRequest
-	(*ApplyResponse)(nil),         // 6: tether.messages.ApplyResponse
-	(*DeleteRequest)(nil),         // 7: tether.messages.DeleteRequest
-	(*DeleteResponse)(nil),        // 8: tether.messages.DeleteResponse
-	(*GetRequest)(nil),            // 9: tether.messages.GetRequest
-	(*VolumeInfo)(nil),            // 10: tether.messages.VolumeInfo
-	(*NodeInfo)(nil),              // 11: tether.messages.NodeInfo
-	(*WorkloadInfo)(nil),          // 12: tether.messages.WorkloadInfo
-	(*GetResponse)(nil),           // 13: tether.messages.GetResponse
-	(*DescribeRequest)(nil),       // 14: tether.messages.DescribeRequest
-	(*EventInfo)(nil),             // 15: tether.messages.EventInfo
-	(*DescribeResponse)(nil),      // 16: tether.messages.DescribeResponse
-	(*NodeOperationRequest)(nil),  // 17: tether.messages.NodeOperationRequest
-	(*NodeOperationResponse)(nil), // 18: tether.messages.NodeOperationResponse
-	(*VolumeAttachment)(nil),      // 19: tether.messages.VolumeAttachment
-	(*NodeStatus)(nil),            // 20: tether.messages.NodeStatus
+	(*ApplyChunk)(nil),            // 6: tether.messages.ApplyChunk
+	(*ApplyResponse)(nil),         // 7: tether.messages.ApplyResponse
+	(*ApplyCount)(nil),            // 8: tether.messages.ApplyCount
+	(*DeleteRequest)(nil),         // 9: tether.messages.DeleteRequest
+	(*DeleteResponse)(nil),        // 10: tether.messages.DeleteResponse
+	(*GetRequest)(nil),            // 11: tether.messages.GetRequest
+	(*VolumeInfo)(nil),            // 12: tether.messages.VolumeInfo
+	(*NodeInfo)(nil),              // 13: tether.messages.NodeInfo
+	(*WorkloadInfo)(nil),          // 14: tether.messages.WorkloadInfo
+	(*GetResponse)(nil),           // 15: tether.messages.GetResponse
+	(*DescribeRequest)(nil),       // 16: tether.messages.DescribeRequest
+	(*EventInfo)(nil),             // 17: tether.messages.EventInfo
+	(*DescribeResponse)(nil),      // 18: tether.messages.DescribeResponse
+	(*NodeOperationRequest)(nil),  // 19: tether.messages.NodeOperationRequest
+	(*NodeOperationResponse)(nil), // 20: tether.messages.NodeOperationResponse
+	(*VolumeAttachment)(nil),      // 21: tether.messages.VolumeAttachment
+	(*NodeStatus)(nil),            // 22: tether.messages.NodeStatus
 }
 var file_api_proto_depIdxs = []int32{
 	2,  // 0: tether.messages.WorkloadDoc.volumes:type_name -> tether.messages.WorkloadVolumeDoc
@@ -1284,31 +1445,35 @@ var file_api_proto_depIdxs = []int32{
 	1,  // 2: tether.messages.Document.node:type_name -> tether.messages.NodeDoc
 	3,  // 3: tether.messages.Document.workload:type_name -> tether.messages.WorkloadDoc
 	4,  // 4: tether.messages.ApplyRequest.documents:type_name -> tether.messages.Document
-	0,  // 5: tether.messages.VolumeInfo.spec:type_name -> tether.messages.VolumeDoc
-	19, // 6: tether.messages.VolumeInfo.attachments:type_name -> tether.messages.VolumeAttachment
-	1,  // 7: tether.messages.NodeInfo.spec:type_name -> tether.messages.NodeDoc
-	20, // 8: tether.messages.NodeInfo.status:type_name -> tether.messages.NodeStatus
-	3,  // 9: tether.messages.WorkloadInfo.spec:type_name -> tether.messages.WorkloadDoc
-	10, // 10: tether.messages.GetResponse.volumes:type_name -> tether.messages.VolumeInfo
-	11, // 11: tether.messages.GetResponse.nodes:type_name -> tether.messages.NodeInfo
-	12, // 12: tether.messages.GetResponse.workloads:type_name -> tether.messages.WorkloadInfo
-	13, // 13: tether.messages.DescribeResponse.object:type_name -> tether.messages.GetResponse
-	15, // 14: tether.messages.DescribeResponse.events:type_name -> tether.messages.EventInfo
-	5,  // 15: tether.messages.Tether.Apply:input_type -> tether.messages.ApplyRequest
-	7,  // 16: tether.messages.Tether.Delete:input_type -> tether.messages.DeleteRequest
-	9,  // 17: tether.messages.Tether.Get:input_type -> tether.messages.GetRequest
-	14, // 18: tether.messages.Tether.Describe:input_type -> tether.messages.DescribeRequest
-	17, // 19: tether.messages.Tether.NodeOperation:input_type -> tether.messages.NodeOperationRequest
-	6,  // 20: tether.messages.Tether.Apply:output_type -> tether.messages.ApplyResponse
-	8,  // 21: tether.messages.Tether.Delete:output_type -> tether.messages.DeleteResponse
-	13, // 22: tether.messages.Tether.Get:output_type -> tether.messages.GetResponse
-	16, // 23: tether.messages.Tether.Describe:output_type -> tether.messages.DescribeResponse
-	18, // 24: tether.messages.Tether.NodeOperation:output_type -> tether.messages.NodeOperationResponse
-	20, // [20:25] is the sub-list for method output_type
-	15, // [15:20] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	4,  // 5: tether.messages.ApplyChunk.documents:type_name -> tether.messages.Document
+	8,  // 6: tether.messages.ApplyResponse.counts:type_name -> tether.messages.ApplyCount
+	0,  // 7: tether.messages.VolumeInfo.spec:type_name -> tether.messages.VolumeDoc
+	21, // 8: tether.messages.VolumeInfo.attachments:type_name -> tether.messages.VolumeAttachment
+	1,  // 9: tether.messages.NodeInfo.spec:type_name -> tether.messages.NodeDoc
+	22, // 10: tether.messages.NodeInfo.status:type_name -> tether.messages.NodeStatus
+	3,  // 11: tether.messages.WorkloadInfo.spec:type_name -> tether.messages.WorkloadDoc
+	12, // 12: tether.messages.GetResponse.volumes:type_name -> tether.messages.VolumeInfo
+	13, // 13: tether.messages.GetResponse.nodes:type_name -> tether.messages.NodeInfo
+	14, // 14: tether.messages.GetResponse.workloads:type_name -> tether.messages.WorkloadInfo
+	15, // 15: tether.messages.DescribeResponse.object:type_name -> tether.messages.GetResponse
+	17, // 16: tether.messages.DescribeResponse.events:type_name -> tether.messages.EventInfo
+	5,  // 17: tether.messages.Tether.Apply:input_type -> tether.messages.ApplyRequest
+	6,  // 18: tether.messages.Tether.ApplyStream:input_type -> tether.messages.ApplyChunk
+	9,  // 19: tether.messages.Tether.Delete:input_type -> tether.messages.DeleteRequest
+	11, // 20: tether.messages.Tether.Get:input_type -> tether.messages.GetRequest
+	16, // 21: tether.messages.Tether.Describe:input_type -> tether.messages.DescribeRequest
+	19, // 22: tether.messages.Tether.NodeOperation:input_type -> tether.messages.NodeOperationRequest
+	7,  // 23: tether.messages.Tether.Apply:output_type -> tether.messages.ApplyResponse
+	7,  // 24: tether.messages.Tether.ApplyStream:output_type -> tether.messages.ApplyResponse
+	10, // 25: tether.messages.Tether.Delete:output_type -> tether.messages.DeleteResponse
+	15, // 26: tether.messages.Tether.Get:output_type -> tether.messages.GetResponse
+	18, // 27: tether.messages.Tether.Describe:output_type -> tether.messages.DescribeResponse
+	20, // 28: tether.messages.Tether.NodeOperation:output_type -> tether.messages.NodeOperationResponse
+	23, // [23:29] is the sub-list for method output_type
+	17, // [17:23] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_api_proto_init() }
@@ -1328,7 +1493,7 @@ func file_api_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_proto_rawDesc), len(file_api_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

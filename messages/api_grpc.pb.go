@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Tether_Apply_FullMethodName         = "/tether.messages.Tether/Apply"
+	Tether_ApplyStream_FullMethodName   = "/tether.messages.Tether/ApplyStream"
 	Tether_Delete_FullMethodName        = "/tether.messages.Tether/Delete"
 	Tether_Get_FullMethodName           = "/tether.messages.Tether/Get"
 	Tether_Describe_FullMethodName      = "/tether.messages.Tether/Describe"
@@ -34,8 +35,18 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type TetherClient interface {
-	// Apply creates or updates the documents, all or nothing.
+	// Apply creates or updates the documents, all or nothing. One request
+	// is at most 1 MiB: larger applies use ApplyStream.
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
+	// ApplyStream is Apply for inputs of any size up to the server's bounds
+	// (1,000,000 documents, 512 MiB of encoded documents): the client sends
+	// the documents in chunks, each under 1 MiB, the last one marked; the
+	// server applies them all or nothing once the client has closed its
+	// side after the last chunk. A stream that ends in any other way
+	// (cancelled, broken, closed before its last chunk, over a bound)
+	// applies nothing. The response lists per-object lines up to a byte
+	// budget and always counts them all.
+	ApplyStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ApplyChunk, ApplyResponse], error)
 	// Delete removes one object.
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	// Get lists objects of a kind (all, or the one named) with their status,
@@ -66,6 +77,19 @@ func (c *tetherClient) Apply(ctx context.Context, in *ApplyRequest, opts ...grpc
 	}
 	return out, nil
 }
+
+func (c *tetherClient) ApplyStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ApplyChunk, ApplyResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Tether_ServiceDesc.Streams[0], Tether_ApplyStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ApplyChunk, ApplyResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Tether_ApplyStreamClient = grpc.ClientStreamingClient[ApplyChunk, ApplyResponse]
 
 func (c *tetherClient) Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -111,8 +135,18 @@ func (c *tetherClient) NodeOperation(ctx context.Context, in *NodeOperationReque
 // All implementations must embed UnimplementedTetherServer
 // for forward compatibility.
 type TetherServer interface {
-	// Apply creates or updates the documents, all or nothing.
+	// Apply creates or updates the documents, all or nothing. One request
+	// is at most 1 MiB: larger applies use ApplyStream.
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
+	// ApplyStream is Apply for inputs of any size up to the server's bounds
+	// (1,000,000 documents, 512 MiB of encoded documents): the client sends
+	// the documents in chunks, each under 1 MiB, the last one marked; the
+	// server applies them all or nothing once the client has closed its
+	// side after the last chunk. A stream that ends in any other way
+	// (cancelled, broken, closed before its last chunk, over a bound)
+	// applies nothing. The response lists per-object lines up to a byte
+	// budget and always counts them all.
+	ApplyStream(grpc.ClientStreamingServer[ApplyChunk, ApplyResponse]) error
 	// Delete removes one object.
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	// Get lists objects of a kind (all, or the one named) with their status,
@@ -136,6 +170,9 @@ type UnimplementedTetherServer struct{}
 
 func (UnimplementedTetherServer) Apply(context.Context, *ApplyRequest) (*ApplyResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Apply not implemented")
+}
+func (UnimplementedTetherServer) ApplyStream(grpc.ClientStreamingServer[ApplyChunk, ApplyResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method ApplyStream not implemented")
 }
 func (UnimplementedTetherServer) Delete(context.Context, *DeleteRequest) (*DeleteResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Delete not implemented")
@@ -187,6 +224,13 @@ func _Tether_Apply_Handler(srv interface{}, ctx context.Context, dec func(interf
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _Tether_ApplyStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(TetherServer).ApplyStream(&grpc.GenericServerStream[ApplyChunk, ApplyResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Tether_ApplyStreamServer = grpc.ClientStreamingServer[ApplyChunk, ApplyResponse]
 
 func _Tether_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteRequest)
@@ -288,6 +332,12 @@ var Tether_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Tether_NodeOperation_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ApplyStream",
+			Handler:       _Tether_ApplyStream_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "api.proto",
 }
