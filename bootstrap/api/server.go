@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -26,7 +27,7 @@ import (
 	"github.com/tether/tether/messages"
 )
 
-// MaxRequestBytes bounds one request.
+// MaxRequestBytes bounds one request, and one message of a stream.
 const MaxRequestBytes = 1 << 20
 
 // Nodes is the cloud behind the nodes as the API needs it (the sim cloud
@@ -53,9 +54,11 @@ type Nodes interface {
 
 // Server is a running API server.
 type Server struct {
-	grpc *grpc.Server
-	lis  net.Listener
-	done chan error
+	grpc    *grpc.Server
+	lis     net.Listener
+	done    chan error
+	stop    sync.Once
+	stopErr error
 }
 
 // Serve listens on addr (a loopback address) and serves in plain text in a
@@ -65,7 +68,7 @@ func Serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRem
 	return ServeTLS(addr, token, ctl, nodes, allowRemote, nil)
 }
 
-func serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRemote bool, opts ...grpc.ServerOption) (*Server, error) {
+func serve(addr, token string, svc *service, allowRemote bool, opts ...grpc.ServerOption) (*Server, error) {
 	if !allowRemote {
 		if err := checkLoopback(addr); err != nil {
 			return nil, err
@@ -75,8 +78,9 @@ func serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRem
 	if err != nil {
 		return nil, fmt.Errorf("api: listen %s: %w", addr, err)
 	}
-	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(MaxRequestBytes), grpc.UnaryInterceptor(authenticate(token)))...)
-	messages.RegisterTetherServer(g, &service{ctl: ctl, nodes: nodes})
+	g := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.UnaryInterceptor(authenticate(token)), grpc.StreamInterceptor(authenticateStream(token)))...)
+	messages.RegisterTetherServer(g, svc)
 	s := &Server{grpc: g, lis: lis, done: make(chan error, 1)}
 	go func() { s.done <- g.Serve(lis) }()
 	return s, nil
@@ -85,13 +89,16 @@ func serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRem
 // Addr is where the server listens ("127.0.0.1:PORT").
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
-// Stop finishes the calls in flight and stops.
+// Stop finishes the calls in flight and stops. It may be called again:
+// it returns what the first call returned.
 func (s *Server) Stop() error {
-	s.grpc.GracefulStop()
-	if err := <-s.done; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return err
-	}
-	return nil
+	s.stop.Do(func() {
+		s.grpc.GracefulStop()
+		if err := <-s.done; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.stopErr = err
+		}
+	})
+	return s.stopErr
 }
 
 func checkLoopback(addr string) error {
@@ -108,18 +115,39 @@ func checkLoopback(addr string) error {
 	return fmt.Errorf("api: refusing to listen on %q: not a loopback address", addr)
 }
 
-// authenticate checks "authorization: Bearer <token>" on every call, in
-// constant time.
+// authenticate checks "authorization: Bearer <token>" on every unary
+// call, in constant time.
 func authenticate(token string) grpc.UnaryServerInterceptor {
 	want := []byte("Bearer " + token)
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		md, _ := metadata.FromIncomingContext(ctx)
-		got := md.Get("authorization")
-		if len(got) != 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1 {
-			return nil, status.Error(codes.Unauthenticated, "missing or wrong API token (see the api-token file in the data directory)")
+		if err := authorized(ctx, want); err != nil {
+			return nil, err
 		}
 		return h(ctx, req)
 	}
+}
+
+// authenticateStream is authenticate for streams: the token is checked
+// before the handler reads the stream's first message.
+func authenticateStream(token string) grpc.StreamServerInterceptor {
+	want := []byte("Bearer " + token)
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if err := authorized(ss.Context(), want); err != nil {
+			return err
+		}
+		return h(srv, ss)
+	}
+}
+
+// authorized returns an Unauthenticated status unless ctx's metadata holds
+// exactly one authorization, want.
+func authorized(ctx context.Context, want []byte) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	got := md.Get("authorization")
+	if len(got) != 1 || subtle.ConstantTimeCompare([]byte(got[0]), want) != 1 {
+		return status.Error(codes.Unauthenticated, "missing or wrong API token (see the api-token file in the data directory)")
+	}
+	return nil
 }
 
 // toStatus maps controller errors to gRPC codes.

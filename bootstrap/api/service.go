@@ -1,11 +1,20 @@
 package api
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/store"
@@ -22,6 +31,9 @@ type service struct {
 	// applying serializes applies: each plans the cloud's resources from
 	// what the cloud and the desired state hold (provision.go).
 	applying sync.Mutex
+	// maxDocs and maxBytes bound an ApplyStream; 0 means
+	// MaxApplyDocuments and MaxApplyBytes (tests set less).
+	maxDocs, maxBytes int
 }
 
 func (s *service) Apply(_ context.Context, req *messages.ApplyRequest) (*messages.ApplyResponse, error) {
@@ -40,7 +52,128 @@ func (s *service) Apply(_ context.Context, req *messages.ApplyRequest) (*message
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &messages.ApplyResponse{Applied: applied}, nil
+	return &messages.ApplyResponse{Applied: applied, Counts: countApplied(applied)}, nil
+}
+
+// An ApplyStream apply is bounded in all, as one Apply is by
+// MaxRequestBytes: the server holds every document of a stream (decoded)
+// until the stream ends, and validates and commits them in one
+// transaction. The bounds leave room for 100,000s of objects in one apply
+// while keeping one stream's memory to a few GiB at worst.
+const (
+	// MaxApplyDocuments bounds the documents of one apply.
+	MaxApplyDocuments = 1_000_000
+	// MaxApplyBytes bounds the encoded size of one apply's chunks together.
+	MaxApplyBytes = 512 << 20
+)
+
+// ApplyStream receives the documents of one apply in chunks and applies
+// them as Apply does, all or nothing, once the stream has ended cleanly:
+// its last chunk received, then the client's close. Anything else (an
+// error, a cancel, a bound exceeded, a close before the last chunk)
+// applies nothing.
+func (s *service) ApplyStream(stream messages.Tether_ApplyStreamServer) error {
+	changes, err := receiveChanges(stream, cmp.Or(s.maxDocs, MaxApplyDocuments), cmp.Or(s.maxBytes, MaxApplyBytes))
+	if err != nil {
+		return err
+	}
+	// A client gone by now would not learn the outcome: apply nothing.
+	if err := stream.Context().Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	applied, err := s.applyChanges(changes)
+	if err != nil {
+		return toStatus(err)
+	}
+	res := &messages.ApplyResponse{Counts: countApplied(applied)}
+	res.Applied, res.Omitted = withinBudget(applied, responseBudget)
+	return stream.SendAndClose(res)
+}
+
+// receiveChanges reads a stream to its clean end and returns its
+// documents as changes (at most maxDocs, from chunks of at most maxBytes
+// together), or a status error saying why they are refused.
+func receiveChanges(stream messages.Tether_ApplyStreamServer, maxDocs, maxBytes int) ([]controller.Change, error) {
+	var changes []controller.Change
+	size := 0
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, status.Errorf(codes.InvalidArgument, "apply stream closed after %d documents without its last chunk: nothing applied", len(changes))
+		}
+		if err != nil {
+			return nil, err
+		}
+		size += proto.Size(chunk)
+		if size > maxBytes {
+			return nil, status.Errorf(codes.ResourceExhausted, "apply stream: more than %d bytes of documents, the bound of one apply: nothing applied (split the input over several applies)", maxBytes)
+		}
+		if len(changes)+len(chunk.Documents) > maxDocs {
+			return nil, status.Errorf(codes.ResourceExhausted, "apply stream: more than %d documents, the bound of one apply: nothing applied (split the input over several applies)", maxDocs)
+		}
+		for _, d := range chunk.Documents {
+			ch, err := changeOf(d)
+			if err != nil {
+				return nil, toStatus(fmt.Errorf("document %d: %w", len(changes)+1, err))
+			}
+			changes = append(changes, ch)
+		}
+		if chunk.Last {
+			return changes, endOfStream(stream, chunk.Total, len(changes))
+		}
+	}
+}
+
+// endOfStream checks the last chunk's total and waits for the client's
+// close: the stream's clean end.
+func endOfStream(stream messages.Tether_ApplyStreamServer, total int64, got int) error {
+	if total != int64(got) {
+		return status.Errorf(codes.InvalidArgument, "apply stream: the last chunk says %d documents, %d were received: nothing applied", total, got)
+	}
+	if got == 0 {
+		return toStatus(fmt.Errorf("%w: no documents", controller.ErrInvalid))
+	}
+	switch _, err := stream.Recv(); {
+	case err == nil:
+		return status.Error(codes.InvalidArgument, "apply stream: a chunk after the last: nothing applied")
+	case !errors.Is(err, io.EOF):
+		return err
+	}
+	return nil
+}
+
+// withinBudget returns the first lines that fit in budget bytes of a
+// response, and how many did not.
+func withinBudget(lines []string, budget int) (kept []string, omitted int64) {
+	for i, l := range lines {
+		if budget -= 1 + protowire.SizeBytes(len(l)); budget < 0 {
+			return lines[:i], int64(len(lines) - i)
+		}
+	}
+	return lines, 0
+}
+
+// countApplied counts the controller's lines ("volume/x created") by
+// kind and verb, in a fixed order: kinds volume, node, workload; verbs
+// created, configured, unchanged; any other after them as met.
+func countApplied(lines []string) []*messages.ApplyCount {
+	var counts []*messages.ApplyCount
+	for _, kind := range []string{"volume", "node", "workload"} {
+		for _, verb := range []string{"created", "configured", "unchanged"} {
+			counts = append(counts, &messages.ApplyCount{Kind: kind, Verb: verb})
+		}
+	}
+	for _, l := range lines {
+		ref, verb, _ := strings.Cut(l, " ")
+		kind, _, _ := strings.Cut(ref, "/")
+		i := slices.IndexFunc(counts, func(c *messages.ApplyCount) bool { return c.Kind == kind && c.Verb == verb })
+		if i < 0 {
+			i = len(counts)
+			counts = append(counts, &messages.ApplyCount{Kind: kind, Verb: verb})
+		}
+		counts[i].Count++
+	}
+	return slices.DeleteFunc(counts, func(c *messages.ApplyCount) bool { return c.Count == 0 })
 }
 
 // changeOf converts one document.

@@ -25,10 +25,10 @@ func ServeTLS(addr, token string, ctl *controller.Controller, nodes Nodes, allow
 		if err := checkLoopback(addr); err != nil && allowRemote {
 			return nil, fmt.Errorf("%w: %q", ErrPlainRemote, addr)
 		}
-		return serve(addr, token, ctl, nodes, allowRemote)
+		return serve(addr, token, &service{ctl: ctl, nodes: nodes}, allowRemote)
 	}
 	if len(tlsCfg.Certificates) == 0 && tlsCfg.GetCertificate == nil {
 		return nil, errors.New("api: TLS configuration without a certificate")
 	}
-	return serve(addr, token, ctl, nodes, allowRemote, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	return serve(addr, token, &service{ctl: ctl, nodes: nodes}, allowRemote, grpc.Creds(credentials.NewTLS(tlsCfg)))
 }
