@@ -37,6 +37,7 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 	if e.guard == nil {
 		e.guard = spawn.New(sys)
 	}
+	e.verify = newVerifier(e)
 	scfg := cfg.Supervisor
 	if scfg.Clock == nil {
 		scfg.Clock = cfg.Clock
@@ -119,6 +120,7 @@ func (c *Controller) Start() error {
 	// actors spawned above started their clocks before the agents could
 	// report, and the restore is bulk work.
 	e.beginRestore(ids)
+	e.verify.hold(ids) // one verify pass for the whole restore (verifier.go)
 	for _, v := range vols {
 		e.guard.Send(e.lookup.Volume(v.ID), wake)
 	}

@@ -88,6 +88,7 @@ type env struct {
 	lookup *localLookup
 	guard  *spawn.Guard
 	inst   *instances
+	verify *verifier
 	log    logrus.FieldLogger
 	clock  clock.Clock
 	ctx    context.Context // cancelled when the controller stops

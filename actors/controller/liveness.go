@@ -43,6 +43,7 @@ func (e *env) beginRestore(vols []cloud.VolumeID) {
 // volumeSettled: a volume actor of Start restored, or stopped. The last
 // one starts liveness.
 func (e *env) volumeSettled(v cloud.VolumeID) {
+	e.verify.settled(v)
 	w := &e.restore
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/actors/syncer"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -89,74 +89,60 @@ func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call f
 	if err == nil {
 		err = call(c, inst)
 		e.inst.forget(n, err)
+		a.landed(intent, err, c.Err())
 	}
 	return err
+}
+
+// landed shortens the intent of an operation whose reply arrived: it can
+// no longer land after now, so a restore whose verify is asked later knows
+// its outcome and need not fence the node until the original deadline (a
+// restart right after a fleet start would otherwise hold every volume
+// Uncertain for CloudTimeout). Nothing changes when the call ended with its
+// context (it may still land until the deadline), or when the write fails
+// (the original deadline stays: conservative). The volume actor starts no
+// other operation on this node before this call's result, which comes
+// after this write: the shortened intent never replaces a newer one.
+func (a *volumeActor) landed(intent store.Intent, callErr, ctxErr error) {
+	if ctxErr != nil || errors.Is(callErr, context.Canceled) || errors.Is(callErr, context.DeadlineExceeded) {
+		return
+	}
+	e := a.env
+	intent.Deadline = e.clock.Now()
+	if err := e.store.PutIntent(intent); err != nil {
+		e.log.WithField("volume", a.id).Debugf("keeping the intent's deadline: %v", err)
+	}
 }
 
 func (a *volumeActor) verifyStart(c context.Context, nodes []cloud.NodeName) {
 	a.verifyNodes(c, nodes, true)
 }
 
-// verifyNodes asks the cloud, in one call per batch of instances, whether
-// this volume is attached to each node. At start-up the answer is one
+// verifyNodes asks the verifier (verifier.go) whether this volume is
+// attached to each node: it shares one cloud call per batch of instances
+// with every other volume asking at the time. At start-up the answer is one
 // VolumeRestored; later, one AttachmentVerified per node.
 func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, start bool) {
 	e := a.env
-	asOf := e.clock.Now().UnixNano()
-	attached := map[string]bool{}
-	var failure error
-	for _, batch := range syncer.Batches(nodes, e.cloud.BatchSize()) {
-		if err := a.verifyBatch(c, batch, attached); err != nil {
-			failure = err
-			break
+	incarnation := a.incarnation
+	e.verify.ask(c, a.id, nodes, func(ans verifyAnswer) {
+		asOf := ans.AsOf.UnixNano()
+		if start {
+			res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: ans.Attached, AsOfUnixNano: asOf, Incarnation: incarnation}
+			if ans.Err != nil {
+				res.VerifyFailed, res.Error = true, ans.Err.Error()
+			}
+			a.sendSelf(res)
+			return
 		}
-	}
-	if start {
-		res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: attached, AsOfUnixNano: asOf, Incarnation: a.incarnation}
-		if failure != nil {
-			res.VerifyFailed, res.Error = true, failure.Error()
+		if ans.Err != nil {
+			e.log.WithField("volume", a.id).Warnf("verify failed: %v", ans.Err)
+			return
 		}
-		a.sendSelf(res)
-		return
-	}
-	if failure != nil {
-		e.log.WithField("volume", a.id).Warnf("verify failed: %v", failure)
-		return
-	}
-	for n, att := range attached {
-		a.sendSelf(&messages.AttachmentVerified{VolumeId: string(a.id), Node: n, Attached: att, AsOfUnixNano: asOf})
-	}
-}
-
-func (a *volumeActor) verifyBatch(c context.Context, batch []cloud.NodeName, out map[string]bool) error {
-	e := a.env
-	ctx, cancel := context.WithTimeout(c, e.cfg.CloudTimeout)
-	defer cancel()
-	query := map[cloud.InstanceID][]cloud.VolumeID{}
-	byInst := map[cloud.InstanceID]cloud.NodeName{}
-	for _, n := range batch {
-		inst, err := e.inst.resolve(ctx, n)
-		if cloud.Classify(err) == cloud.KindNotFound {
-			out[string(n)] = false // no instance backs the node: nothing attached there
-			continue
+		for n, att := range ans.Attached {
+			a.sendSelf(&messages.AttachmentVerified{VolumeId: string(a.id), Node: n, Attached: att, AsOfUnixNano: asOf})
 		}
-		if err != nil {
-			return fmt.Errorf("resolve node %q: %w", n, err)
-		}
-		query[inst] = []cloud.VolumeID{a.id}
-		byInst[inst] = n
-	}
-	if len(query) == 0 {
-		return nil
-	}
-	res, err := e.cloud.VolumesAreAttached(ctx, query)
-	if err != nil {
-		return err
-	}
-	for inst, n := range byInst {
-		out[string(n)] = res[inst][a.id]
-	}
-	return nil
+	})
 }
 
 // sendSelf delivers a goroutine's result to this incarnation. Once it has
