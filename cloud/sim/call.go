@@ -40,7 +40,7 @@ func newCounters() Counters {
 
 // Calls returns a snapshot of the counters; the caller may keep and modify it.
 func (c *Cloud) Calls() Counters {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	out := c.counters
 	out.Calls = maps.Clone(c.counters.Calls)
@@ -114,7 +114,6 @@ func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() 
 // state write, under the lock, unless the call's deadline has passed.
 func (c *Cloud) apply(m Method, subject string, deadline time.Time, bounded bool, effect func() error) error {
 	c.mu.Lock()
-	mark := len(c.obs.queue)
 	var err error
 	if bounded && time.Now().After(deadline) {
 		err = fmt.Errorf("sim: %s %s: dropped, its deadline passed: %w", m, subject, context.DeadlineExceeded)
@@ -128,7 +127,7 @@ func (c *Cloud) apply(m Method, subject string, deadline time.Time, bounded bool
 	if err != nil {
 		c.counters.Errors[m]++
 	}
-	if perr := c.commitLocked(mark); perr != nil {
+	if perr := c.commitLocked(); perr != nil {
 		if err == nil {
 			c.counters.Errors[m]++
 		}
@@ -173,7 +172,7 @@ func (c *Cloud) admit(ctx context.Context, m Method, subject string) (callPlan, 
 		c.counters.Throttled[m]++
 		c.counters.Errors[m]++
 		err := fmt.Errorf("sim: %s %s: token bucket empty: %w", m, subject, cloud.ErrThrottled)
-		if perr := c.commitLocked(len(c.obs.queue)); perr != nil {
+		if perr := c.commitLocked(); perr != nil {
 			err = withWriteError(err, m, subject, perr)
 		}
 		return callPlan{}, err

@@ -19,12 +19,11 @@ import (
 // instance simply gets one. It returns the new instance's ID.
 func (c *Cloud) Replace(node cloud.NodeName) (cloud.InstanceID, error) {
 	c.mu.Lock()
-	mark := len(c.obs.queue)
 	if old, ok := c.nodes[node]; ok {
 		c.dropInstanceLocked(old, ReasonTerminate)
 	}
 	id := c.newInstanceLocked(node)
-	if err := c.commitUnlock(mark, "replace the instance of node "+string(node)); err != nil {
+	if err := c.commitUnlock("replace the instance of node " + string(node)); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -41,9 +40,8 @@ func (c *Cloud) Delete(inst cloud.InstanceID) error {
 		c.mu.Unlock()
 		return fmt.Errorf("sim: delete %s: instance not found: %w", inst, cloud.ErrNotFound)
 	}
-	mark := len(c.obs.queue)
 	c.dropInstanceLocked(in, ReasonDelete)
-	return c.commitUnlock(mark, "delete "+string(inst))
+	return c.commitUnlock("delete " + string(inst))
 }
 
 // ConsoleDetach detaches vol from inst from the cloud's side while the
@@ -62,16 +60,15 @@ func (c *Cloud) ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error {
 		c.mu.Unlock()
 		return nil
 	}
-	mark := len(c.obs.queue)
 	c.removeLocked(v, in, ReasonConsole)
-	return c.commitUnlock(mark, fmt.Sprintf("console detach %s from %s", vol, inst))
+	return c.commitUnlock(fmt.Sprintf("console detach %s from %s", vol, inst))
 }
 
-// commitUnlock ends a change made under the lock since mark: it commits
-// it (see commitLocked), releases the lock and, if it was written,
-// delivers it to the observers. what names the change in the error.
-func (c *Cloud) commitUnlock(mark int, what string) error {
-	err := c.commitLocked(mark)
+// commitUnlock ends a change made under the lock: it commits it (see
+// commitLocked), releases the lock and, if it was written, delivers it to
+// the observers. what names the change in the error.
+func (c *Cloud) commitUnlock(what string) error {
+	err := c.commitLocked()
 	c.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("sim: %s: %w", what, err)
@@ -92,6 +89,7 @@ func (c *Cloud) detachAllLocked(in *instance, reason string) {
 func (c *Cloud) dropInstanceLocked(in *instance, reason string) {
 	c.detachAllLocked(in, reason)
 	in.running = false
+	c.touchInstLocked(in.id)
 	delete(c.insts, in.id)
 	if c.nodes[in.node] == in {
 		delete(c.nodes, in.node)
@@ -110,5 +108,6 @@ func (c *Cloud) newInstanceLocked(node cloud.NodeName) cloud.InstanceID {
 	}
 	c.nodes[node] = in
 	c.insts[in.id] = in
+	c.touchInstLocked(in.id)
 	return in.id
 }

@@ -30,8 +30,9 @@ const (
 type observers struct {
 	sync       []func(Change) // ObserveSync: called under the lock
 	hooks      []func(Change)
-	queue      []Change
-	delivering bool // a goroutine is draining queue
+	staged     []Change // made, not yet committed (commitLocked)
+	queue      []Change // committed, for the hooks
+	delivering bool     // a goroutine is draining queue
 }
 
 // Observe registers f, called on every later real attachment change (not on
@@ -60,12 +61,13 @@ func (c *Cloud) ObserveSync(f func(Change)) {
 	c.obs.sync = append(c.obs.sync, f)
 }
 
-// recordLocked queues the change of the attachment of v to in.
+// recordLocked stages the change of the attachment of v to in, for the
+// observers once it is committed.
 func (c *Cloud) recordLocked(v *volume, in *instance, attached bool, reason string) {
 	if len(c.obs.hooks) == 0 && len(c.obs.sync) == 0 {
 		return
 	}
-	c.obs.queue = append(c.obs.queue, Change{
+	c.obs.staged = append(c.obs.staged, Change{
 		Time:     c.now(),
 		Volume:   v.id,
 		Instance: in.id,
@@ -76,18 +78,16 @@ func (c *Cloud) recordLocked(v *volume, in *instance, attached bool, reason stri
 	})
 }
 
-// committedLocked tells the synchronous observers about the changes queued
-// since mark, which are now committed, and drops them from the queue if
-// nobody observes asynchronously.
-func (c *Cloud) committedLocked(mark int) {
-	for _, ch := range c.obs.queue[mark:] {
+// publishLocked tells the synchronous observers about changes, which are
+// now committed, and queues them for the others (deliver).
+func (c *Cloud) publishLocked(changes []Change) {
+	for _, ch := range changes {
 		for _, f := range c.obs.sync {
 			f(ch)
 		}
 	}
-	if len(c.obs.hooks) == 0 {
-		clear(c.obs.queue[mark:])
-		c.obs.queue = c.obs.queue[:mark]
+	if len(c.obs.hooks) > 0 {
+		c.obs.queue = append(c.obs.queue, changes...)
 	}
 }
 

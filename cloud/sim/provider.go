@@ -71,6 +71,7 @@ func (c *Cloud) attachLocked(vol cloud.VolumeID, id cloud.InstanceID) (string, e
 	dev := freeDevice(in.devices)
 	in.devices[vol] = dev
 	v.attached[id] = struct{}{}
+	c.touchInstLocked(id)
 	c.counters.AttachNew++
 	c.recordLocked(v, in, true, ReasonAttach)
 	return dev, nil
@@ -181,5 +182,6 @@ func (c *Cloud) lookupLocked(m Method, vol cloud.VolumeID, id cloud.InstanceID) 
 func (c *Cloud) removeLocked(v *volume, in *instance, reason string) {
 	delete(in.devices, v.id)
 	delete(v.attached, in.id)
+	c.touchInstLocked(in.id)
 	c.recordLocked(v, in, false, reason)
 }

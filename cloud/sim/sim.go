@@ -98,7 +98,8 @@ type Cloud struct {
 	vols     map[cloud.VolumeID]*volume
 	obs      observers
 	content  string // Config.ContentDir made absolute; immutable after New
-	state    *store // nil without Config.StatePath
+	state    *store // nil without Config.StatePath; set by Open
+	dirty    dirty  // changed since the last commit (with state only)
 }
 
 var _ cloud.Provider = (*Cloud)(nil)
@@ -181,7 +182,7 @@ func (c *Cloud) AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error
 		return in.id, nil
 	}
 	id := c.newInstanceLocked(node)
-	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+	if err := c.commitLocked(); err != nil {
 		return "", fmt.Errorf("sim: add instance for node %s: %w", node, err)
 	}
 	return id, nil
@@ -212,7 +213,8 @@ func (c *Cloud) createVolume(id cloud.VolumeID, mode cloud.AccessMode) error {
 		return nil
 	}
 	c.vols[id] = &volume{id: id, mode: mode, attached: make(map[cloud.InstanceID]struct{})}
-	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+	c.touchVolLocked(id)
+	if err := c.commitLocked(); err != nil {
 		return fmt.Errorf("sim: create volume %s: %w", id, err)
 	}
 	return nil
@@ -236,10 +238,10 @@ func (c *Cloud) Terminate(inst cloud.InstanceID) error {
 		c.mu.Unlock()
 		return nil
 	}
-	mark := len(c.obs.queue)
 	in.running = false
+	c.touchInstLocked(inst)
 	c.detachAllLocked(in, ReasonTerminate)
-	return c.commitUnlock(mark, "terminate "+string(inst))
+	return c.commitUnlock("terminate " + string(inst))
 }
 
 // Start makes a stopped instance run again, with the same ID and no
@@ -257,7 +259,8 @@ func (c *Cloud) Start(inst cloud.InstanceID) error {
 		return nil
 	}
 	in.running = true
-	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+	c.touchInstLocked(inst)
+	if err := c.commitLocked(); err != nil {
 		return fmt.Errorf("sim: start %s: %w", inst, err)
 	}
 	return nil
@@ -279,7 +282,8 @@ func (c *Cloud) SetAttachLimit(inst cloud.InstanceID, n int) error {
 		return nil
 	}
 	in.limit = max(n, 0)
-	if err := c.commitLocked(len(c.obs.queue)); err != nil {
+	c.touchInstLocked(inst)
+	if err := c.commitLocked(); err != nil {
 		return fmt.Errorf("sim: set attach limit of %s: %w", inst, err)
 	}
 	return nil
@@ -303,7 +307,7 @@ func (c *Cloud) SetThrottle(rate float64, burst int) {
 
 // InstanceOf returns the instance backing node, running or not.
 func (c *Cloud) InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool) {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	in, ok := c.nodes[node]
 	if !ok {
@@ -314,7 +318,7 @@ func (c *Cloud) InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool) {
 
 // Running reports whether inst exists and is running.
 func (c *Cloud) Running(inst cloud.InstanceID) bool {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	in, ok := c.insts[inst]
 	return ok && in.running
@@ -324,7 +328,7 @@ func (c *Cloud) Running(inst cloud.InstanceID) bool {
 // somewhere, mapped to its instances in sorted order. Detached volumes are
 // absent.
 func (c *Cloud) Attachments() map[cloud.VolumeID][]cloud.InstanceID {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	out := make(map[cloud.VolumeID][]cloud.InstanceID)
 	for id, v := range c.vols {

@@ -1,16 +1,23 @@
 package sim
 
 // Durable state: with Config.StatePath set, the cloud's world (instances,
-// volumes, attachments, the instance ID counter) and its counters are kept
-// in one JSON file, rewritten atomically after every change and before the
-// call that made it returns, so that a cloud embedded in a process that is
-// killed comes back as it was, like a real cloud that outlives its clients.
+// volumes, attachments, the instance ID counter, the owner tag) and its
+// counters are kept on disk in two files, so that a cloud embedded in a
+// process that is killed comes back as it was, like a real cloud that
+// outlives its clients:
 //
-// The file is always a complete snapshot; a change is committed when the
-// new snapshot has replaced the old one. Writes happen under Cloud.mu, so
-// the file's successive contents follow the order of the changes. A write
-// that fails reverts the change in memory (memory goes back to the last
-// snapshot written) and drops the observer notifications it queued.
+//   - the snapshot, at StatePath: the whole state as one JSON document
+//     (this file), written atomically (temporary file, fsync, rename, fsync
+//     of the directory) and only now and then;
+//   - the log, at StatePath + ".log": the changes made since that snapshot,
+//     appended (statelog.go), several calls' changes sharing one write and
+//     one fsync (commit.go).
+//
+// Snapshot and log carry a generation number: a log applies to the
+// snapshot of its generation only. A log of another generation is left
+// over from before a compaction (or the snapshot was put back by hand) and
+// is ignored. Version 1 snapshots, written before the log existed, load as
+// a snapshot of generation 0 with no log.
 
 import (
 	"bytes"
@@ -18,29 +25,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/tether/tether/cloud"
 )
 
-// stateVersion is the version of the state file format.
-const stateVersion = 1
+// stateVersion is the version of the snapshot format written: 2 adds the
+// generation. Version 1 still loads (generation 0).
+const stateVersion = 2
 
-// stateFileMode is the mode of the state file.
+// stateFileMode is the mode of the snapshot and of the log.
 const stateFileMode = 0o600
 
-// state is the content of the state file.
+// state is the content of the snapshot.
 type state struct {
-	Version   int             `json:"version"`
-	Seq       int             `json:"seq"`           // last instance ID counter used
-	Tag       string          `json:"tag,omitempty"` // the owner's identity (SetTag)
-	Instances []stateInstance `json:"instances"`
-	Volumes   []stateVolume   `json:"volumes"`
-	Counters  stateCounters   `json:"counters"`
+	Version    int             `json:"version"`
+	Generation uint64          `json:"generation,omitempty"` // of the log that follows it
+	Seq        int             `json:"seq"`                  // last instance ID counter used
+	Tag        string          `json:"tag,omitempty"`        // the owner's identity (SetTag)
+	Instances  []stateInstance `json:"instances"`
+	Volumes    []stateVolume   `json:"volumes"`
+	Counters   stateCounters   `json:"counters"`
 }
 
 type stateInstance struct {
@@ -89,98 +94,6 @@ func (m *stateMode) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// store is the durable side of a Cloud with Config.StatePath; guarded by
-// Cloud.mu.
-type store struct {
-	path  string // absolute
-	saved []byte // the last state written (or loaded): what the file holds
-	// write replaces the file at path with data (writeFileAtomic; tests
-	// replace it). renamed reports whether the file was replaced, which
-	// may be so even when err is not nil (the directory sync failed).
-	write func(path string, data []byte) (renamed bool, err error)
-}
-
-// Open is New that loads the state of Config.StatePath, if set and the file
-// exists; a missing file is an empty cloud, and nothing is written until the
-// first change. It fails if the file exists but cannot be read, is not a
-// state file of a supported version, or is inconsistent (an attachment to
-// an unknown volume, two instances backing one node, ...). Without
-// StatePath it never fails.
-func Open(cfg Config) (*Cloud, error) {
-	c := newCloud(cfg)
-	if cfg.StatePath == "" {
-		return c, nil
-	}
-	path, err := filepath.Abs(cfg.StatePath)
-	if err != nil {
-		return nil, fmt.Errorf("sim: state file %s: %w", cfg.StatePath, err)
-	}
-	s := &store{path: path, write: writeFileAtomic}
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if s.saved, err = json.Marshal(c.snapshotLocked()); err != nil {
-			return nil, fmt.Errorf("sim: state file %s: encode: %w", path, err)
-		}
-	case err != nil:
-		return nil, fmt.Errorf("sim: read state file: %w", err)
-	default:
-		st, err := decodeState(data)
-		if err != nil {
-			return nil, fmt.Errorf("sim: state file %s: %w", path, err)
-		}
-		c.applyWorldLocked(st)
-		c.counters.Calls = nonNil(st.Counters.Calls)
-		c.counters.Errors = nonNil(st.Counters.Errors)
-		c.counters.Throttled = nonNil(st.Counters.Throttled)
-		s.saved = data
-	}
-	c.state = s
-	removeStaleTemps(path)
-	return c, nil
-}
-
-// commitLocked makes the changes made since mark (the length of the
-// observer queue before them) durable, then tells the synchronous
-// observers about them (committedLocked). Without StatePath nothing is
-// written.
-// If the state cannot be written it reverts the instances, volumes,
-// attachments, instance ID counter, AttachNew and DetachNew to the last
-// state written, drops the changes queued since mark (observers only see
-// written changes) and returns an error naming the file that wraps the
-// cause and cloud.ErrRetryable. Calls, Errors and Throttled are not
-// reverted: they count calls, the failing one included, and the next
-// successful write saves them.
-func (c *Cloud) commitLocked(mark int) error {
-	s := c.state
-	if s == nil {
-		c.committedLocked(mark)
-		return nil
-	}
-	data, err := json.Marshal(c.snapshotLocked())
-	if err == nil {
-		var renamed bool
-		if renamed, err = s.write(s.path, data); err == nil {
-			s.saved = data
-			c.committedLocked(mark)
-			return nil
-		}
-		if renamed {
-			// The new state may be in the file already: put the last
-			// one back (best effort), so that the file matches memory.
-			_, _ = s.write(s.path, s.saved)
-		}
-	}
-	st, derr := decodeState(s.saved)
-	if derr != nil {
-		panic(fmt.Sprintf("sim: state written to %s does not load: %v", s.path, derr))
-	}
-	c.applyWorldLocked(st)
-	clear(c.obs.queue[mark:])
-	c.obs.queue = c.obs.queue[:mark]
-	return fmt.Errorf("state not saved to %s: %w: %w", s.path, err, cloud.ErrRetryable)
-}
-
 // snapshotLocked returns the state of c, sharing nothing with it.
 func (c *Cloud) snapshotLocked() *state {
 	st := &state{
@@ -189,26 +102,39 @@ func (c *Cloud) snapshotLocked() *state {
 		Tag:       c.tag,
 		Instances: make([]stateInstance, 0, len(c.insts)),
 		Volumes:   make([]stateVolume, 0, len(c.vols)),
-		Counters: stateCounters{
-			Calls:     cloneCounts(c.counters.Calls),
-			Errors:    cloneCounts(c.counters.Errors),
-			Throttled: cloneCounts(c.counters.Throttled),
-			AttachNew: c.counters.AttachNew,
-			DetachNew: c.counters.DetachNew,
-		},
+		Counters:  c.stateCountersLocked(),
 	}
 	for _, id := range sortedKeys(c.insts) {
-		in := c.insts[id]
-		si := stateInstance{ID: in.id, Node: in.node, Running: in.running, AttachLimit: in.limit}
-		if len(in.devices) > 0 {
-			si.Devices = maps.Clone(in.devices)
-		}
-		st.Instances = append(st.Instances, si)
+		st.Instances = append(st.Instances, stateInstanceOf(c.insts[id]))
 	}
 	for _, id := range sortedKeys(c.vols) {
-		st.Volumes = append(st.Volumes, stateVolume{ID: id, Mode: stateMode(c.vols[id].mode), Uncommitted: c.vols[id].uncommitted})
+		st.Volumes = append(st.Volumes, stateVolumeOf(c.vols[id]))
 	}
 	return st
+}
+
+// stateCountersLocked returns the counters of c, sharing nothing with it.
+func (c *Cloud) stateCountersLocked() stateCounters {
+	return stateCounters{
+		Calls:     cloneCounts(c.counters.Calls),
+		Errors:    cloneCounts(c.counters.Errors),
+		Throttled: cloneCounts(c.counters.Throttled),
+		AttachNew: c.counters.AttachNew,
+		DetachNew: c.counters.DetachNew,
+	}
+}
+
+// stateInstanceOf returns in as saved, sharing nothing with it.
+func stateInstanceOf(in *instance) stateInstance {
+	si := stateInstance{ID: in.id, Node: in.node, Running: in.running, AttachLimit: in.limit}
+	if len(in.devices) > 0 {
+		si.Devices = maps.Clone(in.devices)
+	}
+	return si
+}
+
+func stateVolumeOf(v *volume) stateVolume {
+	return stateVolume{ID: v.id, Mode: stateMode(v.mode), Uncommitted: v.uncommitted}
 }
 
 // applyWorldLocked replaces the world of c (instances, volumes,
@@ -236,7 +162,7 @@ func (c *Cloud) applyWorldLocked(st *state) {
 	c.counters.DetachNew = st.Counters.DetachNew
 }
 
-// decodeState parses and validates a state file.
+// decodeState parses and validates a snapshot.
 func decodeState(data []byte) (*state, error) {
 	var head struct {
 		Version *int `json:"version"`
@@ -247,8 +173,8 @@ func decodeState(data []byte) (*state, error) {
 	if head.Version == nil {
 		return nil, errors.New("not a state file: no version")
 	}
-	if *head.Version != stateVersion {
-		return nil, fmt.Errorf("unsupported version %d (this cloud reads version %d)", *head.Version, stateVersion)
+	if *head.Version != 1 && *head.Version != stateVersion {
+		return nil, fmt.Errorf("unsupported version %d (this cloud reads versions 1 and %d)", *head.Version, stateVersion)
 	}
 	var st state
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -258,6 +184,9 @@ func decodeState(data []byte) (*state, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("parse: data after the state")
+	}
+	if st.Version == 1 && st.Generation != 0 {
+		return nil, errors.New("parse: a version 1 snapshot has no generation")
 	}
 	if err := st.validate(); err != nil {
 		return nil, fmt.Errorf("inconsistent state: %w", err)
@@ -319,67 +248,6 @@ func (st *state) validate() error {
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with a file holding data, mode 0600: it
-// writes a temporary file in the same directory, syncs it, renames it over
-// path and syncs the directory. renamed reports whether the rename
-// happened (then path holds data, durably unless err is not nil).
-func writeFileAtomic(path string, data []byte) (renamed bool, err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, tempPrefix(base)+"*")
-	if err != nil {
-		return false, err
-	}
-	tmp := f.Name()
-	err = f.Chmod(stateFileMode)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return false, err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return true, err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return true, fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return true, nil
-}
-
-// tempPrefix is the name prefix of the temporary files of the state file
-// named base.
-func tempPrefix(base string) string { return "." + base + ".tmp-" }
-
-// removeStaleTemps removes (best effort) the temporary files a process
-// killed while writing the state file at path left behind.
-func removeStaleTemps(path string) {
-	dir, base := filepath.Split(path)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix(base)) && e.Type().IsRegular() {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
 }
 
 // cloneCounts copies m; nil if empty, as the file's omitted maps load.

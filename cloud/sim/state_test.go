@@ -33,17 +33,15 @@ func world(st *state) *state {
 	return &w
 }
 
-// fileState reads and decodes the state file at path.
+// fileState reads the state the files at path (snapshot and log) hold,
+// without writing, as snapshot returns it (no generation).
 func fileState(t *testing.T, path string) *state {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	st, _, err := readState(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := decodeState(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st.Generation = 0
 	return st
 }
 
@@ -56,11 +54,11 @@ func mustOpen(t *testing.T, cfg Config) *Cloud {
 	return c
 }
 
-// setWrite replaces the state file writer of c.
-func setWrite(c *Cloud, w func(path string, data []byte) (bool, error)) {
+// setAppend replaces the log appender of c (which writes and syncs).
+func setAppend(c *Cloud, a func(f *os.File, data []byte) error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.state.write = w
+	c.state.appendSync = a
 }
 
 func TestStateRoundTrip(t *testing.T) {
@@ -165,14 +163,15 @@ func TestStateRoundTrip(t *testing.T) {
 
 // TestStateOneWritePerChange: every provider call writes once (its
 // counters changed), admin calls only when they change something, Open
-// never.
+// never. (Sequential changes: one group each.)
 func TestStateOneWritePerChange(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.json")
 	c := mustOpen(t, Config{StatePath: path})
 	var writes int
-	setWrite(c, func(p string, data []byte) (bool, error) {
+	def := c.state.appendAndSync
+	setAppend(c, func(f *os.File, data []byte) error {
 		writes++
-		return writeFileAtomic(p, data)
+		return def(f, data)
 	})
 	expect := func(what string, n int) {
 		t.Helper()
@@ -363,23 +362,24 @@ func TestStateWriteFailureReadOnly(t *testing.T) {
 	}
 }
 
-// TestStateWriteFailureAfterRename: the rename happened but the directory
-// sync failed; the change is undone and the last state is put back.
-func TestStateWriteFailureAfterRename(t *testing.T) {
+// TestStateWriteFailureAfterWrite: the append fails, before writing or
+// after (the fsync failed); the change is undone and the log cut back to
+// the last durable state.
+func TestStateWriteFailureAfterWrite(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		renamed bool
-	}{{"before rename", false}, {"after rename", true}} {
+		written bool
+	}{{"before write", false}, {"after write", true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cloud.json")
 			c, seen := failingCloud(t, path)
-			setWrite(c, func(p string, data []byte) (bool, error) {
-				if tt.renamed {
-					if _, err := writeFileAtomic(p, data); err != nil {
-						return false, err
+			setAppend(c, func(f *os.File, data []byte) error {
+				if tt.written {
+					if _, err := f.Write(data); err != nil {
+						return err
 					}
 				}
-				return tt.renamed, errors.New("injected write failure")
+				return errors.New("injected write failure")
 			})
 			checkWriteFailures(t, c, path, true, seen)
 			if got, want := fileState(t, path), snapshot(c); !reflect.DeepEqual(world(got), world(want)) {
@@ -402,7 +402,8 @@ func TestStateCorrupt(t *testing.T) {
 		{"truncated", valid[:len(valid)/2], "not a state file"},
 		{"trailing data", valid + "{}", "not a state file"},
 		{"no version", `{"seq":0}`, "no version"},
-		{"future version", `{"version":2}`, "unsupported version 2"},
+		{"future version", `{"version":3}`, "unsupported version 3"},
+		{"version 1 with a generation", strings.Replace(valid, `"seq":2`, `"seq":2,"generation":4`, 1), "version 1 snapshot has no generation"},
 		{"unknown field", `{"version":1,"extra":true}`, "unknown field"},
 		{"bad mode", strings.Replace(valid, `"exclusive"`, `"shared"`, 1), "unknown access mode"},
 		{"unknown volume", strings.Replace(valid, `{"v":`, `{"w":`, 1), `volume "w" not found`},
@@ -464,22 +465,27 @@ func TestStateFileMode(t *testing.T) {
 	c.AddInstance("n1")
 	checkMode := func() {
 		t.Helper()
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fi.Mode(); got != 0o600 {
-			t.Errorf("mode = %v, want -rw-------", got)
+		for _, p := range []string{path, path + ".log"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode(); got != 0o600 {
+				t.Errorf("mode of %s = %v, want -rw-------", p, got)
+			}
 		}
 	}
 	checkMode()
+	// A compaction (here: Close) writes both files again, with that mode.
 	mustNil(t, os.Chmod(path, 0o644))
+	mustNil(t, os.Chmod(path+".log", 0o644))
 	c.AddInstance("n2")
+	mustNil(t, c.Close())
 	checkMode()
 	entries, err := os.ReadDir(dir)
 	mustNil(t, err)
-	if len(entries) != 1 {
-		t.Errorf("directory holds %v, want only the state file", entries)
+	if len(entries) != 2 || entries[0].Name() != "cloud.json" || entries[1].Name() != "cloud.json.log" {
+		t.Errorf("directory holds %v, want only the snapshot and its log", entries)
 	}
 }
 
@@ -489,13 +495,16 @@ func TestStateStaleTemps(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cloud.json")
 	stale := filepath.Join(dir, ".cloud.json.tmp-12345")
+	staleLog := filepath.Join(dir, ".cloud.json.log.tmp-12345")
 	other := filepath.Join(dir, ".other.json.tmp-1")
-	for _, p := range []string{stale, other} {
+	for _, p := range []string{stale, staleLog, other} {
 		mustNil(t, os.WriteFile(p, []byte("{"), 0o600))
 	}
 	mustOpen(t, Config{StatePath: path})
-	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("stale temp file kept: %v", err)
+	for _, p := range []string{stale, staleLog} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("stale temp file %s kept: %v", p, err)
+		}
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("unrelated file removed: %v", err)

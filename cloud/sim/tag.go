@@ -14,7 +14,7 @@ import (
 // with its store's identity at startup, so that a lost or replaced store is
 // noticed before anything acts on it.
 func (c *Cloud) Tag() string {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	return c.tag
 }
@@ -23,14 +23,11 @@ func (c *Cloud) Tag() string {
 // SetTag returns (a failed write leaves the old tag).
 func (c *Cloud) SetTag(tag string) error {
 	c.mu.Lock()
-	old := c.tag
+	defer c.mu.Unlock()
 	c.tag = tag
-	if err := c.commitLocked(len(c.obs.queue)); err != nil {
-		c.tag = old
-		c.mu.Unlock()
+	if err := c.commitLocked(); err != nil { // reverts the tag
 		return fmt.Errorf("sim: set tag: %w", err)
 	}
-	c.mu.Unlock()
 	return nil
 }
 
@@ -70,7 +67,7 @@ func (inv Inventory) Attachments() int {
 
 // Inventory lists every disk and instance.
 func (c *Cloud) Inventory() Inventory {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	var inv Inventory
 	for _, id := range sortedKeys(c.vols) {

@@ -21,7 +21,7 @@ var ErrVolumeInUse = errors.New("sim: volume in use")
 // and the instances it is attached to (sorted), or ok=false when the cloud
 // has no such volume.
 func (c *Cloud) Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool) {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	v, ok := c.vols[id]
 	if !ok {
@@ -50,9 +50,9 @@ func (c *Cloud) DeleteVolume(id cloud.VolumeID) error {
 		c.mu.Unlock()
 		return fmt.Errorf("sim: delete volume %s: attached to %v: %w", id, insts, ErrVolumeInUse)
 	}
-	mark := len(c.obs.queue)
 	delete(c.vols, id)
-	return c.commitUnlock(mark, "delete volume "+string(id))
+	c.touchVolLocked(id)
+	return c.commitUnlock("delete volume " + string(id))
 }
 
 // CreateVolumeUncommitted is CreateVolumeChecked for a disk that an apply
@@ -73,7 +73,8 @@ func (c *Cloud) CreateVolumeUncommitted(id cloud.VolumeID, mode cloud.AccessMode
 		c.mu.Unlock()
 	} else {
 		c.vols[id] = &volume{id: id, mode: mode, uncommitted: true, attached: make(map[cloud.InstanceID]struct{})}
-		if err := c.commitUnlock(len(c.obs.queue), "create volume "+string(id)); err != nil {
+		c.touchVolLocked(id)
+		if err := c.commitUnlock("create volume " + string(id)); err != nil {
 			return err
 		}
 	}
@@ -99,13 +100,14 @@ func (c *Cloud) CommitVolume(id cloud.VolumeID) error {
 		return nil
 	}
 	v.uncommitted = false // a failed write reverts it (commitLocked)
-	return c.commitUnlock(len(c.obs.queue), "commit volume "+string(id))
+	c.touchVolLocked(id)
+	return c.commitUnlock("commit volume " + string(id))
 }
 
 // Uncommitted reports whether volume id exists and carries the
 // "uncommitted" tag.
 func (c *Cloud) Uncommitted(id cloud.VolumeID) bool {
-	c.mu.Lock()
+	c.lockSettled()
 	defer c.mu.Unlock()
 	v, ok := c.vols[id]
 	return ok && v.uncommitted

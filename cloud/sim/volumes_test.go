@@ -68,7 +68,7 @@ func TestDeleteVolumeDurable(t *testing.T) {
 	if _, _, ok := mustOpen(t, Config{StatePath: path}).Volume("a"); ok {
 		t.Fatal("deletion not written")
 	}
-	setWrite(c, func(string, []byte) (bool, error) { return false, errors.New("injected write failure") })
+	setAppend(c, func(*os.File, []byte) error { return errors.New("injected write failure") })
 	checkErr(t, c.DeleteVolume("b"), cloud.KindRetryable, path)
 	if _, _, ok := c.Volume("b"); !ok {
 		t.Fatal("volume gone after a failed write")
