@@ -14,10 +14,12 @@
 // are names, nothing more. Its only writes to disk are, with
 // Config.ContentDir set, one directory per volume standing for the volume's
 // disk (DeviceSource), so that data written by a workload follows the
-// volume from node to node, and, with Config.StatePath set, one state file
-// holding its instances, volumes, attachments and counters, rewritten
-// atomically after every change, so that the cloud survives the process
-// (Open).
+// volume from node to node, and, with Config.StatePath set, its state
+// (instances, volumes, attachments, counters): a snapshot at StatePath and
+// a log of the changes since, at StatePath + ".log", to which every change
+// is appended durably before its call returns, concurrent changes sharing
+// one write and one fsync, and which is folded into a new snapshot now and
+// then, so that the cloud survives the process (Open; Close).
 //
 // It is as unkind as a real cloud where that matters to safety. Each
 // provider call is sent once counted and admitted by the throttle (a
@@ -44,9 +46,11 @@
 // synchronously at the moment it happens, Observe asynchronously.
 //
 // A Cloud is safe for concurrent use. It holds one mutex, never while
-// waiting out latency and never while calling Observe's hooks (ObserveSync's
-// hooks run under it), but while
-// writing the state file (so the file's versions follow the changes). It
-// has no global mutable state: each New returns an independent cloud (two
-// clouds must not share a StatePath).
+// waiting out latency, never while writing or syncing its files (a change
+// is applied under it, queued in order, and its call waits for the write
+// without it) and never while calling Observe's hooks (ObserveSync's hooks
+// run under it). Reads wait until the changes made before them are durable,
+// so that nothing shows a change that a failed write may still undo. It
+// has no global mutable state and no goroutine of its own: each New returns
+// an independent cloud (two clouds must not share a StatePath).
 package sim

@@ -64,14 +64,21 @@ type Config struct {
 	// node mounts (see DeviceSource). Empty: volumes have no content and
 	// nothing is written to disk.
 	ContentDir string
-	// StatePath, when set, makes the cloud durable: Open (and New) loads
-	// the state from this file if it exists, and every change of
-	// instances, volumes or attachments (and of the counters) is written
-	// to it before the call that made it returns, atomically (a temporary
-	// file in the same directory, fsync, rename, fsync of the directory),
-	// mode 0600. A call whose change cannot be written fails with an error
-	// naming the file and wrapping cloud.ErrRetryable, and its change is
-	// undone. Kept: instances (node, running flag, attach limit),
+	// StatePath, when set, makes the cloud durable. It names the
+	// snapshot, a JSON file; the log of the changes since that snapshot is
+	// StatePath + ".log" (state.go). Open (and New) loads both, if they
+	// exist, and every change of instances, volumes or attachments (and
+	// of the counters) is appended to the log and fsynced before the call
+	// that made it returns; changes made concurrently share one append
+	// and one fsync. When the log holds more than compactMinGroups groups
+	// and is larger than the snapshot, it is folded into a new snapshot,
+	// written atomically (a temporary file in the same directory, fsync,
+	// rename, fsync of the directory), and a new log is started; Open and
+	// Close fold it too. Both files have mode 0600; the directory must
+	// stay writable. A call whose change cannot be written fails with an
+	// error naming the file and wrapping cloud.ErrRetryable, and its change
+	// is undone (with every change queued with it or after it). Version 1
+	// state files, of the single-file format, load as snapshots. Kept: instances (node, running flag, attach limit),
 	// volumes (access mode), attachments (device paths), the instance ID
 	// counter and Counters. Not kept: latency, throttle, injected errors,
 	// observers (runtime knobs), nor the volumes' content (ContentDir is
