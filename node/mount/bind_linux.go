@@ -18,18 +18,21 @@ const maxStack = 8
 // bind mounts with real bind mounts (mount(2) with MS_BIND). It needs
 // CAP_SYS_ADMIN.
 type bind struct {
-	l         layout.Layout
-	mountinfo string // path of the mount table
+	l layout.Layout
 }
 
 // NewBind returns a Mounter of real bind mounts: Stage and Publish bind the
 // source onto a directory at the target; a read-only publish is remounted
 // read-only (MS_REMOUNT|MS_BIND|MS_RDONLY) and writes through it fail with
-// EROFS. Inspect reads /proc/self/mountinfo: Mounted means the target is a
-// mount point, Partial that it exists but is not one. Unstage and Unpublish
-// unmount (lazily if busy) and remove the then empty directory.
+// EROFS. Whether a target is mounted is asked of the kernel about the
+// target alone (isMountPoint), never by reading the whole mount table,
+// where the kernel can tell (Linux 5.8 and later): Mounted means the target
+// is a mount point, Partial that it exists but is not one. Inspect of a
+// mounted target reads /proc/self/mountinfo to name its source (one read
+// per Scan, shared by the agents that scan at the same time). Unstage and
+// Unpublish unmount (lazily if busy) and remove the then empty directory.
 func NewBind(l layout.Layout) Mounter {
-	return bind{l: l, mountinfo: "/proc/self/mountinfo"}
+	return bind{l: l}
 }
 
 func (bind) Name() string { return "bind" }
@@ -60,19 +63,19 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	if err != nil {
 		return err
 	}
-	entries, top, err := b.lookup(target)
-	if err != nil {
+	mounted, err := isMountPoint(target)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
-	if top != nil {
+	if mounted {
 		if !sameDir(target, source) {
-			shown := sourceOf(entries, top, b.avoid())
+			shown, _, _ := sourceAt(target, selfTables.view(), b.avoid())
 			return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
 		}
-		if !setMode || top.ReadOnly == readOnly {
+		if !setMode {
 			return nil
 		}
-		return remount(op, target, readOnly)
+		return setReadOnly(op, target, readOnly)
 	}
 	if err := b.prepare(op, target); err != nil {
 		return err
@@ -104,6 +107,23 @@ func (b bind) prepare(op, target string) error {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
 	return nil
+}
+
+// setReadOnly makes the mount at target read-only or writable as asked. A
+// writable mount (statfs without ST_RDONLY) asked to stay writable is left
+// alone. Otherwise it is remounted: statfs reports read-only for a
+// read-only mount or filesystem alike, and only the mount table tells the
+// per-mount flag apart; a remount to the mode asked is idempotent and
+// costs one system call, the table a read of every mount.
+func setReadOnly(op, target string, readOnly bool) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(target, &st); err != nil {
+		return fmt.Errorf("mount: %s: statfs %q: %w", op, target, err)
+	}
+	if st.Flags&unix.ST_RDONLY == 0 && !readOnly {
+		return nil
+	}
+	return remount(op, target, readOnly)
 }
 
 // remount sets the per-mount read-only flag of the bind mount at target,
@@ -141,11 +161,11 @@ func (b bind) unmount(op, target string) error {
 		return err
 	}
 	for range maxStack {
-		_, top, err := b.lookup(target)
-		if err != nil {
+		mounted, err := isMountPoint(target)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("mount: %s: %w", op, err)
 		}
-		if top == nil {
+		if !mounted {
 			return clearTarget(op, target, false)
 		}
 		err = unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
@@ -160,51 +180,82 @@ func (b bind) unmount(op, target string) error {
 }
 
 func (b bind) Inspect(target string) (State, string, error) {
+	return b.inspect(target, nil, "")
+}
+
+// inspector returns Inspect sharing one table, read after this call, among
+// all its calls: Scan's, which reads the table once however many targets
+// it inspects.
+func (b bind) inspector() func(string) (State, string, error) {
+	v, avoid := selfTables.view(), b.avoid()
+	return func(target string) (State, string, error) { return b.inspect(target, v, avoid) }
+}
+
+// inspect is Inspect naming the source from shared's table (nil: a table
+// read after this call began), avoiding avoid ("": b.avoid()). The state
+// comes from isMountPoint; only a mounted target needs the table.
+func (b bind) inspect(target string, shared *tableView, avoid string) (State, string, error) {
 	target, err := checkTarget(b.l, "inspect", target)
 	if err != nil {
 		return Absent, "", err
 	}
-	if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+	fresh := selfTables.view() // asked before the check; read only if needed
+	if shared == nil {
+		shared = fresh
+	}
+	mounted, err := isMountPoint(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return Absent, "", nil
-	} else if err != nil {
+	case err != nil:
 		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
-	}
-	entries, top, err := b.lookup(target)
-	if err != nil {
-		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
-	}
-	if top == nil {
+	case !mounted:
 		return Partial, "", nil
 	}
-	return Mounted, sourceOf(entries, top, b.avoid()), nil
+	if avoid == "" {
+		avoid = b.avoid()
+	}
+	source, listed, err := sourceAt(target, shared, avoid)
+	if err == nil && !listed && shared != fresh {
+		// The shared table may be older than the mount: ask a newer one.
+		source, listed, err = sourceAt(target, fresh, avoid)
+	}
+	if err != nil {
+		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
+	}
+	if !listed {
+		// The kernel said mounted, a table read after that does not list
+		// it: unmounted meanwhile, or listed under another name (then the
+		// source is unknown, but never reported unmounted).
+		mounted, err := isMountPoint(target)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return Absent, "", nil
+		case err != nil:
+			return Absent, "", fmt.Errorf("mount: inspect: %w", err)
+		case !mounted:
+			return Partial, "", nil
+		}
+	}
+	return Mounted, source, nil
 }
 
-// lookup reads the mount table and returns it with the mount visible at
-// target, if any. The target's parent is resolved first: the table shows
-// mount points with symlinks resolved. A target that is itself a symlink is
-// never a mount point.
-func (b bind) lookup(target string) ([]mountEntry, *mountEntry, error) {
-	fi, err := os.Lstat(target)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().Type() == fs.ModeSymlink {
-		return nil, nil, nil
+// sourceAt names the source of the mount at target from v's table (see
+// table.sourceOf), and whether the table lists a mount there at all.
+func sourceAt(target string, v *tableView, avoid string) (string, bool, error) {
+	point, err := tablePoint(target)
+	if err != nil || point == "" {
+		return "", false, err
 	}
+	t, err := v.get()
 	if err != nil {
-		return nil, nil, err
+		return "", false, err
 	}
-	parent, err := filepath.EvalSymlinks(filepath.Dir(target))
-	if err != nil {
-		return nil, nil, err
+	top := t.top(point)
+	if top == nil {
+		return "", false, nil
 	}
-	f, err := os.Open(b.mountinfo)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	entries, err := parseMountinfo(f)
-	if err != nil {
-		return nil, nil, err
-	}
-	return entries, topMount(entries, filepath.Join(parent, filepath.Base(target))), nil
+	return t.sourceOf(top, avoid), true, nil
 }
 
 // avoid is the resolved pods directory: publishes, never a publish's source.

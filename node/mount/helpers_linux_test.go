@@ -63,14 +63,14 @@ func unmountUnder(t *testing.T, dir string) {
 			t.Errorf("cleanup: %v", err)
 			return
 		}
-		entries, err := parseMountinfo(f)
+		tab, err := parseMountinfo(f)
 		f.Close()
 		if err != nil {
 			t.Errorf("cleanup: %v", err)
 			return
 		}
 		var points []string
-		for _, e := range entries {
+		for _, e := range tab.entries {
 			if below(resolved, e.Point) {
 				points = append(points, e.Point)
 			}

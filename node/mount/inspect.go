@@ -6,16 +6,16 @@ import (
 	"fmt"
 )
 
-// inspectAll fills in the State and Source of every entry. Without a ctx
+// inspectAll fills in the State and Source of every entry by inspect. Without a ctx
 // that can be done it inspects them one by one. Otherwise each Inspect runs
 // in its own goroutine (all at once, so that one hung target costs the
 // others nothing) and the entries still unanswered when ctx is done get
 // State Unknown; their goroutines write into a buffer that never blocks,
 // so each ends as soon as its call returns.
-func inspectAll(ctx context.Context, m Mounter, entries []Entry) error {
+func inspectAll(ctx context.Context, inspect inspectFunc, entries []Entry) error {
 	if ctx.Done() == nil {
 		for i := range entries {
-			if err := inspectOne(m, &entries[i]); err != nil {
+			if err := inspectOne(inspect, &entries[i]); err != nil {
 				return err
 			}
 		}
@@ -29,7 +29,7 @@ func inspectAll(ctx context.Context, m Mounter, entries []Entry) error {
 	answers := make(chan answer, len(entries))
 	for i, e := range entries {
 		go func() {
-			err := inspectOne(m, &e)
+			err := inspectOne(inspect, &e)
 			answers <- answer{i, e, err}
 		}()
 	}
@@ -52,9 +52,20 @@ func inspectAll(ctx context.Context, m Mounter, entries []Entry) error {
 	return errors.Join(errs...)
 }
 
-func inspectOne(m Mounter, e *Entry) error {
+// inspectFunc is a Mounter's Inspect.
+type inspectFunc func(target string) (State, string, error)
+
+// sharedInspector is a Mounter that can inspect many targets with one read
+// of what they all need (the bind mounter: the mount table). Scan uses it
+// where its Mounter is one (not one wrapped in another type).
+type sharedInspector interface {
+	// inspector returns Inspect for one Scan, asked for now.
+	inspector() func(target string) (State, string, error)
+}
+
+func inspectOne(inspect inspectFunc, e *Entry) error {
 	var err error
-	e.State, e.Source, err = m.Inspect(e.Path)
+	e.State, e.Source, err = inspect(e.Path)
 	if err != nil {
 		return fmt.Errorf("mount: scan: %w", err)
 	}

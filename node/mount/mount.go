@@ -10,7 +10,9 @@
 // through a symlink (each component is checked before use; a concurrent
 // writer to the data directory is outside its threat model). It keeps no
 // state of its own: every answer comes from the filesystem and the
-// kernel's mount table.
+// kernel, asked about one path at a time where it can tell; reads of the
+// whole mount table are shared among the callers that ask at the same
+// time, never kept for later ones.
 //
 // Operations on different targets may run concurrently; operations on the
 // same target must be serialized by the caller (the node agent runs them

@@ -18,10 +18,11 @@ const sampleMountinfo = `22 1 0:21 / /proc rw,relatime shared:12 - proc proc rw
 `
 
 func TestParseMountinfo(t *testing.T) {
-	entries, err := parseMountinfo(strings.NewReader(sampleMountinfo))
+	tab, err := parseMountinfo(strings.NewReader(sampleMountinfo))
 	if err != nil {
 		t.Fatal(err)
 	}
+	entries := tab.entries
 	if len(entries) != 9 {
 		t.Fatalf("%d entries, want 9", len(entries))
 	}
@@ -54,7 +55,7 @@ func TestUnescapeOctal(t *testing.T) {
 }
 
 func TestTopAndSource(t *testing.T) {
-	entries, err := parseMountinfo(strings.NewReader(sampleMountinfo))
+	tab, err := parseMountinfo(strings.NewReader(sampleMountinfo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,19 +72,19 @@ func TestTopAndSource(t *testing.T) {
 		{"/data", "/srv/data", 31},
 	}
 	for _, tt := range tests {
-		top := topMount(entries, tt.point)
+		top := tab.top(tt.point)
 		if top == nil || top.ID != tt.id {
 			t.Fatalf("topMount(%q) = %+v, want ID %d", tt.point, top, tt.id)
 		}
-		if got := sourceOf(entries, top, "/data/pods"); got != tt.want {
+		if got := tab.sourceOf(top, "/data/pods"); got != tt.want {
 			t.Errorf("sourceOf(%q) = %q, want %q", tt.point, got, tt.want)
 		}
 	}
-	if top := topMount(entries, "/nowhere"); top != nil {
+	if top := tab.top("/nowhere"); top != nil {
 		t.Errorf("topMount(/nowhere) = %+v", top)
 	}
-	lone := []mountEntry{{ID: 1, Dev: "9:9", Root: "/sub", Point: "/m"}}
-	if got := sourceOf(lone, &lone[0], "/p"); got != "/sub" {
+	lone := &table{entries: []mountEntry{{ID: 1, Dev: "9:9", Root: "/sub", Point: "/m"}}}
+	if got := lone.sourceOf(&lone.entries[0], "/p"); got != "/sub" {
 		t.Errorf("sourceOf without candidates = %q, want the root /sub", got)
 	}
 }

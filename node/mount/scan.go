@@ -55,8 +55,16 @@ func Scan(l layout.Layout, m Mounter) (Found, error) {
 // dead network filesystem); the directories above them are the agent's own.
 // With a ctx that can be done, every Inspect runs in a goroutine of its
 // own, all at once; an entry whose Inspect has not answered when ctx is done
-// has State Unknown, and its goroutine ends when its call returns.
+// has State Unknown, and its goroutine ends when its call returns. With the
+// bind mounter itself (not wrapped), every Inspect names its source from
+// one read of the mount table, made after ScanContext was called and
+// shared with other Scans asking at the same time; a wrapped one reads per
+// mounted target, as Inspect does.
 func ScanContext(ctx context.Context, l layout.Layout, m Mounter) (Found, error) {
+	inspect := m.Inspect
+	if si, ok := m.(sharedInspector); ok {
+		inspect = si.inspector() // before the walk: the table is read after Scan was called
+	}
 	var f Found
 	s := scanner{l: l, m: m, found: &f}
 	if err := s.stages(); err != nil {
@@ -65,7 +73,7 @@ func ScanContext(ctx context.Context, l layout.Layout, m Mounter) (Found, error)
 	if err := s.publishes(); err != nil {
 		return Found{}, err
 	}
-	if err := inspectAll(ctx, m, f.Entries); err != nil {
+	if err := inspectAll(ctx, inspect, f.Entries); err != nil {
 		return Found{}, err
 	}
 	slices.SortFunc(f.Entries, func(a, b Entry) int { return cmp.Compare(a.Path, b.Path) })
