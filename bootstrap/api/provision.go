@@ -8,7 +8,10 @@ package api
 //     apply touches nothing;
 //  2. plan: for every document, what the cloud has now decides what to do
 //     (planVolume): nothing, create, recreate, or refuse;
-//  3. provision: carry out the plan, remembering what it created;
+//  3. provision: carry out the plan, remembering what it created: the
+//     left-over disks to recreate are deleted, then every disk is created
+//     at once (one durable write in the cloud, all or nothing), then the
+//     instances;
 //  4. commit (controller.ApplyAll); if provisioning or the commit fails,
 //     what step 3 created is removed again (undo).
 //
@@ -30,6 +33,7 @@ import (
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
 )
 
 // disk is what the cloud has under a volume's name.
@@ -125,10 +129,13 @@ type created struct {
 	insts []cloud.InstanceID
 }
 
-// provision carries out steps in order, stopping at the first error. made
-// holds what it created (or may have: a disk whose creation failed half
-// way too).
+// provision carries out steps, stopping at the first error: the deletions
+// of left-over disks, then the creation of every disk in one batch, then
+// the instances, each kind in document order. made holds what it created
+// (or may have: the disks of a batch that failed too, which undo finds
+// gone).
 func (s *service) provision(steps []step) (made created, err error) {
+	var disks []sim.VolumeSpec
 	for _, st := range steps {
 		switch st.kind {
 		case recreateDisk:
@@ -137,11 +144,19 @@ func (s *service) provision(steps []step) (made created, err error) {
 			}
 			fallthrough
 		case createDisk:
-			made.vols = append(made.vols, st.vol)
-			if err := s.nodes.CreateVolumeUncommitted(st.vol, st.mode); err != nil {
-				return made, err
-			}
-		case createInstance:
+			disks = append(disks, sim.VolumeSpec{ID: st.vol, Mode: st.mode})
+		}
+	}
+	if len(disks) > 0 {
+		for _, d := range disks {
+			made.vols = append(made.vols, d.ID)
+		}
+		if err := s.nodes.CreateVolumesUncommitted(disks); err != nil {
+			return made, err
+		}
+	}
+	for _, st := range steps {
+		if st.kind == createInstance {
 			inst, err := s.nodes.AddInstanceChecked(st.node)
 			if err != nil {
 				return made, err
@@ -196,19 +211,24 @@ func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
 }
 
 // commitDisks removes the "uncommitted" tag of the disks of the volumes an
-// apply committed (5): they are desired now, and may come to hold data. A
-// failure is reported; the tag is removed by the next apply naming the
-// volume, and until then the volume, being desired, is never recreated.
+// apply committed (5), all at once: they are desired now, and may come to
+// hold data. A failure is reported, naming the volumes; the tags are
+// removed by the next apply naming them, and until then the volumes, being
+// desired, are never recreated.
 func (s *service) commitDisks(changes []controller.Change) error {
-	var errs []error
+	var ids []cloud.VolumeID
 	for _, ch := range changes {
 		if ch.Volume != nil && s.nodes.Uncommitted(ch.Volume.ID) {
-			if err := s.nodes.CommitVolume(ch.Volume.ID); err != nil {
-				errs = append(errs, fmt.Errorf("applied, but the disk of volume %q is still tagged uncommitted (the next apply of it retries): %w", ch.Volume.ID, err))
-			}
+			ids = append(ids, ch.Volume.ID)
 		}
 	}
-	return errors.Join(errs...)
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.nodes.CommitVolumes(ids); err != nil {
+		return fmt.Errorf("applied, but the disks of volumes %q are still tagged uncommitted (the next apply of them retries): %w", ids, err)
+	}
+	return nil
 }
 
 // shownMode is the access mode get shows for v: its disk's, the cloud's

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -261,12 +262,43 @@ func TestFailedProvisioningRemovesWhatItCreated(t *testing.T) {
 	f.wantNoInstance("n7")
 }
 
+// An apply creates its disks with one batch and commits them with another,
+// whatever their number; the left-over disk it recreates is in the batch.
+func TestApplyCreatesDisksInOneBatch(t *testing.T) {
+	f := newFixture(t)
+	if err := f.cloud.CreateVolumeUncommitted("left", cloud.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	f.cloud.CreateVolume("kept", cloud.MultiNode)
+	rec := f.recording(f.cloud)
+	docs := []*messages.Document{vol("left", "ReadWriteMany"), vol("kept", "ReadWriteMany")}
+	var want []cloud.VolumeID
+	for i := range 20 {
+		id := fmt.Sprintf("v%02d", i)
+		docs = append(docs, vol(id, ""))
+		want = append(want, cloud.VolumeID(id))
+	}
+	if _, err := rec.svc.Apply(f.ctx(""), applyReq(docs...)); err != nil {
+		t.Fatal(err)
+	}
+	create := append([]cloud.VolumeID{"left"}, want...)
+	if got := rec.batches; len(got) != 2 || !slices.Equal(got[0], create) || !slices.Equal(got[1], create) {
+		t.Fatalf("batches %v, want one creating and one committing %v", got, create)
+	}
+	f.wantDisk("left", cloud.MultiNode)
+	for _, id := range create {
+		if f.cloud.Uncommitted(id) {
+			t.Errorf("disk %s still tagged uncommitted", id)
+		}
+	}
+}
+
 func applyReq(docs ...*messages.Document) *messages.ApplyRequest {
 	return &messages.ApplyRequest{Documents: docs}
 }
 
 // recordingNodes is the sim cloud that records deletions and can fail the
-// creation of one volume.
+// creation of the disks of a batch naming one volume.
 type recordingNodes struct {
 	*sim.Cloud
 	svc        *service
@@ -274,6 +306,7 @@ type recordingNodes struct {
 	mu         sync.Mutex
 	vols       []cloud.VolumeID
 	insts      []cloud.InstanceID
+	batches    [][]cloud.VolumeID // CreateVolumesUncommitted, then CommitVolumes calls
 }
 
 // recording returns a service over f's controller and c, recorded.
@@ -283,11 +316,29 @@ func (f *fixture) recording(c *sim.Cloud) *recordingNodes {
 	return r
 }
 
-func (r *recordingNodes) CreateVolumeUncommitted(id cloud.VolumeID, mode cloud.AccessMode) error {
-	if id == r.failCreate {
-		return errors.New("injected create failure")
+func (r *recordingNodes) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
+	var ids []cloud.VolumeID
+	for _, v := range vols {
+		ids = append(ids, v.ID)
 	}
-	return r.Cloud.CreateVolumeUncommitted(id, mode)
+	r.record(ids)
+	for _, v := range vols {
+		if v.ID == r.failCreate {
+			return errors.New("injected create failure")
+		}
+	}
+	return r.Cloud.CreateVolumesUncommitted(vols)
+}
+
+func (r *recordingNodes) CommitVolumes(ids []cloud.VolumeID) error {
+	r.record(ids)
+	return r.Cloud.CommitVolumes(ids)
+}
+
+func (r *recordingNodes) record(batch []cloud.VolumeID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches = append(r.batches, slices.Clone(batch))
 }
 
 func (r *recordingNodes) DeleteVolume(id cloud.VolumeID) error {

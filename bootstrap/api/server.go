@@ -24,6 +24,7 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
 )
 
@@ -41,10 +42,12 @@ type Nodes interface {
 	Terminate(inst cloud.InstanceID) error
 	Start(inst cloud.InstanceID) error
 	AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error)
-	// CreateVolumeUncommitted creates a disk tagged "uncommitted" (an
-	// existing one is left as it is); CommitVolume removes the tag once
-	// the apply that needed it has committed.
-	CreateVolumeUncommitted(id cloud.VolumeID, mode cloud.AccessMode) error
+	// CreateVolumesUncommitted creates disks tagged "uncommitted" (an
+	// existing one is left as it is), all or nothing, with one durable
+	// write; CommitVolumes (CommitVolume) removes the tags once the apply
+	// that needed them has committed (the volume is deleted).
+	CreateVolumesUncommitted(vols []sim.VolumeSpec) error
+	CommitVolumes(ids []cloud.VolumeID) error
 	CommitVolume(id cloud.VolumeID) error
 	Uncommitted(id cloud.VolumeID) bool
 	Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool)

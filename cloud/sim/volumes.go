@@ -112,3 +112,73 @@ func (c *Cloud) Uncommitted(id cloud.VolumeID) bool {
 	v, ok := c.vols[id]
 	return ok && v.uncommitted
 }
+
+// VolumeSpec is a disk to create: its ID and access mode.
+type VolumeSpec struct {
+	ID   cloud.VolumeID
+	Mode cloud.AccessMode
+}
+
+// CreateVolumesUncommitted is CreateVolumeUncommitted for many disks, all
+// or nothing, with one durable commit: if an ID is not a valid name, or
+// the change cannot be written, no disk is created. Disks that exist
+// already (or appear twice) are left as they are. Content directories are
+// made after the commit, as CreateVolumeUncommitted makes them: an error
+// there leaves the disks created.
+func (c *Cloud) CreateVolumesUncommitted(vols []VolumeSpec) error {
+	for _, v := range vols {
+		if err := validVolume(v.ID); err != nil {
+			return fmt.Errorf("sim: create volumes: %w", err)
+		}
+	}
+	c.mu.Lock()
+	n := 0
+	for _, v := range vols {
+		if _, ok := c.vols[v.ID]; !ok {
+			c.vols[v.ID] = &volume{id: v.ID, mode: v.Mode, uncommitted: true, attached: make(map[cloud.InstanceID]struct{})}
+			c.touchVolLocked(v.ID)
+			n++
+		}
+	}
+	if n == 0 {
+		c.mu.Unlock()
+	} else if err := c.commitUnlock(fmt.Sprintf("create %d volumes", n)); err != nil {
+		return err
+	}
+	if c.content == "" {
+		return nil
+	}
+	for _, v := range vols {
+		if err := c.makeContent(v.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CommitVolumes is CommitVolume for many volumes, all or nothing, with one
+// durable commit: if a volume is unknown (cloud.ErrNotFound) or the change
+// cannot be written, every tag stays.
+func (c *Cloud) CommitVolumes(ids []cloud.VolumeID) error {
+	c.mu.Lock()
+	var tagged []*volume
+	for _, id := range ids {
+		v, ok := c.vols[id]
+		if !ok {
+			c.mu.Unlock()
+			return fmt.Errorf("sim: commit volume %s: %w", id, cloud.ErrNotFound)
+		}
+		if v.uncommitted {
+			tagged = append(tagged, v)
+		}
+	}
+	if len(tagged) == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	for _, v := range tagged {
+		v.uncommitted = false // a failed write reverts it (commitLocked)
+		c.touchVolLocked(v.id)
+	}
+	return c.commitUnlock(fmt.Sprintf("commit %d volumes", len(tagged)))
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -119,5 +120,48 @@ func TestUncommittedTag(t *testing.T) {
 	}
 	if err := again.CommitVolume("nope"); !errors.Is(err, cloud.ErrNotFound) {
 		t.Fatalf("CommitVolume of an unknown volume: %v", err)
+	}
+}
+
+// The batch forms are all or nothing, with one durable write each.
+func TestVolumeBatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cloud.json")
+	c := mustOpen(t, Config{StatePath: path})
+	mustNil(t, c.CreateVolumeChecked("old", cloud.Exclusive))
+	if err := c.CreateVolumesUncommitted([]VolumeSpec{{"a", cloud.Exclusive}, {"bad/name", cloud.Exclusive}}); err == nil {
+		t.Fatal("a batch with an invalid name succeeded")
+	}
+	if _, _, ok := c.Volume("a"); ok {
+		t.Fatal("a refused batch created a disk")
+	}
+	var groups int
+	def := c.state.appendAndSync
+	setAppend(c, func(f *os.File, data []byte) error { groups++; return def(f, data) })
+	mustNil(t, c.CreateVolumesUncommitted([]VolumeSpec{{"a", cloud.Exclusive}, {"b", cloud.MultiNode}, {"old", cloud.MultiNode}, {"a", cloud.MultiNode}}))
+	if groups != 1 {
+		t.Errorf("batch creation wrote %d groups, want 1", groups)
+	}
+	if mode, _, _ := c.Volume("old"); mode != cloud.Exclusive || c.Uncommitted("old") {
+		t.Error("an existing disk was changed")
+	}
+	if mode, _, _ := c.Volume("a"); mode != cloud.Exclusive || !c.Uncommitted("a") || !c.Uncommitted("b") {
+		t.Error("new disks not created as asked, tagged")
+	}
+	if err := c.CommitVolumes([]cloud.VolumeID{"a", "nope"}); !errors.Is(err, cloud.ErrNotFound) || !c.Uncommitted("a") {
+		t.Fatalf("CommitVolumes naming an unknown volume: %v, a uncommitted %v; want ErrNotFound, a still tagged", err, c.Uncommitted("a"))
+	}
+	groups = 0
+	mustNil(t, c.CommitVolumes([]cloud.VolumeID{"a", "b", "old"}))
+	if groups != 1 || c.Uncommitted("a") || c.Uncommitted("b") {
+		t.Errorf("commit: %d groups, tags a=%v b=%v; want 1, false, false", groups, c.Uncommitted("a"), c.Uncommitted("b"))
+	}
+	setAppend(c, func(*os.File, []byte) error { return errors.New("injected write failure") })
+	checkErr(t, c.CreateVolumesUncommitted([]VolumeSpec{{"c", cloud.Exclusive}, {"d", cloud.Exclusive}}), cloud.KindRetryable, path)
+	if _, _, ok := c.Volume("c"); ok {
+		t.Error("a batch whose write failed created a disk")
+	}
+	reopened := mustOpen(t, Config{StatePath: path})
+	if got, want := snapshot(reopened), snapshot(c); !reflect.DeepEqual(world(got), world(want)) {
+		t.Errorf("reopened %+v, want %+v", got, want)
 	}
 }
