@@ -53,6 +53,31 @@ type Bolt struct {
 	failStatus int
 
 	broken atomic.Pointer[corruptError] // set once a transaction panicked (guard)
+
+	txMu    sync.Mutex
+	counted *bolt.Tx     // the write transaction last counted (commits)
+	commits atomic.Int64 // write transactions committed
+}
+
+// Syncs is how many times the store has synced its file to disk: two per
+// committed write transaction (bbolt syncs the pages, then the meta page).
+// Concurrent changes that share a transaction (Batch) share its syncs.
+func (b *Bolt) Syncs() int64 { return 2 * b.commits.Load() }
+
+// countCommit counts tx once when it commits. bbolt runs one write
+// transaction at a time, and counted keeps the last one alive, so a new
+// transaction never has its address.
+func (b *Bolt) countCommit(tx *bolt.Tx) {
+	if !tx.Writable() {
+		return
+	}
+	b.txMu.Lock()
+	defer b.txMu.Unlock()
+	if b.counted == tx {
+		return
+	}
+	b.counted = tx
+	tx.OnCommit(func() { b.commits.Add(1) })
 }
 
 var _ Store = (*Bolt)(nil)

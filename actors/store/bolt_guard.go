@@ -38,6 +38,7 @@ func (b *Bolt) guard(run func(func(*bolt.Tx) error) error, fn func(*bolt.Tx) err
 			}
 		}()
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		b.countCommit(tx)
 		return fn(tx)
 	})
 }
