@@ -49,8 +49,8 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	}
 	var ops []store.Op
 	var result []string
-	var vols []cloud.VolumeID
-	var nodes []cloud.NodeName
+	var vols orderedSet[cloud.VolumeID]
+	var nodes orderedSet[cloud.NodeName]
 	for _, ch := range changes {
 		verb, err := c.verb(ch)
 		if err != nil {
@@ -62,11 +62,11 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 		case ch.Volume != nil:
 			v := *ch.Volume
 			ops = append(ops, store.Op{PutVolume: &v})
-			vols = append(vols, v.ID)
+			vols.add(v.ID)
 		case ch.Node != nil:
 			n := *ch.Node
 			ops = append(ops, store.Op{PutNode: &n})
-			nodes = append(nodes, n.Name)
+			nodes.add(n.Name)
 		default:
 			w := *ch.Workload
 			old, _, err := c.env.store.Workload(w.UID)
@@ -74,20 +74,21 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 				return nil, err
 			}
 			ops = append(ops, store.Op{PutWorkload: &w})
-			vols = union(vols, union(old.Volumes, w.Volumes))
-			nodes = appendNode(appendNode(nodes, old.Node), w.Node)
+			vols.add(old.Volumes...)
+			vols.add(w.Volumes...)
+			nodes.add(old.Node, w.Node)
 		}
 	}
 	if err := c.env.store.Apply(ops); err != nil {
 		return nil, err
 	}
-	for _, n := range nodes {
+	for _, n := range nodes.list {
 		c.env.guard.Send(c.env.lookup.Node(n), wake)
 	}
-	if err := c.tellDesired(vols...); err != nil {
+	if err := c.tellDesired(vols.list...); err != nil {
 		return result, err
 	}
-	for _, n := range nodes {
+	for _, n := range nodes.list {
 		if err := c.tellAgent(n); err != nil {
 			return result, err
 		}
@@ -95,11 +96,24 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	return result, nil
 }
 
-func appendNode(ns []cloud.NodeName, n cloud.NodeName) []cloud.NodeName {
-	if n == "" || slices.Contains(ns, n) {
-		return ns
+// orderedSet keeps the first-seen order of distinct non-empty names: a
+// batch of 100,000 workloads must not cost a scan per name.
+type orderedSet[T ~string] struct {
+	seen map[T]bool
+	list []T
+}
+
+func (o *orderedSet[T]) add(xs ...T) {
+	for _, x := range xs {
+		if x == "" || o.seen[x] {
+			continue
+		}
+		if o.seen == nil {
+			o.seen = map[T]bool{}
+		}
+		o.seen[x] = true
+		o.list = append(o.list, x)
 	}
-	return append(ns, n)
 }
 
 // batchIndex is what a batch itself defines, for reference checks.

@@ -3,7 +3,6 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
@@ -156,12 +155,87 @@ func (c *Controller) SetOutOfService(node cloud.NodeName, oos bool) {
 	c.env.guard.Send(c.env.lookup.Node(node), &messages.SetOutOfService{Node: string(node), OutOfService: oos})
 }
 
-func union(a, b []cloud.VolumeID) []cloud.VolumeID {
-	out := slices.Clone(a)
-	for _, v := range b {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
+// DeleteWorkloads removes many workloads in one store transaction (all or
+// nothing; unknown ones are skipped), as DeleteWorkload does one: a fleet's
+// teardown must not cost a transaction per workload.
+func (c *Controller) DeleteWorkloads(uids []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ops []store.Op
+	var olds []store.Workload
+	var vols orderedSet[cloud.VolumeID]
+	var nodes orderedSet[cloud.NodeName]
+	for _, uid := range uids {
+		old, ok, err := c.env.store.Workload(uid)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		ops = append(ops, store.Op{DeleteWorkload: uid})
+		olds = append(olds, old)
+		vols.add(old.Volumes...)
+		nodes.add(old.Node)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := c.env.store.Apply(ops); err != nil {
+		return err
+	}
+	for _, old := range olds {
+		c.env.events.Forget(events.Ref{Kind: events.KindWorkload, Name: old.UID, UID: old.ObjectUID})
+	}
+	if err := c.tellDesired(vols.list...); err != nil {
+		return err
+	}
+	for _, n := range nodes.list {
+		if err := c.tellAgent(n); err != nil {
+			return err
 		}
 	}
-	return out
+	return nil
+}
+
+// DeleteVolumes removes many volumes in one store transaction, all or
+// nothing: it refuses if any is still used by a workload. Unknown ones are
+// skipped.
+func (c *Controller) DeleteVolumes(ids []cloud.VolumeID) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ops []store.Op
+	var olds []store.VolumeSpec
+	for _, id := range ids {
+		nodes, err := c.env.store.DesiredNodes(id)
+		if err != nil {
+			return err
+		}
+		if len(nodes) > 0 {
+			return fmt.Errorf("%w: volume %q is used by workloads on %v", ErrInvalid, id, nodes)
+		}
+		old, ok, err := c.env.store.Volume(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		ops = append(ops, store.Op{DeleteVolume: id})
+		olds = append(olds, old)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := c.env.store.Apply(ops); err != nil {
+		return err
+	}
+	for _, old := range olds {
+		c.env.events.Forget(events.Ref{Kind: events.KindVolume, Name: string(old.ID), UID: old.ObjectUID})
+	}
+	var vols []cloud.VolumeID
+	for _, old := range olds {
+		vols = append(vols, old.ID)
+	}
+	return c.tellDesired(vols...)
 }
