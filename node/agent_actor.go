@@ -62,6 +62,9 @@ type Config struct {
 	// holds (nil: each Start makes its own, shared by that agent's
 	// incarnations).
 	Calls *Calls
+	// Middleware wraps the agent actor's Receive (metrics, message
+	// counts).
+	Middleware []actor.ReceiverMiddleware
 }
 
 // DefaultConfig: Kubernetes' timings (OpTimeout as the kubelet's CSI
@@ -264,7 +267,7 @@ func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy
 	if c.Calls == nil {
 		c.Calls = NewCalls()
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, actor.WithGuardian(guardian))
+	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, actor.WithGuardian(guardian), actor.WithReceiverMiddleware(c.Middleware...))
 	pid, err := c.Guard.Spawn(props, AgentName(cfg.Node))
 	if err != nil {
 		return nil, fmt.Errorf("node agent %s: %w", cfg.Node, err)
