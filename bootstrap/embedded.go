@@ -398,3 +398,16 @@ func actorKind(id string) string {
 	}
 	return "other"
 }
+
+// Syncs is how many times the durable store and the sim cloud's state have
+// synced files to disk since they were opened (0 when not durable).
+func (e *Embedded) Syncs() int64 {
+	var n int64
+	if e.bolt != nil {
+		n += e.bolt.Syncs()
+	}
+	if f, ok := any(e.Cloud).(interface{ Fsyncs() int64 }); ok && e.Cloud != nil {
+		n += f.Fsyncs()
+	}
+	return n
+}

@@ -71,3 +71,7 @@ func (e *env) livenessFrom() time.Time {
 	}
 	return until
 }
+
+// Restored reports whether every volume actor spawned by Start has rebuilt
+// itself from the store and the cloud (or stopped).
+func (c *Controller) Restored() bool { return c.env.started.Load() != 0 }

@@ -1,0 +1,396 @@
+// Package bench is tether bench: the embedded runtime as tether up runs it
+// (durable store and durable sim cloud in a temporary directory, a node
+// agent per node mounting, changes through the API's apply path), driven
+// through the phases of a fleet's life and timed, next to a baseline of
+// bare Proto.Actor delivering as many messages in the same run.
+//
+// Phases, each timed until the ground truth (the cloud's attachments, the
+// mounts the agents made) shows it done:
+//
+//   - fleet_start: V workloads of one exclusive volume each, over N
+//     nodes, applied in one apply; until every volume is attached and
+//     mounted on its workload's node.
+//   - verify: one verification pass of the sync actor.
+//   - restart: the process state is stopped (controller, agents, store,
+//     cloud) and started again on the same data directory; until the
+//     controller has restored every volume and every agent is ready, with
+//     nothing attached or mounted twice and nothing detached.
+//   - node_loss: 10% of the instances are terminated (losing their
+//     attachments) and started again; until all are attached again.
+//   - churn: 10% of the workloads move to another node; until each of
+//     their volumes is attached and mounted there only.
+//   - teardown: every workload and volume is deleted; until nothing is
+//     attached or mounted.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
+)
+
+// Config of a bench run.
+type Config struct {
+	Volumes int
+	Nodes   int
+	// CloudLatency is added to every sim cloud call.
+	CloudLatency time.Duration
+	// Mounter: "symlink" (default, no privileges) or "bind" (real bind
+	// mounts, root only; all agents share this host's mount table).
+	Mounter string
+	// SyncPeriod of the controller (node loss is noticed by a sync pass).
+	SyncPeriod time.Duration
+	// PhaseTimeout bounds each phase.
+	PhaseTimeout time.Duration
+	// Dir, if set, is where the temporary data directory is made.
+	Dir string
+	// Log receives tether's own log (warnings and errors); nil: discarded.
+	Log io.Writer
+	// Progress, if set, hears one line as each phase starts.
+	Progress io.Writer
+}
+
+// DefaultConfig is the acceptance run: 10,000 volumes over 1,000 nodes.
+func DefaultConfig() Config {
+	return Config{Volumes: 10000, Nodes: 1000, Mounter: "symlink", SyncPeriod: 5 * time.Second, PhaseTimeout: 10 * time.Minute}
+}
+
+// Validate names what is wrong with c.
+func (c Config) Validate() error {
+	switch {
+	case c.Volumes < 1:
+		return fmt.Errorf("bench: --volumes %d: want at least 1", c.Volumes)
+	case c.Nodes < 1:
+		return fmt.Errorf("bench: --nodes %d: want at least 1", c.Nodes)
+	case c.Volumes > 1_000_000:
+		return fmt.Errorf("bench: --volumes %d: want at most 1000000", c.Volumes)
+	case c.Nodes > 100_000:
+		return fmt.Errorf("bench: --nodes %d: want at most 100000", c.Nodes)
+	case (c.Volumes+c.Nodes-1)/c.Nodes > sim.DefaultAttachLimit-1: // churn adds one
+		return fmt.Errorf("bench: %d volumes over %d nodes is more than a node's attach limit (%d, less one for churn): give more nodes", c.Volumes, c.Nodes, sim.DefaultAttachLimit)
+	case c.CloudLatency < 0 || c.CloudLatency > 10*time.Second:
+		return fmt.Errorf("bench: --cloud-latency %s: want 0 to 10s", c.CloudLatency)
+	case c.Mounter != "symlink" && c.Mounter != "bind":
+		return fmt.Errorf("bench: --mounter %q: want symlink or bind", c.Mounter)
+	case c.Mounter == "bind" && os.Geteuid() != 0:
+		return errors.New("bench: --mounter bind needs root (bind mounts)")
+	case c.SyncPeriod < time.Second:
+		return fmt.Errorf("bench: --sync-period %s: want at least 1s", c.SyncPeriod)
+	case c.PhaseTimeout <= 0:
+		return fmt.Errorf("bench: --phase-timeout %s: want more than 0", c.PhaseTimeout)
+	}
+	return nil
+}
+
+// Phase is the result of one phase.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	// Messages received by tether's actors (controller and agents).
+	Messages int64 `json:"messages"`
+	// CloudCalls by method, as the cloud counted them.
+	CloudCalls map[string]int `json:"cloud_calls"`
+	// Fsyncs of the store and the cloud's state.
+	Fsyncs int64 `json:"fsyncs"`
+	// BaselineRatio: Seconds over the time bare Proto.Actor takes to
+	// deliver Messages messages over as many actors as the fleet has.
+	BaselineRatio float64 `json:"baseline_ratio"`
+	// Note says what the phase did, for the text report.
+	Note string `json:"note,omitempty"`
+}
+
+// Result of a run.
+type Result struct {
+	Volumes            int     `json:"volumes"`
+	Nodes              int     `json:"nodes"`
+	CloudLatencyMillis float64 `json:"cloud_latency_ms"`
+	Mounter            string  `json:"mounter"`
+	SyncPeriodSeconds  float64 `json:"sync_period_seconds"`
+	BatchSize          int     `json:"batch_size"`
+	Phases             []Phase `json:"phases"`
+	// HeapBytesPerVolume: live heap after the fleet start (after a GC),
+	// less the live heap before it, over the volumes: controller, agents,
+	// store and sim cloud together.
+	HeapBytesPerVolume float64 `json:"heap_bytes_per_volume"`
+	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	// Baseline: bare Proto.Actor delivering the fleet start's messages
+	// over as many actors.
+	BaselineSeconds  float64 `json:"baseline_seconds"`
+	BaselineMessages int64   `json:"baseline_messages"`
+	BaselineActors   int     `json:"baseline_actors"`
+}
+
+// run is one bench run's state.
+type run struct {
+	cfg      Config
+	dir      string
+	e        *bootstrap.Embedded
+	client   *client
+	truth    *truth
+	messages atomic.Int64
+	want     map[cloud.VolumeID]cloud.NodeName
+	nodes    []cloud.NodeName
+	// syncsBefore: syncs of stopped incarnations (restart), so that a
+	// phase's fsyncs add up across it.
+	syncsBefore int64
+	res         Result
+}
+
+// Run runs the bench. Everything it creates (the data directory, mounts)
+// is removed before it returns, even on failure.
+func Run(ctx context.Context, cfg Config) (res *Result, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "tether-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	r := &run{cfg: cfg, dir: dir, truth: newTruth(), want: map[cloud.VolumeID]cloud.NodeName{}}
+	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds()}
+	defer func() { err = errors.Join(err, r.cleanup()) }()
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	r.res.BatchSize = r.e.Cloud.BatchSize()
+	heapBefore := liveHeap()
+	steps := []struct {
+		name string
+		do   func(context.Context) (string, error)
+	}{
+		{"fleet_start", r.fleetStart},
+		{"verify", r.verify},
+		{"restart", r.restart},
+		{"node_loss", r.nodeLoss},
+		{"churn", r.churn},
+		{"teardown", r.teardown},
+	}
+	for _, s := range steps {
+		p, err := r.phase(ctx, s.name, s.do)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", s.name, err)
+		}
+		r.res.Phases = append(r.res.Phases, p)
+		if s.name == "fleet_start" {
+			r.res.HeapBytesPerVolume = float64(int64(liveHeap())-int64(heapBefore)) / float64(cfg.Volumes)
+		}
+	}
+	r.res.BaselineActors = cfg.Volumes + 2*cfg.Nodes + 1
+	r.res.BaselineMessages = r.res.Phases[0].Messages
+	bare := bareDelivery(r.res.BaselineActors, r.res.BaselineMessages)
+	r.res.BaselineSeconds = bare.Seconds()
+	perMsg := bare.Seconds() / float64(max(1, r.res.BaselineMessages))
+	for i := range r.res.Phases {
+		p := &r.res.Phases[i]
+		if p.Messages > 0 && perMsg > 0 {
+			p.BaselineRatio = p.Seconds / (perMsg * float64(p.Messages))
+		}
+	}
+	r.res.PeakRSSBytes = peakRSS()
+	out := r.res
+	return &out, nil
+}
+
+// phase runs one phase and measures it.
+func (r *run) phase(ctx context.Context, name string, do func(context.Context) (string, error)) (Phase, error) {
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "bench: %s...\n", name)
+	}
+	calls0, msgs0, syncs0 := r.e.Cloud.Calls(), r.messages.Load(), r.syncs()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.PhaseTimeout)
+	defer cancel()
+	t0 := time.Now()
+	note, err := do(ctx)
+	d := time.Since(t0)
+	if err != nil {
+		return Phase{}, err
+	}
+	calls := r.e.Cloud.Calls() // the counters are durable: they carry over a restart
+	p := Phase{Name: name, Seconds: d.Seconds(), Messages: r.messages.Load() - msgs0, CloudCalls: map[string]int{}, Fsyncs: r.syncs() - syncs0, Note: note}
+	for m, n := range calls.Calls {
+		if dn := n - calls0.Calls[m]; dn > 0 {
+			p.CloudCalls[string(m)] = dn
+		}
+	}
+	if bad := r.truth.twice(); len(bad) > 0 {
+		return p, fmt.Errorf("%d volumes attached or mounted on two nodes (%s first)", len(bad), bad[0])
+	}
+	return p, nil
+}
+
+func (r *run) syncs() int64 { return r.syncsBefore + r.e.Syncs() }
+
+// start starts the embedded runtime on r.dir (again, after a restart).
+func (r *run) start() error {
+	cfg := bootstrap.DefaultConfig()
+	cfg.LogLevel, cfg.LogOutput = "warn", r.cfg.Log
+	if cfg.LogOutput == nil {
+		cfg.LogOutput = io.Discard
+	}
+	cfg.DataDir, cfg.Durable, cfg.Nodes = r.dir, true, r.cfg.Nodes
+	cfg.Sim.Latency = r.cfg.CloudLatency
+	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
+	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			r.messages.Add(1)
+			next(c, env)
+		}
+	}
+	cfg.Controller.Middleware = append(cfg.Controller.Middleware, count)
+	cfg.Agent.Middleware = append(cfg.Agent.Middleware, count)
+	cfg.WrapMounter = func(n cloud.NodeName, m mount.Mounter) mount.Mounter {
+		if r.cfg.Mounter == "symlink" {
+			l, err := layout.New(filepath.Join(r.dir, "nodes", string(n)))
+			if err == nil {
+				m = mount.NewSymlink(l)
+			}
+		}
+		return tracked{Mounter: m, node: n, truth: r.truth}
+	}
+	e, err := bootstrap.StartEmbedded(cfg)
+	if err != nil {
+		return err
+	}
+	r.e = e
+	r.truth.load(r.attachments())
+	e.Cloud.ObserveSync(r.truth.observe)
+	r.nodes = e.NodeNames
+	c, err := startClient(e, r.dir)
+	if err != nil {
+		return err
+	}
+	r.client = c
+	return nil
+}
+
+// attachments is the cloud's snapshot by node.
+func (r *run) attachments() map[cloud.VolumeID][]cloud.NodeName {
+	byInst := map[cloud.InstanceID]cloud.NodeName{}
+	for _, n := range r.e.NodeNames {
+		if in, ok := r.e.Cloud.InstanceOf(n); ok {
+			byInst[in] = n
+		}
+	}
+	out := map[cloud.VolumeID][]cloud.NodeName{}
+	for v, insts := range r.e.Cloud.Attachments() {
+		for _, in := range insts {
+			out[v] = append(out[v], byInst[in])
+		}
+	}
+	return out
+}
+
+// stop stops the runtime (API first).
+func (r *run) stop() error {
+	var errs []error
+	if r.client != nil {
+		errs = append(errs, r.client.close())
+		r.client = nil
+	}
+	if r.e != nil {
+		r.syncsBefore += r.e.Syncs()
+		errs = append(errs, r.e.Stop())
+		r.e = nil
+	}
+	return errors.Join(errs...)
+}
+
+// cleanup stops everything and removes what the run made on disk: the
+// agents' mounts first (bind mounts must be unmounted, never deleted
+// through), then the directory.
+func (r *run) cleanup() error {
+	errs := []error{r.stop()}
+	nodes, _ := filepath.Glob(filepath.Join(r.dir, "nodes", "*"))
+	for _, nd := range nodes {
+		l, err := layout.New(nd)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m := mount.NewSymlink(l)
+		if r.cfg.Mounter == "bind" {
+			m = mount.NewBind(l)
+		}
+		if err := node.Teardown(nd, m); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("bench: cleanup (left %s in place): %w", r.dir, err)
+	}
+	return os.RemoveAll(r.dir)
+}
+
+// waitFor polls done (cheap: in-memory ground truth) until it holds or ctx
+// ends; what explains the failure.
+func waitFor(ctx context.Context, done func() (bool, string)) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, what := done()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not done before the phase timeout: %s", what)
+		case <-tick.C:
+		}
+	}
+}
+
+// converged waits until the ground truth matches r.want.
+func (r *run) converged(ctx context.Context) error {
+	return waitFor(ctx, func() (bool, string) {
+		ok, v := r.truth.matches(r.want)
+		if ok {
+			return true, ""
+		}
+		return false, fmt.Sprintf("volume %q is not attached and mounted exactly where wanted (%s)", v, r.describe(v))
+	})
+}
+
+func (r *run) describe(v cloud.VolumeID) string {
+	r.truth.mu.Lock()
+	defer r.truth.mu.Unlock()
+	var att, pub []string
+	for n := range r.truth.attached[v] {
+		att = append(att, string(n))
+	}
+	for n := range r.truth.published[v] {
+		pub = append(pub, string(n))
+	}
+	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.want[v], att, pub)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return int64(ru.Maxrss) * 1024 // kilobytes on Linux
+}

@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+func volName(i int) string                 { return fmt.Sprintf("v%06d", i) }
+func workName(i int) string                { return fmt.Sprintf("w%06d", i) }
+func (r *run) nodeOf(i int) cloud.NodeName { return r.nodes[i%len(r.nodes)] }
+
+// fleetStart applies V volumes and V workloads (workload i uses volume i,
+// on node i mod N) in one apply, and waits until each volume is attached
+// and mounted on its node.
+func (r *run) fleetStart(ctx context.Context) (string, error) {
+	docs := make([]*messages.Document, 0, 2*r.cfg.Volumes)
+	for i := range r.cfg.Volumes {
+		docs = append(docs, volumeDoc(volName(i)))
+	}
+	for i := range r.cfg.Volumes {
+		n := r.nodeOf(i)
+		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
+		r.want[cloud.VolumeID(volName(i))] = n
+	}
+	t0 := time.Now()
+	if err := r.client.apply(ctx, docs); err != nil {
+		return "", err
+	}
+	applied := time.Since(t0)
+	if err := r.converged(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("apply of %d documents returned in %.2fs", len(docs), applied.Seconds()), nil
+}
+
+// verify runs one verification pass of the sync actor.
+func (r *run) verify(ctx context.Context) (string, error) {
+	ch := make(chan *messages.SyncPassFinished, 8)
+	sub := r.e.System.EventStream.Subscribe(func(ev any) {
+		if m, ok := ev.(*messages.SyncPassFinished); ok {
+			select {
+			case ch <- m:
+			default:
+			}
+		}
+	})
+	defer r.e.System.EventStream.Unsubscribe(sub)
+	r.e.Ctl().SyncNow()
+	select {
+	case m := <-ch:
+		want := (len(r.nodes) + r.res.BatchSize - 1) / r.res.BatchSize
+		note := fmt.Sprintf("%d nodes in %d calls (ceil(N/batch) = %d), %d errors, %d lost, %d unknown", m.Nodes, m.Calls, want, m.Errors, m.Lost, m.Dangling)
+		if int(m.Calls) != want {
+			return note, fmt.Errorf("a sync pass made %d calls, want ceil(%d/%d) = %d", m.Calls, len(r.nodes), r.res.BatchSize, want)
+		}
+		return note, nil
+	case <-ctx.Done():
+		return "", errors.New("no sync pass finished before the phase timeout")
+	}
+}
+
+// restart stops the whole process state (API, agents, controller, store,
+// cloud) and starts it again on the same data directory; done when the
+// controller has restored every volume, every agent is ready and the
+// ground truth still matches, having changed nothing.
+func (r *run) restart(ctx context.Context) (string, error) {
+	a0, d0, p0, u0 := r.truth.attaches.Load(), r.truth.detaches.Load(), r.truth.publishes.Load(), r.truth.unpublishes.Load()
+	if err := r.stop(); err != nil {
+		return "", err
+	}
+	t0 := time.Now()
+	if err := r.start(); err != nil {
+		return "", err
+	}
+	started := time.Since(t0)
+	pending := map[cloud.NodeName]bool{}
+	for _, n := range r.nodes {
+		pending[n] = true
+	}
+	err := waitFor(ctx, func() (bool, string) {
+		if !r.e.Ctl().Restored() {
+			return false, "the controller has not restored every volume"
+		}
+		for n := range pending {
+			if st, err := r.e.Agents[n].Status(time.Second); err == nil && st.Ready {
+				delete(pending, n)
+			}
+		}
+		if len(pending) > 0 {
+			return false, fmt.Sprintf("%d agents not ready", len(pending))
+		}
+		ok, v := r.truth.matches(r.want)
+		return ok, fmt.Sprintf("volume %q: %s", v, r.describe(v))
+	})
+	if err != nil {
+		return "", err
+	}
+	a, d := r.truth.attaches.Load()-a0, r.truth.detaches.Load()-d0
+	p, u := r.truth.publishes.Load()-p0, r.truth.unpublishes.Load()-u0
+	note := fmt.Sprintf("started in %.2fs; during the restart: %d attaches, %d detaches, %d publishes, %d unpublishes", started.Seconds(), a, d, p, u)
+	if d > 0 || u > 0 {
+		return note, fmt.Errorf("a restart with nothing changed detached or unmounted: %s", note)
+	}
+	return note, nil
+}
+
+// nodeLoss terminates every tenth instance (they lose their attachments)
+// and starts them again; done when every volume is attached again.
+func (r *run) nodeLoss(ctx context.Context) (string, error) {
+	var lost []cloud.InstanceID
+	for i := 0; i < len(r.nodes); i += 10 {
+		in, ok := r.e.Cloud.InstanceOf(r.nodes[i])
+		if !ok {
+			return "", fmt.Errorf("no instance backs node %s", r.nodes[i])
+		}
+		lost = append(lost, in)
+	}
+	if err := parallel(lost, r.e.Cloud.Terminate); err != nil {
+		return "", err
+	}
+	if err := parallel(lost, r.e.Cloud.Start); err != nil {
+		return "", err
+	}
+	if err := r.converged(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d instances terminated and started; healing waits for a sync pass (period %s)", len(lost), r.cfg.SyncPeriod), nil
+}
+
+// churn moves every tenth workload to the next node.
+func (r *run) churn(ctx context.Context) (string, error) {
+	var docs []*messages.Document
+	for i := 0; i < r.cfg.Volumes; i += 10 {
+		n := r.nodeOf(i + 1)
+		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
+		r.want[cloud.VolumeID(volName(i))] = n
+	}
+	if err := r.client.apply(ctx, docs); err != nil {
+		return "", err
+	}
+	if err := r.converged(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d workloads moved", len(docs)), nil
+}
+
+// teardown deletes every workload, then every volume (one transaction
+// each, as a bulk delete), until nothing is attached or mounted.
+func (r *run) teardown(ctx context.Context) (string, error) {
+	uids := make([]string, r.cfg.Volumes)
+	vols := make([]cloud.VolumeID, r.cfg.Volumes)
+	for i := range uids {
+		uids[i], vols[i] = workName(i), cloud.VolumeID(volName(i))
+	}
+	ctl := r.e.Ctl()
+	if err := ctl.DeleteWorkloads(uids); err != nil {
+		return "", err
+	}
+	if err := ctl.DeleteVolumes(vols); err != nil {
+		return "", err
+	}
+	clear(r.want)
+	if err := r.converged(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d workloads and %d volumes deleted", len(uids), len(vols)), nil
+}
+
+// parallel runs f on every item, a few at a time (the cloud's group
+// commit shares their writes), and joins the errors.
+func parallel[T any](items []T, f func(T) error) error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(it); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node/mount"
+)
+
+// truth is the ground truth the phases wait for, kept up to date from
+// the sources themselves: the sim cloud's change feed (every attachment
+// made or removed, as the cloud records it) and every mount call that
+// succeeded on a node (publish and unpublish, as the mounter did them).
+// Neither is tether's report of its own work.
+type truth struct {
+	mu sync.Mutex
+	// attached[vol] = nodes whose instance has vol attached.
+	attached map[cloud.VolumeID]map[cloud.NodeName]bool
+	// published[vol][node] = targets showing vol on node.
+	published map[cloud.VolumeID]map[cloud.NodeName]map[string]bool
+	// changes counts attach and detach changes and mount calls, to tell a
+	// phase that changed nothing (restart) from one that did.
+	attaches, detaches, publishes, unpublishes atomic.Int64
+}
+
+func newTruth() *truth {
+	return &truth{attached: map[cloud.VolumeID]map[cloud.NodeName]bool{}, published: map[cloud.VolumeID]map[cloud.NodeName]map[string]bool{}}
+}
+
+// observe follows one cloud's attachment changes.
+func (t *truth) observe(c sim.Change) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.Attached {
+		t.attaches.Add(1)
+		if t.attached[c.Volume] == nil {
+			t.attached[c.Volume] = map[cloud.NodeName]bool{}
+		}
+		t.attached[c.Volume][c.Node] = true
+		return
+	}
+	t.detaches.Add(1)
+	delete(t.attached[c.Volume], c.Node)
+	if len(t.attached[c.Volume]) == 0 {
+		delete(t.attached, c.Volume)
+	}
+}
+
+// load replaces the attachments with a snapshot (at start: the cloud's
+// state file may hold attachments already).
+func (t *truth) load(att map[cloud.VolumeID][]cloud.NodeName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.attached = map[cloud.VolumeID]map[cloud.NodeName]bool{}
+	for v, nodes := range att {
+		t.attached[v] = map[cloud.NodeName]bool{}
+		for _, n := range nodes {
+			t.attached[v][n] = true
+		}
+	}
+}
+
+func (t *truth) publish(n cloud.NodeName, target string) {
+	vol := cloud.VolumeID(filepath.Base(target)) // .../volumes/<plugin>/<volume>
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.publishes.Add(1)
+	if t.published[vol] == nil {
+		t.published[vol] = map[cloud.NodeName]map[string]bool{}
+	}
+	if t.published[vol][n] == nil {
+		t.published[vol][n] = map[string]bool{}
+	}
+	t.published[vol][n][target] = true
+}
+
+func (t *truth) unpublish(n cloud.NodeName, target string) {
+	vol := cloud.VolumeID(filepath.Base(target))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unpublishes.Add(1)
+	delete(t.published[vol][n], target)
+	if len(t.published[vol][n]) == 0 {
+		delete(t.published[vol], n)
+	}
+	if len(t.published[vol]) == 0 {
+		delete(t.published, vol)
+	}
+}
+
+// matches reports whether every volume is attached exactly on the node
+// want names and published there (and nowhere else), and nothing else is
+// attached or published; if not, one volume that differs.
+func (t *truth) matches(want map[cloud.VolumeID]cloud.NodeName) (bool, cloud.VolumeID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.attached) != len(want) || len(t.published) != len(want) {
+		for v := range t.attached {
+			if _, ok := want[v]; !ok {
+				return false, v
+			}
+		}
+		for v := range t.published {
+			if _, ok := want[v]; !ok {
+				return false, v
+			}
+		}
+		for v := range want {
+			if len(t.attached[v]) == 0 || len(t.published[v]) == 0 {
+				return false, v
+			}
+		}
+		return false, ""
+	}
+	for v, n := range want {
+		if a := t.attached[v]; len(a) != 1 || !a[n] {
+			return false, v
+		}
+		if p := t.published[v]; len(p) != 1 || len(p[n]) == 0 {
+			return false, v
+		}
+	}
+	return true, ""
+}
+
+// twice lists the volumes attached to, or published on, more than one
+// node (every volume of the bench is exclusive).
+func (t *truth) twice() []cloud.VolumeID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []cloud.VolumeID
+	for v, a := range t.attached {
+		if len(a) > 1 {
+			out = append(out, v)
+		}
+	}
+	for v, p := range t.published {
+		if len(p) > 1 && len(t.attached[v]) <= 1 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// tracked is a node's mounter reporting its successful publishes and
+// unpublishes to truth.
+type tracked struct {
+	mount.Mounter
+	node  cloud.NodeName
+	truth *truth
+}
+
+func (m tracked) Publish(staged, target string, readOnly bool) error {
+	err := m.Mounter.Publish(staged, target, readOnly)
+	if err == nil {
+		m.truth.publish(m.node, target)
+	}
+	return err
+}
+
+func (m tracked) Unpublish(target string) error {
+	err := m.Mounter.Unpublish(target)
+	if err == nil {
+		m.truth.unpublish(m.node, target)
+	}
+	return err
+}
