@@ -309,6 +309,9 @@ func (e *Embedded) Stop() error {
 	if e.System != nil {
 		e.System.Shutdown()
 	}
+	if e.Cloud != nil {
+		errs = append(errs, e.Cloud.Close()) // folds the state's log into its snapshot
+	}
 	errs = append(errs, e.closeStore())
 	return errors.Join(errs...)
 }
@@ -406,8 +409,8 @@ func (e *Embedded) Syncs() int64 {
 	if e.bolt != nil {
 		n += e.bolt.Syncs()
 	}
-	if f, ok := any(e.Cloud).(interface{ Fsyncs() int64 }); ok && e.Cloud != nil {
-		n += f.Fsyncs()
+	if e.Cloud != nil {
+		n += e.Cloud.Fsyncs()
 	}
 	return n
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -279,17 +280,12 @@ type cloudCounters struct {
 // atomically by rename, so a read never sees half a file).
 func readCounters(t *testing.T, data string) cloudCounters {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(data, "cloud-state.json"))
+	// The snapshot and its log, read without writing (tether still runs).
+	c, err := sim.ReadCounters(filepath.Join(data, "cloud-state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		Counters cloudCounters `json:"counters"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Counters
+	return cloudCounters{AttachNew: c.AttachNew, DetachNew: c.DetachNew}
 }
 
 // checkMetrics: the endpoint serves tether's and Proto.Actor's metrics and
