@@ -1,22 +1,38 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/messages"
 )
 
 // maxInputBytes bounds what one tether apply reads, over all its -f files
-// together. The server refuses requests over api.MaxRequestBytes, and
-// documents encode smaller than the text they are read from, so input
-// within this bound makes a request the server takes.
-const maxInputBytes = api.MaxRequestBytes
+// together. Documents encode smaller than the text they are read from, so
+// input within this bound stays within the server's api.MaxApplyBytes.
+const maxInputBytes = api.MaxApplyBytes
+
+// An apply whose request encodes within api.MaxRequestBytes is sent as one
+// Apply call, which every tether server takes; a larger one is streamed
+// (ApplyStream) in chunks of at most chunkBytes, well under the server's
+// per-message bound. Both are one all-or-nothing apply on the server.
+const chunkBytes = 256 << 10
+
+// listedLines: an apply of at most this many objects prints a line per
+// object; a larger one prints a summary line.
+const listedLines = 100
 
 func applyCommand() *cobra.Command {
 	var cf clientFlags
@@ -38,13 +54,11 @@ func applyCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			res, err := c.Apply(ctx, &messages.ApplyRequest{Documents: docs})
+			res, err := sendApply(ctx, c, docs)
 			if err != nil {
-				return rpcError(err)
+				return applyError(err)
 			}
-			for _, line := range res.Applied {
-				fmt.Fprintln(cmd.OutOrStdout(), line)
-			}
+			printApplied(cmd.OutOrStdout(), res, len(docs))
 			return nil
 		},
 	}
@@ -53,17 +67,90 @@ func applyCommand() *cobra.Command {
 	return cmd
 }
 
+// sendApply sends docs as one Apply if they fit in one request, else as
+// one ApplyStream.
+func sendApply(ctx context.Context, c messages.TetherClient, docs []*messages.Document) (*messages.ApplyResponse, error) {
+	req := &messages.ApplyRequest{Documents: docs}
+	if proto.Size(req) <= api.MaxRequestBytes {
+		return c.Apply(ctx, req)
+	}
+	st, err := c.ApplyStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range chunks(docs, chunkBytes) {
+		// io.EOF: the server ended the call early; CloseAndRecv says why.
+		if err := st.Send(ch); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return st.CloseAndRecv()
+}
+
+// chunks splits docs into chunks of at most size encoded bytes (a
+// document larger than size alone in its chunk), the last one marked with
+// the total.
+func chunks(docs []*messages.Document, size int) []*messages.ApplyChunk {
+	var out []*messages.ApplyChunk
+	cur, n := &messages.ApplyChunk{}, 0
+	for _, d := range docs {
+		m := 1 + protowire.SizeBytes(proto.Size(d))
+		if n+m > size && len(cur.Documents) > 0 {
+			out, cur, n = append(out, cur), &messages.ApplyChunk{}, 0
+		}
+		cur.Documents, n = append(cur.Documents, d), n+m
+	}
+	cur.Last, cur.Total = true, int64(len(docs))
+	return append(out, cur)
+}
+
+// applyError explains the errors of an apply that rpcError leaves
+// unclear.
+func applyError(err error) error {
+	switch status.Code(err) {
+	case codes.Unimplemented:
+		return fmt.Errorf("%w (this server takes applies of at most %d bytes: upgrade it, or split the input over several applies)", rpcError(err), api.MaxRequestBytes)
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%w (the server may have applied the documents all the same: check with tether get; a large apply may need a longer --timeout)", rpcError(err))
+	}
+	return rpcError(err)
+}
+
+// printApplied prints a line per object for a small apply, else (or when
+// the server left lines out) one summary line.
+func printApplied(w io.Writer, res *messages.ApplyResponse, docs int) {
+	if (len(res.Applied) <= listedLines && res.Omitted == 0) || len(res.Counts) == 0 {
+		for _, line := range res.Applied {
+			fmt.Fprintln(w, line)
+		}
+		return
+	}
+	var parts []string
+	for _, c := range res.Counts {
+		parts = append(parts, fmt.Sprintf("%d %ss %s", c.Count, c.Kind, c.Verb))
+	}
+	fmt.Fprintf(w, "%d documents applied: %s\n", docs, strings.Join(parts, ", "))
+}
+
 // readInputs reads every file in order (- is stdin, at most once), at most
 // maxInputBytes in all, and returns the documents of all of them, or an
-// error naming the file and document: never some of them.
+// error naming the file and document: never some of them. It refuses more
+// documents than the server takes in one apply.
 func readInputs(files []string, stdin io.Reader) ([]*messages.Document, error) {
+	return readInputsWithin(files, stdin, maxInputBytes)
+}
+
+// readInputsWithin is readInputs reading at most limit bytes.
+func readInputsWithin(files []string, stdin io.Reader, limit int) ([]*messages.Document, error) {
 	if err := checkFiles(files); err != nil {
 		return nil, err
 	}
 	var all []entry
-	left := maxInputBytes
+	left := limit
 	for _, f := range files {
-		name, data, err := readInput(f, stdin, left)
+		name, data, err := readInput(f, stdin, left, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +160,9 @@ func readInputs(files []string, stdin io.Reader) ([]*messages.Document, error) {
 			return nil, err
 		}
 		all = append(all, es...)
+		if len(all) > api.MaxApplyDocuments {
+			return nil, fmt.Errorf("%s: the -f files hold more than %d documents, the bound of one apply (split them over several applies)", name, api.MaxApplyDocuments)
+		}
 	}
 	return toDocuments(all)
 }
@@ -97,8 +187,9 @@ func checkFiles(files []string) error {
 	return nil
 }
 
-// readInput reads one file (- is stdin), refusing more than limit bytes.
-func readInput(file string, stdin io.Reader, limit int) (string, []byte, error) {
+// readInput reads one file (- is stdin), refusing more than left bytes of
+// the limit of all files together.
+func readInput(file string, stdin io.Reader, left, limit int) (string, []byte, error) {
 	name, r := file, stdin
 	if file == "-" {
 		name = "stdin"
@@ -110,15 +201,15 @@ func readInput(file string, stdin io.Reader, limit int) (string, []byte, error) 
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	data, err := io.ReadAll(io.LimitReader(r, int64(left)+1))
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(data) > limit {
-		if limit == maxInputBytes {
-			return "", nil, fmt.Errorf("%s: larger than %d bytes, the bound of one apply (split it over several applies)", name, maxInputBytes)
+	if len(data) > left {
+		if left == limit {
+			return "", nil, fmt.Errorf("%s: larger than %d bytes, the bound of one apply (split it over several applies)", name, limit)
 		}
-		return "", nil, fmt.Errorf("%s: the -f files together are larger than %d bytes, the bound of one apply (split them over several applies)", name, maxInputBytes)
+		return "", nil, fmt.Errorf("%s: the -f files together are larger than %d bytes, the bound of one apply (split them over several applies)", name, limit)
 	}
 	return name, data, nil
 }

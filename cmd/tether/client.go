@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/api"
@@ -90,6 +92,10 @@ func (f *clientFlags) connect() (messages.TetherClient, func(), error) {
 		grpc.WithChainUnaryInterceptor(explainTLS(useTLS, f.tls.cert != "")),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			return invoker(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token), method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(explainTLSStream(useTLS, f.tls.cert != "")),
+		grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token), desc, cc, method, opts...)
 		}))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to %s: %w", addr, err)
@@ -106,3 +112,32 @@ func (f *clientFlags) open() (messages.TetherClient, context.Context, func(), er
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	return c, ctx, func() { cancel(); closeConn() }, nil
 }
+
+// explainTLSStream is explainTLS for streams: it explains the error that
+// opens or ends one.
+func explainTLSStream(useTLS, clientCert bool) grpc.StreamClientInterceptor {
+	explain := func(err error) error {
+		if s, ok := status.FromError(err); ok && s.Code() == codes.Unavailable {
+			if hint := tlsHint(s.Message(), useTLS, clientCert); hint != "" {
+				return status.Error(codes.Unavailable, s.Message()+"; check: "+hint)
+			}
+		}
+		return err
+	}
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			return nil, explain(err)
+		}
+		return explainedStream{cs, explain}, nil
+	}
+}
+
+// explainedStream passes the errors of its RecvMsg through explain (a
+// client stream's outcome comes from RecvMsg: CloseAndRecv calls it).
+type explainedStream struct {
+	grpc.ClientStream
+	explain func(error) error
+}
+
+func (s explainedStream) RecvMsg(m any) error { return s.explain(s.ClientStream.RecvMsg(m)) }

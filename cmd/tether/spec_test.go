@@ -87,7 +87,8 @@ func TestParseInput(t *testing.T) {
 
 // The input bound is for all -f files together.
 func TestReadInputsBound(t *testing.T) {
-	big := "kind: Node\nname: n1\n#" + strings.Repeat("x", maxInputBytes/2)
+	const limit = 4096
+	big := "kind: Node\nname: n1\n#" + strings.Repeat("x", limit/2)
 	file := filepath.Join(t.TempDir(), "half.yaml")
 	if err := os.WriteFile(file, []byte(big), 0o600); err != nil {
 		t.Fatal(err)
@@ -98,17 +99,17 @@ func TestReadInputsBound(t *testing.T) {
 		stdin string
 		want  string
 	}{
-		{"one file", []string{"-"}, big + strings.Repeat("x", maxInputBytes/2), "stdin: larger than 1048576 bytes"},
-		{"together", []string{file, "-"}, strings.Replace(big, "n1", "n2", 1), "stdin: the -f files together are larger than 1048576 bytes"},
+		{"one file", []string{"-"}, big + strings.Repeat("x", limit/2), "stdin: larger than 4096 bytes"},
+		{"together", []string{file, "-"}, strings.Replace(big, "n1", "n2", 1), "stdin: the -f files together are larger than 4096 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := readInputs(tt.files, strings.NewReader(tt.stdin))
+			docs, err := readInputsWithin(tt.files, strings.NewReader(tt.stdin), limit)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || docs != nil {
 				t.Fatalf("%d docs, err = %v; want none and an error with %q", len(docs), err, tt.want)
 			}
 		})
 	}
-	if docs, err := readInputs([]string{file}, nil); err != nil || len(docs) != 1 {
+	if docs, err := readInputsWithin([]string{file}, nil, limit); err != nil || len(docs) != 1 {
 		t.Fatalf("half the bound: %d docs, %v", len(docs), err)
 	}
 }
