@@ -60,6 +60,9 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// WrapMounter, if set, wraps each agent's mounter (invariant checks).
 	WrapMounter func(cloud.NodeName, mount.Mounter) mount.Mounter
+	// NewMounter, if set, makes each node's mounter instead of
+	// mount.Default (whose probe makes a bind mount per node as root).
+	NewMounter func(layout.Layout) mount.Mounter
 	// WrapStore, if set, wraps the store (chaos diagnostics).
 	WrapStore func(store.Store) store.Store
 	// WrapDevices, if set, wraps each agent's device resolution (invariant
@@ -170,13 +173,22 @@ func (e *Embedded) start() error {
 	if err := e.Controller.Start(); err != nil {
 		return err
 	}
-	for i := 1; i <= cfg.Nodes; i++ {
-		n := cloud.NodeName(fmt.Sprintf("n%d", i))
-		e.Cloud.AddInstance(n)
-		if err := e.Controller.ApplyNode(store.NodeSpec{Name: n}); err != nil {
-			return err
-		}
+	// The nodes: instances in one cloud commit, specs in one store
+	// transaction (a fleet of 10,000 nodes must not start with 20,000
+	// fsyncs), then an agent each.
+	changes := make([]controller.Change, cfg.Nodes)
+	for i := range cfg.Nodes {
+		n := cloud.NodeName(fmt.Sprintf("n%d", i+1))
 		e.NodeNames = append(e.NodeNames, n)
+		changes[i] = controller.Change{Node: &store.NodeSpec{Name: n}}
+	}
+	if _, err := e.Cloud.AddInstances(e.NodeNames); err != nil {
+		return err
+	}
+	if _, err := e.Controller.ApplyAll(changes); err != nil {
+		return err
+	}
+	for _, n := range e.NodeNames {
 		if err := e.StartAgent(n); err != nil {
 			return err
 		}
@@ -208,7 +220,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		e.calls[n] = node.NewCalls()
 	}
 	ac.Calls = e.calls[n] // a new agent leaves alone what its predecessor's calls still hold
-	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil {
+	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil || e.cfg.NewMounter != nil {
 		m, err := e.Mounter(n)
 		if err != nil {
 			return err
@@ -239,7 +251,11 @@ func (e *Embedded) Mounter(n cloud.NodeName) (mount.Mounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := mount.Default(l)
+	newMounter := e.cfg.NewMounter
+	if newMounter == nil {
+		newMounter = mount.Default
+	}
+	m := newMounter(l)
 	e.mounters[n] = m
 	return m, nil
 }

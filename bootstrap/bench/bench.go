@@ -144,7 +144,6 @@ type run struct {
 	client   *client
 	truth    *truth
 	messages atomic.Int64
-	want     map[cloud.VolumeID]cloud.NodeName
 	nodes    []cloud.NodeName
 	// syncsBefore: syncs of stopped incarnations (restart), so that a
 	// phase's fsyncs add up across it.
@@ -162,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	r := &run{cfg: cfg, dir: dir, truth: newTruth(), want: map[cloud.VolumeID]cloud.NodeName{}}
+	r := &run{cfg: cfg, dir: dir, truth: newTruth()}
 	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds()}
 	defer func() { err = errors.Join(err, r.cleanup()) }()
 	if err := r.start(); err != nil {
@@ -254,13 +253,11 @@ func (r *run) start() error {
 	}
 	cfg.Controller.Middleware = append(cfg.Controller.Middleware, count)
 	cfg.Agent.Middleware = append(cfg.Agent.Middleware, count)
+	cfg.NewMounter = mount.NewSymlink
+	if r.cfg.Mounter == "bind" {
+		cfg.NewMounter = mount.NewBind
+	}
 	cfg.WrapMounter = func(n cloud.NodeName, m mount.Mounter) mount.Mounter {
-		if r.cfg.Mounter == "symlink" {
-			l, err := layout.New(filepath.Join(r.dir, "nodes", string(n)))
-			if err == nil {
-				m = mount.NewSymlink(l)
-			}
-		}
 		return tracked{Mounter: m, node: n, truth: r.truth}
 	}
 	e, err := bootstrap.StartEmbedded(cfg)
@@ -355,10 +352,10 @@ func waitFor(ctx context.Context, done func() (bool, string)) error {
 	}
 }
 
-// converged waits until the ground truth matches r.want.
+// converged waits until the ground truth matches what is wanted.
 func (r *run) converged(ctx context.Context) error {
 	return waitFor(ctx, func() (bool, string) {
-		ok, v := r.truth.matches(r.want)
+		ok, v := r.truth.matches()
 		if ok {
 			return true, ""
 		}
@@ -376,7 +373,7 @@ func (r *run) describe(v cloud.VolumeID) string {
 	for n := range r.truth.published[v] {
 		pub = append(pub, string(n))
 	}
-	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.want[v], att, pub)
+	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.truth.want[v], att, pub)
 }
 
 func liveHeap() uint64 {

@@ -26,7 +26,7 @@ func (r *run) fleetStart(ctx context.Context) (string, error) {
 	for i := range r.cfg.Volumes {
 		n := r.nodeOf(i)
 		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
-		r.want[cloud.VolumeID(volName(i))] = n
+		r.truth.setWant(cloud.VolumeID(volName(i)), n)
 	}
 	t0 := time.Now()
 	if err := r.client.apply(ctx, docs); err != nil {
@@ -95,7 +95,7 @@ func (r *run) restart(ctx context.Context) (string, error) {
 		if len(pending) > 0 {
 			return false, fmt.Sprintf("%d agents not ready", len(pending))
 		}
-		ok, v := r.truth.matches(r.want)
+		ok, v := r.truth.matches()
 		return ok, fmt.Sprintf("volume %q: %s", v, r.describe(v))
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func (r *run) churn(ctx context.Context) (string, error) {
 	for i := 0; i < r.cfg.Volumes; i += 10 {
 		n := r.nodeOf(i + 1)
 		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
-		r.want[cloud.VolumeID(volName(i))] = n
+		r.truth.setWant(cloud.VolumeID(volName(i)), n)
 	}
 	if err := r.client.apply(ctx, docs); err != nil {
 		return "", err
@@ -165,7 +165,9 @@ func (r *run) teardown(ctx context.Context) (string, error) {
 	if err := ctl.DeleteVolumes(vols); err != nil {
 		return "", err
 	}
-	clear(r.want)
+	for _, v := range vols {
+		r.truth.setWant(v, "")
+	}
 	if err := r.converged(ctx); err != nil {
 		return "", err
 	}

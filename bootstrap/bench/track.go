@@ -21,13 +21,46 @@ type truth struct {
 	attached map[cloud.VolumeID]map[cloud.NodeName]bool
 	// published[vol][node] = targets showing vol on node.
 	published map[cloud.VolumeID]map[cloud.NodeName]map[string]bool
+	// want[vol] = the node vol should be attached and mounted on, and
+	// nowhere else; bad = the volumes whose truth differs from want, kept
+	// up to date on every change so that a phase's wait costs nothing.
+	want map[cloud.VolumeID]cloud.NodeName
+	bad  map[cloud.VolumeID]bool
 	// changes counts attach and detach changes and mount calls, to tell a
 	// phase that changed nothing (restart) from one that did.
 	attaches, detaches, publishes, unpublishes atomic.Int64
 }
 
 func newTruth() *truth {
-	return &truth{attached: map[cloud.VolumeID]map[cloud.NodeName]bool{}, published: map[cloud.VolumeID]map[cloud.NodeName]map[string]bool{}}
+	return &truth{attached: map[cloud.VolumeID]map[cloud.NodeName]bool{}, published: map[cloud.VolumeID]map[cloud.NodeName]map[string]bool{},
+		want: map[cloud.VolumeID]cloud.NodeName{}, bad: map[cloud.VolumeID]bool{}}
+}
+
+// checkLocked recomputes whether v is as wanted.
+func (t *truth) checkLocked(v cloud.VolumeID) {
+	n, wanted := t.want[v]
+	a, p := t.attached[v], t.published[v]
+	ok := len(a) == 0 && len(p) == 0
+	if wanted {
+		ok = len(a) == 1 && a[n] && len(p) == 1 && len(p[n]) > 0
+	}
+	if ok {
+		delete(t.bad, v)
+	} else {
+		t.bad[v] = true
+	}
+}
+
+// setWant makes v wanted on n ("" : nowhere).
+func (t *truth) setWant(v cloud.VolumeID, n cloud.NodeName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n == "" {
+		delete(t.want, v)
+	} else {
+		t.want[v] = n
+	}
+	t.checkLocked(v)
 }
 
 // observe follows one cloud's attachment changes.
@@ -40,6 +73,7 @@ func (t *truth) observe(c sim.Change) {
 			t.attached[c.Volume] = map[cloud.NodeName]bool{}
 		}
 		t.attached[c.Volume][c.Node] = true
+		t.checkLocked(c.Volume)
 		return
 	}
 	t.detaches.Add(1)
@@ -47,6 +81,7 @@ func (t *truth) observe(c sim.Change) {
 	if len(t.attached[c.Volume]) == 0 {
 		delete(t.attached, c.Volume)
 	}
+	t.checkLocked(c.Volume)
 }
 
 // load replaces the attachments with a snapshot (at start: the cloud's
@@ -54,12 +89,17 @@ func (t *truth) observe(c sim.Change) {
 func (t *truth) load(att map[cloud.VolumeID][]cloud.NodeName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	old := t.attached
 	t.attached = map[cloud.VolumeID]map[cloud.NodeName]bool{}
 	for v, nodes := range att {
 		t.attached[v] = map[cloud.NodeName]bool{}
 		for _, n := range nodes {
 			t.attached[v][n] = true
 		}
+		t.checkLocked(v)
+	}
+	for v := range old {
+		t.checkLocked(v)
 	}
 }
 
@@ -75,6 +115,7 @@ func (t *truth) publish(n cloud.NodeName, target string) {
 		t.published[vol][n] = map[string]bool{}
 	}
 	t.published[vol][n][target] = true
+	t.checkLocked(vol)
 }
 
 func (t *truth) unpublish(n cloud.NodeName, target string) {
@@ -89,39 +130,17 @@ func (t *truth) unpublish(n cloud.NodeName, target string) {
 	if len(t.published[vol]) == 0 {
 		delete(t.published, vol)
 	}
+	t.checkLocked(vol)
 }
 
 // matches reports whether every volume is attached exactly on the node
 // want names and published there (and nowhere else), and nothing else is
 // attached or published; if not, one volume that differs.
-func (t *truth) matches(want map[cloud.VolumeID]cloud.NodeName) (bool, cloud.VolumeID) {
+func (t *truth) matches() (bool, cloud.VolumeID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.attached) != len(want) || len(t.published) != len(want) {
-		for v := range t.attached {
-			if _, ok := want[v]; !ok {
-				return false, v
-			}
-		}
-		for v := range t.published {
-			if _, ok := want[v]; !ok {
-				return false, v
-			}
-		}
-		for v := range want {
-			if len(t.attached[v]) == 0 || len(t.published[v]) == 0 {
-				return false, v
-			}
-		}
-		return false, ""
-	}
-	for v, n := range want {
-		if a := t.attached[v]; len(a) != 1 || !a[n] {
-			return false, v
-		}
-		if p := t.published[v]; len(p) != 1 || len(p[n]) == 0 {
-			return false, v
-		}
+	for v := range t.bad {
+		return false, v
 	}
 	return true, ""
 }
