@@ -195,6 +195,30 @@ func (c *Cloud) AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error
 	return id, nil
 }
 
+// AddInstances is AddInstanceChecked for many nodes with one durable
+// commit: the IDs in the order of nodes. Nodes already backed keep their
+// instance. If the commit fails nothing is added.
+func (c *Cloud) AddInstances(nodes []cloud.NodeName) ([]cloud.InstanceID, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]cloud.InstanceID, len(nodes))
+	added := false
+	for i, n := range nodes {
+		if in, ok := c.nodes[n]; ok {
+			ids[i] = in.id
+			continue
+		}
+		ids[i], added = c.newInstanceLocked(n), true
+	}
+	if !added {
+		return ids, nil
+	}
+	if err := c.commitLocked(); err != nil {
+		return nil, fmt.Errorf("sim: add instances for %d nodes: %w", len(nodes), err)
+	}
+	return ids, nil
+}
+
 // CreateVolume creates a detached volume. It is idempotent: creating an
 // existing volume again does nothing, and in particular keeps its original
 // mode (a mode change is ignored, as a real cloud cannot change it either).

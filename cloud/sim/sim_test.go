@@ -57,6 +57,10 @@ func TestAddInstance(t *testing.T) {
 	if !c.Running(b) || c.Running(a) || c.Running("i-nope") {
 		t.Error("Running is wrong")
 	}
+	ids, err := c.AddInstances([]cloud.NodeName{"n3", "n1", "n4"})
+	if err != nil || len(ids) != 3 || ids[0] != "i-n3-3" || ids[1] != a || ids[2] != "i-n4-4" {
+		t.Errorf("AddInstances = %v, %v; want [i-n3-3 %s i-n4-4]", ids, err, a)
+	}
 }
 
 func TestInstanceID(t *testing.T) {

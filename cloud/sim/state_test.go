@@ -295,6 +295,14 @@ func checkWriteFailures(t *testing.T, c *Cloud, path string, fileKept bool, seen
 	if id != "" || c.AddInstance("n3") != "" {
 		t.Errorf("AddInstance returned an instance it could not write")
 	}
+	ids, err := c.AddInstances([]cloud.NodeName{"n1", "n3", "n4"})
+	failed("add instances", err, cloud.KindRetryable)
+	if ids != nil {
+		t.Errorf("AddInstances returned instances it could not write: %v", ids)
+	}
+	if _, ok := c.InstanceOf("n4"); ok {
+		t.Errorf("AddInstances left n4 in memory after its write failed")
+	}
 	failed("create volume", c.CreateVolumeChecked("z", cloud.Exclusive), cloud.KindRetryable)
 	c.CreateVolume("z", cloud.Exclusive)
 	unchanged("create volume unchecked")
