@@ -99,11 +99,16 @@ func makeParents(l layout.Layout, op, target string) error {
 		return fmt.Errorf("mount: %s %q: %w", op, target, err)
 	}
 	for _, dir := range between(l, target) {
-		err := os.Mkdir(dir, dirMode)
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("mount: %s %q: %w", op, target, err)
-		}
+		// Lstat first: most parents exist, and a mkdir that finds one
+		// costs as much as one that makes it (it locks the parent).
 		fi, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.Mkdir(dir, dirMode)
+			if err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("mount: %s %q: %w", op, target, err)
+			}
+			fi, err = os.Lstat(dir)
+		}
 		if err != nil {
 			return fmt.Errorf("mount: %s %q: %w", op, target, err)
 		}
