@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -29,6 +30,10 @@ const maxInputBytes = api.MaxApplyBytes
 // (ApplyStream) in chunks of at most chunkBytes, well under the server's
 // per-message bound. Both are one all-or-nothing apply on the server.
 const chunkBytes = 256 << 10
+
+// applyTimeout is apply's default --timeout: 200,000 documents take a
+// minute or two (reading, sending, validating, provisioning, committing).
+const applyTimeout = 10 * time.Minute
 
 // listedLines: an apply of at most this many objects prints a line per
 // object; a larger one prints a summary line.
@@ -63,7 +68,7 @@ func applyCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "file", "f", nil, "file to apply (YAML or JSON; - for stdin); repeat -f to apply several files as one all-or-nothing request")
-	cf.register(cmd.Flags())
+	cf.registerTimeout(cmd.Flags(), applyTimeout)
 	return cmd
 }
 

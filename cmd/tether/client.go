@@ -31,11 +31,14 @@ type clientFlags struct {
 	tls     clientTLS
 }
 
-func (f *clientFlags) register(fs *pflag.FlagSet) {
+func (f *clientFlags) register(fs *pflag.FlagSet) { f.registerTimeout(fs, 30*time.Second) }
+
+// registerTimeout is register with another default --timeout.
+func (f *clientFlags) registerTimeout(fs *pflag.FlagSet, timeout time.Duration) {
 	fs.StringVar(&f.dataDir, "data-dir", defaultDataDir(), "tether's data directory (where tether up keeps its state, token and address)")
 	fs.StringVar(&f.addr, "addr", "", "API address (default: read from <data-dir>/api-addr)")
 	fs.StringVar(&f.token, "token", "", "API bearer token (default: read from <data-dir>/api-token)")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long a call may take (at least 100ms)")
+	fs.DurationVar(&f.timeout, "timeout", timeout, "how long a call may take (at least 100ms)")
 	f.tls.register(fs)
 }
 
