@@ -43,22 +43,24 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 		scfg.Clock = cfg.Clock
 	}
 	guardian := actor.WithGuardian(supervisor.NewStrategy(scfg))
+	// One Props per kind, shared by every actor of it (100,000 volumes
+	// must not carry 100,000 Props): an actor learns its identity from its
+	// name when it starts.
+	mw := actor.WithReceiverMiddleware(cfg.Middleware...)
+	volumeProps := actor.PropsFromProducer(func() actor.Actor { return &volumeActor{env: e} }, guardian, mw)
+	nodeProps := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{env: e} }, guardian, mw)
+	syncProps := actor.PropsFromProducer(func() actor.Actor { return newSyncActor(e) }, guardian, mw)
 	e.lookup = &localLookup{
 		sys: sys, guard: e.guard, clock: cfg.Clock, respawn: cfg.Respawn, quiet: cfg.RespawnQuiet,
 		retiring: map[string]bool{}, deaths: map[string]*death{}, timers: map[string]clock.Timer{}, spawned: map[string]bool{},
 		props: func(name string) *actor.Props {
-			var producer actor.Producer
 			switch {
 			case strings.HasPrefix(name, volumePrefix):
-				id := cloud.VolumeID(strings.TrimPrefix(name, volumePrefix))
-				producer = func() actor.Actor { return newVolumeActor(e, id) }
+				return volumeProps
 			case strings.HasPrefix(name, nodePrefix):
-				n := cloud.NodeName(strings.TrimPrefix(name, nodePrefix))
-				producer = func() actor.Actor { return newNodeActor(e, n) }
-			default:
-				producer = func() actor.Actor { return newSyncActor(e) }
+				return nodeProps
 			}
-			return actor.PropsFromProducer(producer, guardian, actor.WithReceiverMiddleware(cfg.Middleware...))
+			return syncProps
 		},
 		wanted:    e.wanted,
 		onRespawn: cfg.OnRespawn,

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,13 +33,17 @@ type nodeActor struct {
 	graceUntil time.Time
 }
 
-func newNodeActor(e *env, name cloud.NodeName) actor.Actor {
-	return &nodeActor{env: e, name: name, ref: events.Ref{Kind: events.KindNode, Name: string(name)}}
+// named gives the actor its identity, from its name (see the shared Props
+// of New); Started is every incarnation's first message.
+func (a *nodeActor) named(self *actor.PID) {
+	a.name = cloud.NodeName(strings.TrimPrefix(self.Id, nodePrefix))
+	a.ref = events.Ref{Kind: events.KindNode, Name: string(a.name)}
 }
 
 func (a *nodeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		a.named(ctx.Self())
 		a.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		a.timer.stop()

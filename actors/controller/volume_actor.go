@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -42,13 +43,17 @@ type volumeActor struct {
 	incarnation uint64
 }
 
-func newVolumeActor(e *env, id cloud.VolumeID) actor.Actor {
-	return &volumeActor{env: e, id: id, ref: events.Ref{Kind: events.KindVolume, Name: string(id)}}
+// named gives the actor its identity, from its name (see the shared Props
+// of New); Started is every incarnation's first message.
+func (a *volumeActor) named(self *actor.PID) {
+	a.id = cloud.VolumeID(strings.TrimPrefix(self.Id, volumePrefix))
+	a.ref = events.Ref{Kind: events.KindVolume, Name: string(a.id)}
 }
 
 func (a *volumeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		a.named(ctx.Self())
 		a.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		a.shutdown()
