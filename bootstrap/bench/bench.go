@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,6 +65,9 @@ type Config struct {
 	Log io.Writer
 	// Progress, if set, hears one line as each phase starts.
 	Progress io.Writer
+	// HeapProfile, if set, is written the heap profile at rest (after the
+	// fleet start), for go tool pprof.
+	HeapProfile string
 }
 
 // DefaultConfig is the acceptance run: 10,000 volumes over 1,000 nodes.
@@ -188,6 +192,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		r.res.Phases = append(r.res.Phases, p)
 		if s.name == "fleet_start" {
 			r.res.HeapBytesPerVolume = float64(int64(liveHeap())-int64(heapBefore)) / float64(cfg.Volumes)
+			if err := writeHeapProfile(cfg.HeapProfile); err != nil {
+				return nil, err
+			}
 		}
 	}
 	r.res.BaselineActors = cfg.Volumes + 2*cfg.Nodes + 1
@@ -366,14 +373,7 @@ func (r *run) converged(ctx context.Context) error {
 func (r *run) describe(v cloud.VolumeID) string {
 	r.truth.mu.Lock()
 	defer r.truth.mu.Unlock()
-	var att, pub []string
-	for n := range r.truth.attached[v] {
-		att = append(att, string(n))
-	}
-	for n := range r.truth.published[v] {
-		pub = append(pub, string(n))
-	}
-	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.truth.want[v], att, pub)
+	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.truth.want[v], r.truth.attached[v], nodesOf(r.truth.published[v]))
 }
 
 func liveHeap() uint64 {
@@ -382,6 +382,17 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
 }
 
 func peakRSS() int64 {

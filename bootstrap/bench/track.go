@@ -2,6 +2,7 @@ package bench
 
 import (
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -14,13 +15,15 @@ import (
 // the sources themselves: the sim cloud's change feed (every attachment
 // made or removed, as the cloud records it) and every mount call that
 // succeeded on a node (publish and unpublish, as the mounter did them).
-// Neither is tether's report of its own work.
+// Neither is tether's report of its own work. It is kept small (a few
+// slices per volume): the bench measures the heap of tether, and this
+// lives in the same process.
 type truth struct {
 	mu sync.Mutex
 	// attached[vol] = nodes whose instance has vol attached.
-	attached map[cloud.VolumeID]map[cloud.NodeName]bool
-	// published[vol][node] = targets showing vol on node.
-	published map[cloud.VolumeID]map[cloud.NodeName]map[string]bool
+	attached map[cloud.VolumeID][]cloud.NodeName
+	// published[vol] = the targets showing vol, with their nodes.
+	published map[cloud.VolumeID][]target
 	// want[vol] = the node vol should be attached and mounted on, and
 	// nowhere else; bad = the volumes whose truth differs from want, kept
 	// up to date on every change so that a phase's wait costs nothing.
@@ -31,18 +34,34 @@ type truth struct {
 	attaches, detaches, publishes, unpublishes atomic.Int64
 }
 
+type target struct {
+	node cloud.NodeName
+	path string
+}
+
 func newTruth() *truth {
-	return &truth{attached: map[cloud.VolumeID]map[cloud.NodeName]bool{}, published: map[cloud.VolumeID]map[cloud.NodeName]map[string]bool{},
+	return &truth{attached: map[cloud.VolumeID][]cloud.NodeName{}, published: map[cloud.VolumeID][]target{},
 		want: map[cloud.VolumeID]cloud.NodeName{}, bad: map[cloud.VolumeID]bool{}}
+}
+
+// nodesOf lists the distinct nodes of ts.
+func nodesOf(ts []target) []cloud.NodeName {
+	var out []cloud.NodeName
+	for _, t := range ts {
+		if !slices.Contains(out, t.node) {
+			out = append(out, t.node)
+		}
+	}
+	return out
 }
 
 // checkLocked recomputes whether v is as wanted.
 func (t *truth) checkLocked(v cloud.VolumeID) {
 	n, wanted := t.want[v]
-	a, p := t.attached[v], t.published[v]
+	a, p := t.attached[v], nodesOf(t.published[v])
 	ok := len(a) == 0 && len(p) == 0
 	if wanted {
-		ok = len(a) == 1 && a[n] && len(p) == 1 && len(p[n]) > 0
+		ok = len(a) == 1 && a[0] == n && len(p) == 1 && p[0] == n
 	}
 	if ok {
 		delete(t.bad, v)
@@ -51,7 +70,7 @@ func (t *truth) checkLocked(v cloud.VolumeID) {
 	}
 }
 
-// setWant makes v wanted on n ("" : nowhere).
+// setWant makes v wanted on n ("": nowhere).
 func (t *truth) setWant(v cloud.VolumeID, n cloud.NodeName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -67,19 +86,19 @@ func (t *truth) setWant(v cloud.VolumeID, n cloud.NodeName) {
 func (t *truth) observe(c sim.Change) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	a := t.attached[c.Volume]
 	if c.Attached {
 		t.attaches.Add(1)
-		if t.attached[c.Volume] == nil {
-			t.attached[c.Volume] = map[cloud.NodeName]bool{}
+		if !slices.Contains(a, c.Node) {
+			t.attached[c.Volume] = append(a, c.Node)
 		}
-		t.attached[c.Volume][c.Node] = true
-		t.checkLocked(c.Volume)
-		return
-	}
-	t.detaches.Add(1)
-	delete(t.attached[c.Volume], c.Node)
-	if len(t.attached[c.Volume]) == 0 {
-		delete(t.attached, c.Volume)
+	} else {
+		t.detaches.Add(1)
+		if a = slices.DeleteFunc(a, func(n cloud.NodeName) bool { return n == c.Node }); len(a) == 0 {
+			delete(t.attached, c.Volume)
+		} else {
+			t.attached[c.Volume] = a
+		}
 	}
 	t.checkLocked(c.Volume)
 }
@@ -90,12 +109,9 @@ func (t *truth) load(att map[cloud.VolumeID][]cloud.NodeName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	old := t.attached
-	t.attached = map[cloud.VolumeID]map[cloud.NodeName]bool{}
+	t.attached = make(map[cloud.VolumeID][]cloud.NodeName, len(att))
 	for v, nodes := range att {
-		t.attached[v] = map[cloud.NodeName]bool{}
-		for _, n := range nodes {
-			t.attached[v][n] = true
-		}
+		t.attached[v] = slices.Clone(nodes)
 		t.checkLocked(v)
 	}
 	for v := range old {
@@ -103,32 +119,26 @@ func (t *truth) load(att map[cloud.VolumeID][]cloud.NodeName) {
 	}
 }
 
-func (t *truth) publish(n cloud.NodeName, target string) {
-	vol := cloud.VolumeID(filepath.Base(target)) // .../volumes/<plugin>/<volume>
+func (t *truth) publish(n cloud.NodeName, path string) {
+	vol := cloud.VolumeID(filepath.Base(path)) // .../volumes/<plugin>/<volume>
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.publishes.Add(1)
-	if t.published[vol] == nil {
-		t.published[vol] = map[cloud.NodeName]map[string]bool{}
+	if p := t.published[vol]; !slices.Contains(p, target{n, path}) {
+		t.published[vol] = append(p, target{n, path})
 	}
-	if t.published[vol][n] == nil {
-		t.published[vol][n] = map[string]bool{}
-	}
-	t.published[vol][n][target] = true
 	t.checkLocked(vol)
 }
 
-func (t *truth) unpublish(n cloud.NodeName, target string) {
-	vol := cloud.VolumeID(filepath.Base(target))
+func (t *truth) unpublish(n cloud.NodeName, path string) {
+	vol := cloud.VolumeID(filepath.Base(path))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.unpublishes.Add(1)
-	delete(t.published[vol][n], target)
-	if len(t.published[vol][n]) == 0 {
-		delete(t.published[vol], n)
-	}
-	if len(t.published[vol]) == 0 {
+	if p := slices.DeleteFunc(t.published[vol], func(x target) bool { return x == target{n, path} }); len(p) == 0 {
 		delete(t.published, vol)
+	} else {
+		t.published[vol] = p
 	}
 	t.checkLocked(vol)
 }
@@ -157,7 +167,7 @@ func (t *truth) twice() []cloud.VolumeID {
 		}
 	}
 	for v, p := range t.published {
-		if len(p) > 1 && len(t.attached[v]) <= 1 {
+		if len(nodesOf(p)) > 1 && len(t.attached[v]) <= 1 {
 			out = append(out, v)
 		}
 	}

@@ -80,6 +80,7 @@ Proto.Actor delivering as many messages in the same run.`,
 	f.BoolVar(&asJSON, "json", false, `print one JSON object: {"phases":[{"name","seconds","messages","cloud_calls","fsyncs","baseline_ratio"}],"heap_bytes_per_volume","peak_rss_bytes",...}`)
 	f.BoolVar(&verbose, "verbose", false, "show tether's warnings and errors on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	f.StringVar(&cfg.HeapProfile, "heapprofile", "", "write a heap profile at rest, after the fleet start, to this file (go tool pprof)")
 	return cmd
 }
 
