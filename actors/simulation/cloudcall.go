@@ -48,16 +48,17 @@ type call struct {
 	issued time.Time
 	epoch  uint64
 	to     addr
+	inc    uint64 // the caller's incarnation when it sent the call
 }
 
 func (w *world) newCall(site string, to addr) call {
-	return call{s: w.plan.site(site), issued: w.now, epoch: w.ctrlEpoch, to: to}
+	return call{s: w.plan.site(site), issued: w.now, epoch: w.ctrlEpoch, to: to, inc: w.actor(to).incarnation()}
 }
 
 // reply delivers the result of c: soon, or (lost response, or hung: lost
 // true) as a timeout error at its deadline, and maybe twice. It reports
 // whether the caller got the result itself.
-func (w *world) reply(c call, res, timedOut any, hung bool) bool {
+func (w *world) reply(c call, res, timedOut any, hung bool, landed func()) bool {
 	s := c.s
 	soon, later := s.uniform(0, 20*time.Millisecond), s.uniform(0, 2*time.Second)
 	lost, dup := w.chance(s, w.cfg.Faults.LostResponse), w.chance(s, w.cfg.Faults.DupResult)
@@ -68,7 +69,19 @@ func (w *world) reply(c call, res, timedOut any, hung bool) bool {
 		w.sendResult(c.issued.Add(w.cfg.CloudTimeout), cloudAddr, c.to, c.epoch, timedOut)
 		return false
 	}
-	w.sendResult(w.now.Add(soon), cloudAddr, c.to, c.epoch, res)
+	if landed == nil {
+		w.sendResult(w.now.Add(soon), cloudAddr, c.to, c.epoch, res)
+	} else {
+		w.at(w.now.Add(soon), func() {
+			// The shell's landed: the caller's goroutine, still of the
+			// incarnation that sent the call, shortens the intent before
+			// the result reaches the actor.
+			if a := w.actor(c.to); a.isAlive() && a.incarnation() == c.inc && c.epoch == w.ctrlEpoch {
+				landed()
+			}
+			w.sendResult(w.now, cloudAddr, c.to, c.epoch, res)
+		})
+	}
 	if dup {
 		w.fault("duplicate the result to %s: %s", c.to, describe(res))
 		w.sendResult(w.now.Add(later), cloudAddr, c.to, c.epoch, res)
@@ -120,7 +133,11 @@ func (w *world) sendOp(c call, vol cloud.VolumeID, n cloud.NodeName, op uint64, 
 		} else {
 			res, lost, _ = do("")
 		}
-		if w.reply(c, res, lost, hang && rerr == nil) {
+		landed := func() {
+			// A reply came: the call can no longer land after now.
+			_ = w.st.PutIntent(store.Intent{Volume: vol, Node: n, Op: op, Attach: attach, Deadline: w.now})
+		}
+		if w.reply(c, res, lost, hang && rerr == nil, landed) {
 			w.forgetInstance(n, err)
 		}
 	})

@@ -129,7 +129,7 @@ func (s *syncSim) query(pass uint64, batch []cloud.NodeName) {
 				res.Actual[n] = vols
 			}
 		}
-		if w.reply(c, res, timedOut, false) {
+		if w.reply(c, res, timedOut, false, nil) {
 			for _, n := range gone {
 				w.dropInstance(n, insts[n])
 			}
