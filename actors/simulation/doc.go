@@ -57,7 +57,8 @@
 //     forgotten when a call fails NotFound and dropped by the sync when
 //     InstanceVolumes omits its instance; a call names the instance
 //     resolved when it was sent. Intents are recorded before every attach
-//     and detach, as the shells do.
+//     and detach, and shortened to the moment its reply reaches the
+//     incarnation that sent it, as the shells do.
 //   - A store write of a node status may fail (FailNodeStatusWrites).
 //   - A mount operation may fail, possibly leaving a half-done mount.
 //   - Any core may be killed at any time and comes back after a restart

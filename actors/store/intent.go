@@ -15,6 +15,9 @@ import (
 // may be attached (the reply may have been lost), until the cloud's truth,
 // asked after the deadline, tells. Intents are replaced, never expired: the
 // journal lists every node an attach or detach of the volume was sent to.
+// When the reply of an operation reaches its sender, the sender replaces
+// the intent with one whose Deadline is that moment: the operation can no
+// longer land after it.
 type Intent struct {
 	Volume   cloud.VolumeID
 	Node     cloud.NodeName
