@@ -164,10 +164,14 @@ func (b *Bolt) Apply(ops []Op) error {
 		return err
 	}
 	err := b.update(func(tx *bolt.Tx) error {
+		ix := indexWrites{}
 		for _, op := range ops {
-			if err := applyBolt(tx, op); err != nil {
+			if err := applyBolt(tx, ix, op); err != nil {
 				return err
 			}
+		}
+		if err := ix.flush(tx); err != nil {
+			return err
 		}
 		if _, err := bump(tx, keyRevision); err != nil {
 			return err
@@ -184,7 +188,7 @@ func (b *Bolt) Apply(ops []Op) error {
 }
 
 // applyBolt performs one op that passed Op.check.
-func applyBolt(tx *bolt.Tx, op Op) error {
+func applyBolt(tx *bolt.Tx, ix indexWrites, op Op) error {
 	switch {
 	case op.PutVolume != nil:
 		v := *op.PutVolume
@@ -207,16 +211,14 @@ func applyBolt(tx *bolt.Tx, op Op) error {
 	case op.DeleteNode != "":
 		return tx.Bucket(bucketNodes).Delete([]byte(op.DeleteNode))
 	case op.PutWorkload != nil:
-		return putWorkloadBolt(tx, *op.PutWorkload)
+		return putWorkloadBolt(tx, ix, *op.PutWorkload)
 	case op.DeleteWorkload != "":
 		old, ok, err := get[workloadRecord](tx, bucketWorkloads, op.DeleteWorkload)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if err := indexWorkload(tx, old.workload(), false); err != nil {
-				return err
-			}
+			indexWorkload(ix, old.workload(), false)
 		}
 		return tx.Bucket(bucketWorkloads).Delete([]byte(op.DeleteWorkload))
 	}
@@ -225,7 +227,7 @@ func applyBolt(tx *bolt.Tx, op Op) error {
 
 // putWorkloadBolt stores w, keeping the Seq and ObjectUID of the workload
 // it replaces.
-func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
+func putWorkloadBolt(tx *bolt.Tx, ix indexWrites, w Workload) error {
 	old, ok, err := get[workloadRecord](tx, bucketWorkloads, w.UID)
 	if err != nil {
 		return err
@@ -237,13 +239,9 @@ func putWorkloadBolt(tx *bolt.Tx, w Workload) error {
 	}
 	w.ObjectUID = keepUID(old.ObjectUID, ok)
 	if ok {
-		if err := indexWorkload(tx, old.workload(), false); err != nil {
-			return err
-		}
+		indexWorkload(ix, old.workload(), false)
 	}
-	if err := indexWorkload(tx, w, true); err != nil {
-		return err
-	}
+	indexWorkload(ix, w, true)
 	return put(tx, bucketWorkloads, w.UID, toWorkloadRecord(w))
 }
 
