@@ -53,7 +53,6 @@ type evidence struct {
 	tag       string // the cloud's owner tag
 	inventory sim.Inventory
 	nodeIDs   map[string]string // node directory -> its identity ("" if none)
-	mounts    int               // publish and stage directories under nodes/
 }
 
 func (ev evidence) any() bool {
@@ -69,7 +68,13 @@ func (ev evidence) String() string {
 		parts = append(parts, fmt.Sprintf("the cloud holds %d volumes (%d attachments) and %d instances", len(ev.inventory.Volumes), ev.inventory.Attachments(), len(ev.inventory.Instances)))
 	}
 	if len(ev.nodeIDs) > 0 {
-		parts = append(parts, fmt.Sprintf("%d node directories hold %d volume mount directories", len(ev.nodeIDs), ev.mounts))
+		// Counted here, for the refusal message only: a start that trusts
+		// its store never walks every mount directory.
+		mounts := 0
+		for dir := range ev.nodeIDs {
+			mounts += countMountDirs(dir)
+		}
+		parts = append(parts, fmt.Sprintf("%d node directories hold %d volume mount directories", len(ev.nodeIDs), mounts))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -96,7 +101,6 @@ func gatherEvidence(dataDir string, cl *sim.Cloud) (evidence, error) {
 			return ev, err
 		}
 		ev.nodeIDs[dir] = id
-		ev.mounts += countMountDirs(dir)
 	}
 	return ev, nil
 }
