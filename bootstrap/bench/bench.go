@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -68,6 +69,10 @@ type Config struct {
 	// HeapProfile, if set, is written the heap profile at rest (after the
 	// fleet start), for go tool pprof.
 	HeapProfile string
+	// CPUProfile, if set with ProfilePhase, receives a CPU profile of that
+	// phase alone.
+	CPUProfile   string
+	ProfilePhase string
 }
 
 // DefaultConfig is the acceptance run: 10,000 volumes over 1,000 nodes.
@@ -98,9 +103,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: --sync-period %s: want at least 1s", c.SyncPeriod)
 	case c.PhaseTimeout <= 0:
 		return fmt.Errorf("bench: --phase-timeout %s: want more than 0", c.PhaseTimeout)
+	case c.ProfilePhase != "" && !slices.Contains(phaseNames, c.ProfilePhase):
+		return fmt.Errorf("bench: --profile-phase %q: want one of %v", c.ProfilePhase, phaseNames)
 	}
 	return nil
 }
+
+// phaseNames are the phases, in order.
+var phaseNames = []string{"fleet_start", "verify", "restart", "node_loss", "churn", "teardown"}
 
 // Phase is the result of one phase.
 type Phase struct {
@@ -221,9 +231,16 @@ func (r *run) phase(ctx context.Context, name string, do func(context.Context) (
 	calls0, msgs0, syncs0 := r.e.Cloud.Calls(), r.messages.Load(), r.syncs()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PhaseTimeout)
 	defer cancel()
+	stop, err := r.profile(name)
+	if err != nil {
+		return Phase{}, err
+	}
 	t0 := time.Now()
 	note, err := do(ctx)
 	d := time.Since(t0)
+	if perr := stop(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return Phase{}, err
 	}
@@ -382,6 +399,21 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// profile starts the CPU profile of phase name if asked; stop ends it.
+func (r *run) profile(name string) (stop func() error, err error) {
+	if r.cfg.CPUProfile == "" || r.cfg.ProfilePhase != name {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(r.cfg.CPUProfile)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("bench: cpu profile: %w", err), f.Close())
+	}
+	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }
 
 func writeHeapProfile(path string) error {

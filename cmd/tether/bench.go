@@ -42,7 +42,9 @@ Proto.Actor delivering as many messages in the same run.`,
 			if !asJSON {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
-			if cpuProfile != "" {
+			if cpuProfile != "" && cfg.ProfilePhase != "" {
+				cfg.CPUProfile = cpuProfile
+			} else if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
 					return err
@@ -80,6 +82,7 @@ Proto.Actor delivering as many messages in the same run.`,
 	f.BoolVar(&asJSON, "json", false, `print one JSON object: {"phases":[{"name","seconds","messages","cloud_calls","fsyncs","baseline_ratio"}],"heap_bytes_per_volume","peak_rss_bytes",...}`)
 	f.BoolVar(&verbose, "verbose", false, "show tether's warnings and errors on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	f.StringVar(&cfg.ProfilePhase, "profile-phase", "", "with --cpuprofile: profile this phase only (fleet_start, verify, restart, node_loss, churn, teardown)")
 	f.StringVar(&cfg.HeapProfile, "heapprofile", "", "write a heap profile at rest, after the fleet start, to this file (go tool pprof)")
 	return cmd
 }
