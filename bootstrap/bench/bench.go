@@ -166,7 +166,8 @@ type run struct {
 }
 
 // Run runs the bench. Everything it creates (the data directory, mounts)
-// is removed before it returns, even on failure.
+// is removed before it returns, even on failure. A run that fails in a
+// phase returns the phases measured before it with its error.
 func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -197,7 +198,8 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	for _, s := range steps {
 		p, err := r.phase(ctx, s.name, s.do)
 		if err != nil {
-			return nil, fmt.Errorf("bench: %s: %w", s.name, err)
+			out := r.res // what was measured, for the caller to show
+			return &out, fmt.Errorf("bench: %s: %w", s.name, err)
 		}
 		r.res.Phases = append(r.res.Phases, p)
 		if s.name == "fleet_start" {
@@ -359,14 +361,20 @@ func (r *run) cleanup() error {
 }
 
 // waitFor polls done (cheap: in-memory ground truth) until it holds or ctx
-// ends; what explains the failure.
-func waitFor(ctx context.Context, done func() (bool, string)) error {
+// ends; what explains the failure. Every progressEvery it tells progress
+// (if set) what is left.
+func waitFor(ctx context.Context, progress io.Writer, done func() (bool, string)) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	start, told := time.Now(), time.Now()
 	for {
 		ok, what := done()
 		if ok {
 			return nil
+		}
+		if progress != nil && time.Since(told) >= progressEvery {
+			told = time.Now()
+			fmt.Fprintf(progress, "bench:   after %s: %s\n", time.Since(start).Round(time.Second), what)
 		}
 		select {
 		case <-ctx.Done():
@@ -376,14 +384,20 @@ func waitFor(ctx context.Context, done func() (bool, string)) error {
 	}
 }
 
+// progressEvery: how often a long wait tells what is left.
+const progressEvery = 30 * time.Second
+
 // converged waits until the ground truth matches what is wanted.
 func (r *run) converged(ctx context.Context) error {
-	return waitFor(ctx, func() (bool, string) {
+	return waitFor(ctx, r.cfg.Progress, func() (bool, string) {
 		ok, v := r.truth.matches()
 		if ok {
 			return true, ""
 		}
-		return false, fmt.Sprintf("volume %q is not attached and mounted exactly where wanted (%s)", v, r.describe(v))
+		r.truth.mu.Lock()
+		n := len(r.truth.bad)
+		r.truth.mu.Unlock()
+		return false, fmt.Sprintf("%d volumes not attached and mounted exactly where wanted; volume %q: %s", n, v, r.describe(v))
 	})
 }
 

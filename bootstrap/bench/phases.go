@@ -83,7 +83,7 @@ func (r *run) restart(ctx context.Context) (string, error) {
 	for _, n := range r.nodes {
 		pending[n] = true
 	}
-	err := waitFor(ctx, func() (bool, string) {
+	err := waitFor(ctx, r.cfg.Progress, func() (bool, string) {
 		if !r.e.Ctl().Restored() {
 			return false, "the controller has not restored every volume"
 		}

@@ -57,6 +57,9 @@ Proto.Actor delivering as many messages in the same run.`,
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
+				if res != nil && len(res.Phases) > 0 && !asJSON {
+					printBench(cmd.OutOrStdout(), res)
+				}
 				return err
 			}
 			if asJSON {
