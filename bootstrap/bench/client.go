@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/api"
@@ -51,39 +48,12 @@ func (c *client) ctx(ctx context.Context) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.token)
 }
 
-// apply sends docs as one all-or-nothing apply, streamed in chunks.
+// apply sends docs as one all-or-nothing apply, as tether apply does.
 func (c *client) apply(ctx context.Context, docs []*messages.Document) error {
-	st, err := c.api.ApplyStream(c.ctx(ctx))
-	if err != nil {
-		return err
-	}
-	for _, ch := range chunks(docs, 256<<10) {
-		if err := st.Send(ch); errors.Is(err, io.EOF) {
-			break // the server ended the call: CloseAndRecv says why
-		} else if err != nil {
-			return err
-		}
-	}
-	if _, err := st.CloseAndRecv(); err != nil {
+	if _, err := api.Send(c.ctx(ctx), c.api, docs); err != nil {
 		return fmt.Errorf("apply of %d documents: %w", len(docs), err)
 	}
 	return nil
-}
-
-// chunks splits docs into chunks of at most size encoded bytes, the last
-// one marked with the total.
-func chunks(docs []*messages.Document, size int) []*messages.ApplyChunk {
-	var out []*messages.ApplyChunk
-	cur, n := &messages.ApplyChunk{}, 0
-	for _, d := range docs {
-		m := 1 + protowire.SizeBytes(proto.Size(d))
-		if n+m > size && len(cur.Documents) > 0 {
-			out, cur, n = append(out, cur), &messages.ApplyChunk{}, 0
-		}
-		cur.Documents, n = append(cur.Documents, d), n+m
-	}
-	cur.Last, cur.Total = true, int64(len(docs))
-	return append(out, cur)
 }
 
 func volumeDoc(name string) *messages.Document {

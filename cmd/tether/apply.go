@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/messages"
@@ -24,12 +20,6 @@ import (
 // together. Documents encode smaller than the text they are read from, so
 // input within this bound stays within the server's api.MaxApplyBytes.
 const maxInputBytes = api.MaxApplyBytes
-
-// An apply whose request encodes within api.MaxRequestBytes is sent as one
-// Apply call, which every tether server takes; a larger one is streamed
-// (ApplyStream) in chunks of at most chunkBytes, well under the server's
-// per-message bound. Both are one all-or-nothing apply on the server.
-const chunkBytes = 256 << 10
 
 // applyTimeout is apply's default --timeout: 200,000 documents take a
 // minute or two (reading, sending, validating, provisioning, committing).
@@ -59,7 +49,7 @@ func applyCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			res, err := sendApply(ctx, c, docs)
+			res, err := api.Send(ctx, c, docs)
 			if err != nil {
 				return applyError(err)
 			}
@@ -70,45 +60,6 @@ func applyCommand() *cobra.Command {
 	cmd.Flags().StringArrayVarP(&files, "file", "f", nil, "file to apply (YAML or JSON; - for stdin); repeat -f to apply several files as one all-or-nothing request")
 	cf.registerTimeout(cmd.Flags(), applyTimeout)
 	return cmd
-}
-
-// sendApply sends docs as one Apply if they fit in one request, else as
-// one ApplyStream.
-func sendApply(ctx context.Context, c messages.TetherClient, docs []*messages.Document) (*messages.ApplyResponse, error) {
-	req := &messages.ApplyRequest{Documents: docs}
-	if proto.Size(req) <= api.MaxRequestBytes {
-		return c.Apply(ctx, req)
-	}
-	st, err := c.ApplyStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, ch := range chunks(docs, chunkBytes) {
-		// io.EOF: the server ended the call early; CloseAndRecv says why.
-		if err := st.Send(ch); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, err
-		}
-	}
-	return st.CloseAndRecv()
-}
-
-// chunks splits docs into chunks of at most size encoded bytes (a
-// document larger than size alone in its chunk), the last one marked with
-// the total.
-func chunks(docs []*messages.Document, size int) []*messages.ApplyChunk {
-	var out []*messages.ApplyChunk
-	cur, n := &messages.ApplyChunk{}, 0
-	for _, d := range docs {
-		m := 1 + protowire.SizeBytes(proto.Size(d))
-		if n+m > size && len(cur.Documents) > 0 {
-			out, cur, n = append(out, cur), &messages.ApplyChunk{}, 0
-		}
-		cur.Documents, n = append(cur.Documents, d), n+m
-	}
-	cur.Last, cur.Total = true, int64(len(docs))
-	return append(out, cur)
 }
 
 // applyError explains the errors of an apply that rpcError leaves

@@ -175,7 +175,7 @@ func TestChunks(t *testing.T) {
 	for i := range 1000 {
 		docs = append(docs, &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: fmt.Sprintf("node-%04d", i)}}})
 	}
-	chs := chunks(docs, 1000)
+	chs := api.Chunks(docs, 1000)
 	i := 0
 	for k, ch := range chs {
 		if size := proto.Size(ch); size > 1000+20 {
