@@ -203,14 +203,8 @@ func (b bind) inspect(target string, shared *tableView, avoid string) (State, st
 	if shared == nil {
 		shared = fresh
 	}
-	mounted, err := isMountPoint(target)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return Absent, "", nil
-	case err != nil:
-		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
-	case !mounted:
-		return Partial, "", nil
+	if st, done, err := unmountedState(target); done {
+		return st, "", err
 	}
 	if avoid == "" {
 		avoid = b.avoid()
@@ -227,17 +221,27 @@ func (b bind) inspect(target string, shared *tableView, avoid string) (State, st
 		// The kernel said mounted, a table read after that does not list
 		// it: unmounted meanwhile, or listed under another name (then the
 		// source is unknown, but never reported unmounted).
-		mounted, err := isMountPoint(target)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return Absent, "", nil
-		case err != nil:
-			return Absent, "", fmt.Errorf("mount: inspect: %w", err)
-		case !mounted:
-			return Partial, "", nil
+		if st, done, err := unmountedState(target); done {
+			return st, "", err
 		}
 	}
 	return Mounted, source, nil
+}
+
+// unmountedState asks the kernel whether target is a mount point: done
+// with Absent (missing), Partial (a path, not mounted) or an error; not
+// done when it is mounted.
+func unmountedState(target string) (st State, done bool, err error) {
+	mounted, err := isMountPoint(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Absent, true, nil
+	case err != nil:
+		return Absent, true, fmt.Errorf("mount: inspect: %w", err)
+	case !mounted:
+		return Partial, true, nil
+	}
+	return Mounted, false, nil
 }
 
 // sourceAt names the source of the mount at target from v's table (see
