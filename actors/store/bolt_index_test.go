@@ -108,3 +108,24 @@ func TestBoltIndexesMatchMemory(t *testing.T) {
 		t.Fatalf("after rebuilding the indexes:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// A status rewritten with a volume it listed (twice: attached and in use)
+// and still lists keeps its index entry; one it no longer lists loses it.
+func TestBoltStatusReindexKeepsListedVolumes(t *testing.T) {
+	b, err := CreateBolt(filepath.Join(t.TempDir(), "tether.db"))
+	must(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	st := nodestatus.Status{Name: "n1", VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a", "v2": "/dev/b"},
+		VolumesInUse: map[cloud.VolumeID]bool{"v1": true, "v2": true}}
+	must(t, b.PutNodeStatus(st))
+	st.VolumesInUse = map[cloud.VolumeID]bool{}                    // v1 stays attached
+	st.VolumesAttached = map[cloud.VolumeID]string{"v1": "/dev/a"} // v2 gone
+	must(t, b.PutNodeStatus(st))
+	for vol, want := range map[cloud.VolumeID]int{"v1": 1, "v2": 0} {
+		got, err := b.StatusesWithVolume(vol)
+		must(t, err)
+		if len(got) != want {
+			t.Errorf("StatusesWithVolume(%s) = %d statuses, want %d", vol, len(got), want)
+		}
+	}
+}
