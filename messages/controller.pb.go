@@ -1583,15 +1583,18 @@ func (x *NodeVolumes) GetVolumes() map[string]string {
 // SyncPassFinished is published on the event stream when a verification
 // pass completes (tests and metrics use it).
 type SyncPassFinished struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pass          uint64                 `protobuf:"varint,1,opt,name=pass,proto3" json:"pass,omitempty"`
-	Nodes         int32                  `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
-	Calls         int32                  `protobuf:"varint,3,opt,name=calls,proto3" json:"calls,omitempty"`
-	Errors        int32                  `protobuf:"varint,4,opt,name=errors,proto3" json:"errors,omitempty"`
-	Lost          int32                  `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`
-	Dangling      int32                  `protobuf:"varint,6,opt,name=dangling,proto3" json:"dangling,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Pass     uint64                 `protobuf:"varint,1,opt,name=pass,proto3" json:"pass,omitempty"`
+	Nodes    int32                  `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Calls    int32                  `protobuf:"varint,3,opt,name=calls,proto3" json:"calls,omitempty"`
+	Errors   int32                  `protobuf:"varint,4,opt,name=errors,proto3" json:"errors,omitempty"`
+	Lost     int32                  `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`
+	Dangling int32                  `protobuf:"varint,6,opt,name=dangling,proto3" json:"dangling,omitempty"`
+	// started_unix_nano: when the pass read the node statuses (on the
+	// controller's clock).
+	StartedUnixNano int64 `protobuf:"varint,7,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SyncPassFinished) Reset() {
@@ -1662,6 +1665,13 @@ func (x *SyncPassFinished) GetLost() int32 {
 func (x *SyncPassFinished) GetDangling() int32 {
 	if x != nil {
 		return x.Dangling
+	}
+	return 0
+}
+
+func (x *SyncPassFinished) GetStartedUnixNano() int64 {
+	if x != nil {
+		return x.StartedUnixNano
 	}
 	return 0
 }
@@ -2484,14 +2494,15 @@ const file_controller_proto_rawDesc = "" +
 	"\avolumes\x18\x01 \x03(\v2).tether.messages.NodeVolumes.VolumesEntryR\avolumes\x1a:\n" +
 	"\fVolumesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x01\n" +
 	"\x10SyncPassFinished\x12\x12\n" +
 	"\x04pass\x18\x01 \x01(\x04R\x04pass\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\x14\n" +
 	"\x05calls\x18\x03 \x01(\x05R\x05calls\x12\x16\n" +
 	"\x06errors\x18\x04 \x01(\x05R\x06errors\x12\x12\n" +
 	"\x04lost\x18\x05 \x01(\x05R\x04lost\x12\x1a\n" +
-	"\bdangling\x18\x06 \x01(\x05R\bdangling\"\x1f\n" +
+	"\bdangling\x18\x06 \x01(\x05R\bdangling\x12*\n" +
+	"\x11started_unix_nano\x18\a \x01(\x03R\x0fstartedUnixNano\"\x1f\n" +
 	"\x05Crash\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\"\n" +
 	"\fAgentStarted\x12\x12\n" +

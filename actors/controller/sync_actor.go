@@ -68,8 +68,8 @@ func (a *syncActor) start() {
 		return
 	}
 	a.pass++
-	a.stats = &messages.SyncPassFinished{Pass: a.pass}
 	a.started = a.env.clock.Now()
+	a.stats = &messages.SyncPassFinished{Pass: a.pass, StartedUnixNano: a.started.UnixNano()}
 	nodes, err := a.readBelief()
 	if err != nil {
 		a.env.log.Errorf("sync: reading node statuses: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,8 +41,9 @@ func TestRunSmallFleet(t *testing.T) {
 	if start.CloudCalls["attach"] != cfg.Volumes || start.Messages == 0 || start.Fsyncs == 0 || start.BaselineRatio <= 0 {
 		t.Errorf("fleet start: %+v; want %d attaches, messages, fsyncs and a baseline ratio", start, cfg.Volumes)
 	}
-	if got := res.Phases[1].CloudCalls["instance_volumes"]; got != 1 {
-		t.Errorf("verify of %d nodes with batch %d made %d calls, want 1", cfg.Nodes, res.BatchSize, got)
+	// The pass's own count (a periodic pass may add calls to the phase's).
+	if p := res.Phases[1]; p.CloudCalls["instance_volumes"] < 1 || !strings.Contains(p.Note, "in 1 calls") {
+		t.Errorf("verify of %d nodes with batch %d: %v, %q; want one call", cfg.Nodes, res.BatchSize, p.CloudCalls, p.Note)
 	}
 	if got := res.Phases[2].CloudCalls; got["attach"]+got["detach"] != 0 || got["volumes_are_attached"] != 1 {
 		t.Errorf("restart made %v; want one verify call and no attach or detach", got)
