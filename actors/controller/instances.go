@@ -71,3 +71,35 @@ func (c *instances) forget(node cloud.NodeName, err error) {
 	delete(c.m, node)
 	c.mu.Unlock()
 }
+
+// resolveConcurrency bounds the InstanceID calls one resolveAll makes at
+// once: a batch of 50 new nodes behind a 50 ms cloud is 2.5 s one after
+// another.
+const resolveConcurrency = 16
+
+// resolved is resolveAll's answer for one node.
+type resolved struct {
+	inst cloud.InstanceID
+	err  error // cloud.KindNotFound: no instance backs the node
+}
+
+// resolveAll resolves nodes concurrently (cached ones at once).
+func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[cloud.NodeName]resolved {
+	out := make(map[cloud.NodeName]resolved, len(nodes))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, resolveConcurrency)
+	for _, n := range nodes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			inst, err := c.resolve(ctx, n)
+			mu.Lock()
+			out[n] = resolved{inst, err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}

@@ -122,8 +122,9 @@ func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName
 	defer cancel()
 	byInst := map[cloud.InstanceID]cloud.NodeName{}
 	var insts []cloud.InstanceID
+	resolved := e.inst.resolveAll(ctx, batch)
 	for _, n := range batch {
-		inst, err := e.inst.resolve(ctx, n)
+		inst, err := resolved[n].inst, resolved[n].err
 		switch {
 		case cloud.Classify(err) == cloud.KindNotFound:
 			res.Actual[string(n)] = &messages.NodeVolumes{} // no instance: nothing attached

@@ -227,8 +227,9 @@ func (v *verifier) verifyBatch(batch []cloud.NodeName, want map[cloud.NodeName]m
 	bad := map[cloud.NodeName]error{}
 	query := map[cloud.InstanceID][]cloud.VolumeID{}
 	byInst := map[cloud.InstanceID]cloud.NodeName{}
+	insts := e.inst.resolveAll(ctx, batch)
 	for _, n := range batch {
-		inst, err := e.inst.resolve(ctx, n)
+		inst, err := insts[n].inst, insts[n].err
 		switch {
 		case cloud.Classify(err) == cloud.KindNotFound:
 			got[n] = map[cloud.VolumeID]bool{} // no instance backs the node: nothing attached there
