@@ -6,7 +6,7 @@ import (
 
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/cloud/names"
 )
 
 // Change is one desired-state document of ApplyAll: exactly one field set.
@@ -33,7 +33,7 @@ func (ch Change) ref() (kind, name string, err error) {
 	return kind, name, nil
 }
 
-var nameKinds = map[string]string{"volume": layout.KindVolume, "node": layout.KindNode, "workload": layout.KindWorkload}
+var nameKinds = map[string]string{"volume": names.KindVolume, "node": names.KindNode, "workload": names.KindWorkload}
 
 // ApplyAll validates every change against the store and the other changes,
 // then writes them in one atomic store transaction and tells the actors.
@@ -149,7 +149,7 @@ func (c *Controller) validate(changes []Change) error {
 		if err != nil {
 			return fmt.Errorf("document %d: %w", i+1, err)
 		}
-		if err := layout.ValidName(nameKinds[kind], name); err != nil {
+		if err := names.ValidName(nameKinds[kind], name); err != nil {
 			return fmt.Errorf("%w: document %d: %w", ErrInvalid, i+1, err)
 		}
 		key := kind + "/" + name
@@ -207,7 +207,7 @@ func ModeName(m cloud.AccessMode) string {
 // checkWorkload: its node and volumes exist (in the store or the batch),
 // its volume names are valid and listed once, read-only ones are used.
 func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
-	if err := layout.ValidName(layout.KindNode, string(w.Node)); err != nil {
+	if err := names.ValidName(names.KindNode, string(w.Node)); err != nil {
 		return fmt.Errorf("%w: workload %q: %w", ErrInvalid, w.UID, err)
 	}
 	if _, ok, err := c.env.store.Node(w.Node); err != nil {
@@ -216,7 +216,7 @@ func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
 		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
 	}
 	for i, v := range w.Volumes {
-		if err := layout.ValidName(layout.KindVolume, string(v)); err != nil {
+		if err := names.ValidName(names.KindVolume, string(v)); err != nil {
 			return fmt.Errorf("%w: workload %q: %w", ErrInvalid, w.UID, err)
 		}
 		if slices.Contains(w.Volumes[:i], v) {

@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/cloud/names"
 )
 
 // ErrUnsafeContent is wrapped by the errors of DeviceSource and of creating
@@ -44,11 +44,11 @@ func contentRoot(dir string) string {
 
 // validVolume checks that a volume ID may become a path component.
 func validVolume(id cloud.VolumeID) error {
-	return layout.ValidName(layout.KindVolume, string(id))
+	return names.ValidName(names.KindVolume, string(id))
 }
 
 // CreateVolumeChecked is CreateVolume that reports errors: an id that is not
-// a valid name (layout.ValidName; wraps layout.ErrInvalidName) creates
+// a valid name (names.ValidName; wraps names.ErrInvalidName) creates
 // nothing, not even the volume, and a content directory that cannot be
 // created is an error (the volume exists then, and a retry completes it).
 // With Config.StatePath set, a volume whose creation cannot be written is

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/cloud/names"
 )
 
 func newContentFixture(t *testing.T) (*fixture, string) {
@@ -42,8 +42,8 @@ func TestContentInvalidID(t *testing.T) {
 	before := listDir(t, filepath.Dir(dir))
 
 	err := f.c.CreateVolumeChecked("../escape", cloud.MultiNode)
-	if !errors.Is(err, layout.ErrInvalidName) {
-		t.Fatalf("CreateVolumeChecked(../escape) = %v, want layout.ErrInvalidName", err)
+	if !errors.Is(err, names.ErrInvalidName) {
+		t.Fatalf("CreateVolumeChecked(../escape) = %v, want names.ErrInvalidName", err)
 	}
 	if _, ok := f.c.vols["../escape"]; ok {
 		t.Fatal("CreateVolumeChecked created a volume with an invalid ID")

@@ -224,7 +224,7 @@ func (c *Cloud) AddInstances(nodes []cloud.NodeName) ([]cloud.InstanceID, error)
 // mode (a mode change is ignored, as a real cloud cannot change it either).
 //
 // With Config.ContentDir set it also creates the volume's content
-// directory, unless id is not a valid name (layout.ValidName): such a
+// directory, unless id is not a valid name (names.ValidName): such a
 // volume has no content. Errors creating the directory are dropped, and so
 // are, with Config.StatePath set, errors writing the state file (the
 // volume is then not created); use CreateVolumeChecked to see them.
