@@ -225,7 +225,9 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		if err != nil {
 			return err
 		}
-		m = metrics.InstrumentMounter(m, e.cfg.Metrics)
+		if e.cfg.Metrics != nil {
+			m = mount.Observed(m, e.cfg.Metrics.MountOperation)
+		}
 		if e.cfg.WrapMounter != nil {
 			m = e.cfg.WrapMounter(n, m)
 		}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/mount"
 )
 
 // Method label values of tether_cloud_calls_total.
@@ -89,59 +88,14 @@ func (i *provider) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID
 
 func (i *provider) BatchSize() int { return i.p.BatchSize() }
 
-// InstrumentMounter returns a Mounter that records Stage, Unstage, Publish
-// and Unpublish as operations (tether_operations_total{op, result} with
-// result "ok" or "error", tether_operation_seconds{op}) and otherwise
-// behaves exactly like mt. Inspect and Name pass through unmeasured. With a
-// nil m (or a nil mt) it returns mt itself.
-func InstrumentMounter(mt mount.Mounter, m *Metrics) mount.Mounter {
-	if m == nil || mt == nil {
-		return mt
-	}
-	return &mounter{mt: mt, m: m}
-}
-
-type mounter struct {
-	mt mount.Mounter
-	m  *Metrics
-}
-
-func (i *mounter) record(op string, start time.Time, err error) {
+// MountOperation records one mount operation of a node agent ("stage",
+// "unstage", "publish", "unpublish"): tether_operations_total{op, result}
+// with result "ok" or "error", and tether_operation_seconds{op}. It has
+// the shape node/mount.Observed reports with. A nil m records nothing.
+func (m *Metrics) MountOperation(op string, err error, d time.Duration) {
 	result := resultOK
 	if err != nil {
 		result = resultError
 	}
-	i.m.Operation(op, result, time.Since(start))
+	m.Operation(op, result, d)
 }
-
-func (i *mounter) Stage(source, target string) error {
-	start := time.Now()
-	err := i.mt.Stage(source, target)
-	i.record("stage", start, err)
-	return err
-}
-
-func (i *mounter) Unstage(target string) error {
-	start := time.Now()
-	err := i.mt.Unstage(target)
-	i.record("unstage", start, err)
-	return err
-}
-
-func (i *mounter) Publish(staged, target string, readOnly bool) error {
-	start := time.Now()
-	err := i.mt.Publish(staged, target, readOnly)
-	i.record("publish", start, err)
-	return err
-}
-
-func (i *mounter) Unpublish(target string) error {
-	start := time.Now()
-	err := i.mt.Unpublish(target)
-	i.record("unpublish", start, err)
-	return err
-}
-
-func (i *mounter) Inspect(target string) (mount.State, string, error) { return i.mt.Inspect(target) }
-
-func (i *mounter) Name() string { return i.mt.Name() }

@@ -200,10 +200,6 @@ func TestNilMetricsDoesNothing(t *testing.T) {
 	if got := InstrumentProvider(&p, nil); got != &p {
 		t.Errorf("InstrumentProvider with nil metrics wrapped the provider")
 	}
-	var mt fakeMounter
-	if got := InstrumentMounter(&mt, nil); got != &mt {
-		t.Errorf("InstrumentMounter with nil metrics wrapped the mounter")
-	}
 }
 
 func TestShutdownTwice(t *testing.T) {
