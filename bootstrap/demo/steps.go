@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -102,7 +102,7 @@ func (d *demo) steps() bool {
 	steps := d.script(at, &down)
 	for i, s := range steps {
 		t0 := time.Now()
-		step := demoStep{Name: s.name}
+		step := Step{Name: s.name}
 		err := s.do()
 		if err == nil {
 			err = d.until(func() string { return d.diff(at, down) })
