@@ -84,7 +84,7 @@ func validateChaos(fs *pflag.FlagSet) error {
 // tether.
 func validateClient(fs *pflag.FlagSet) error {
 	v := validator{fs: fs}
-	v.atLeast("timeout", minClientTimeout, "bound of the whole call; default 30s")
+	v.atLeast("timeout", minClientTimeout, "bound of the whole call; default 30s, 10m for apply")
 	return v.err
 }
 
