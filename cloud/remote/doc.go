@@ -1,0 +1,49 @@
+// Package remote serves a cloud.Provider over gRPC (Serve) and is a
+// cloud.Provider that calls one (Dial), so that several processes share
+// one cloud (in distributed mode, one sim cloud). It owns the wire
+// mapping of calls and errors; it never retries, caches nothing but the
+// batch size, and imports no actor or node code.
+//
+// # The Provider contract over the wire
+//
+// A call whose ctx is already done is not sent: the client returns
+// ctx.Err(). A sent call carries its deadline, shortened by DeadlineMargin
+// (gRPC measures the propagated timeout from the moment the server reads
+// it, so the server's deadline is later than the client's by the transit
+// time; the margin keeps it before the caller's deadline as long as the
+// transit takes less). The server calls the provider with the request's
+// context, so a provider that drops calls past their deadline (the sim
+// does) drops them here too.
+//
+// # Errors
+//
+// The server sends every error that the provider returned as a status
+// carrying a messages.CloudError detail with its cloud.Kind, and a code
+// chosen from the kind (for other clients and for logs):
+//
+//	cloud.ErrNotFound          codes.NotFound
+//	cloud.ErrAttachedElsewhere codes.FailedPrecondition
+//	cloud.ErrLimitReached      codes.ResourceExhausted
+//	cloud.ErrThrottled         codes.ResourceExhausted
+//	cloud.ErrTerminal          codes.InvalidArgument
+//	cloud.ErrRetryable         codes.Unavailable (also unclassified errors)
+//	context errors             codes.DeadlineExceeded / codes.Canceled, no detail
+//
+// The client turns a status with the detail back into an error whose text
+// is the provider's and which wraps the kind's sentinel (errors.Is and
+// cloud.Classify hold; an unclassified error comes back wrapping
+// cloud.ErrRetryable, which is how Classify saw it). The kind is read from
+// the detail, never from the code: gRPC itself produces some of these
+// codes (ResourceExhausted for an oversized message, Unavailable for a
+// broken connection) after the request may have been carried out.
+//
+// Any other failure (a status without the detail: the provider's context
+// error, a broken connection, a server stopped mid-call) leaves the outcome
+// unknown: the request may have been carried out and its reply lost. The
+// contract says only context errors may mean that ("any other error means
+// it had no effect"), and callers act on it (the volume actor keeps an
+// operation's intent until its deadline only after a context error), so
+// the client reports it as an error wrapping both ErrUnknownOutcome and
+// context.DeadlineExceeded, as a client library's own timeout would. If the
+// caller's ctx is done by then, the error wraps ctx.Err() instead.
+package remote
