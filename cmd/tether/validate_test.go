@@ -23,6 +23,8 @@ func TestValidateFlags(t *testing.T) {
 		"chaos": {chaosCommand, validateChaos},
 		"get":   {getCommand, validateClient},
 		"apply": {applyCommand, validateClient},
+		"bench": {benchCommand, validateBench},
+		"cloud": {cloudServeCommand, validateCloudServe},
 	}
 	for _, tt := range []struct {
 		command string
@@ -66,6 +68,15 @@ func TestValidateFlags(t *testing.T) {
 		{"get", []string{"--timeout", "100ms"}, ""},
 		{"get", []string{"--timeout", "0s"}, "--timeout 0s: want at least 100ms"},
 		{"apply", []string{"--timeout", "-1s"}, "--timeout -1s: want at least 100ms"},
+		{"bench", nil, ""},
+		{"bench", []string{"--volumes", "0"}, "--volumes 0: want 1 to 1000000"},
+		{"bench", []string{"--nodes", "100001"}, "--nodes 100001: want 1 to 100000"},
+		{"bench", []string{"--sync-period", "10ms"}, "--sync-period 10ms: want at least 1s"},
+		{"cloud", nil, ""},
+		{"cloud", []string{"--addr", "7072"}, "--addr 7072: want host:port"},
+		{"cloud", []string{"--sim-latency", "-1s"}, "--sim-latency -1s: want at least 0s"},
+		{"cloud", []string{"--sim-throttle", "-1"}, "--sim-throttle -1: want 0 (unlimited)"},
+		{"cloud", []string{"--data-dir", ""}, `--data-dir "": want a path`},
 	} {
 		t.Run(tt.command+" "+strings.Join(tt.args, " "), func(t *testing.T) {
 			c := commands[tt.command]
