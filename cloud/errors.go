@@ -57,3 +57,24 @@ func Classify(err error) Kind {
 	// Context errors and anything unclassified: the outcome is unknown.
 	return KindRetryable
 }
+
+// Sentinel is the sentinel error Classify maps to k: the way back from a
+// kind to an error (fault injection, errors sent over the wire). nil for
+// KindNone and kinds it does not know.
+func (k Kind) Sentinel() error {
+	switch k {
+	case KindRetryable:
+		return ErrRetryable
+	case KindThrottled:
+		return ErrThrottled
+	case KindTerminal:
+		return ErrTerminal
+	case KindAttachedElsewhere:
+		return ErrAttachedElsewhere
+	case KindLimitReached:
+		return ErrLimitReached
+	case KindNotFound:
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,24 +32,6 @@ func codeOf(k cloud.Kind) codes.Code {
 		return codes.InvalidArgument
 	}
 	return codes.Unavailable
-}
-
-// sentinelOf is the sentinel that cloud.Classify maps to k; ErrRetryable
-// for KindRetryable and any kind it does not know.
-func sentinelOf(k cloud.Kind) error {
-	switch k {
-	case cloud.KindNotFound:
-		return cloud.ErrNotFound
-	case cloud.KindAttachedElsewhere:
-		return cloud.ErrAttachedElsewhere
-	case cloud.KindLimitReached:
-		return cloud.ErrLimitReached
-	case cloud.KindThrottled:
-		return cloud.ErrThrottled
-	case cloud.KindTerminal:
-		return cloud.ErrTerminal
-	}
-	return cloud.ErrRetryable
 }
 
 // toStatus is the status error the server sends for the provider's err.
@@ -86,7 +69,7 @@ func fromStatus(ctx context.Context, method string, err error) error {
 	st := status.Convert(err)
 	for _, d := range st.Details() {
 		if ce, ok := d.(*messages.CloudError); ok {
-			return &providerError{msg: st.Message(), sentinel: sentinelOf(cloud.Kind(ce.Kind))}
+			return &providerError{msg: st.Message(), sentinel: cmp.Or(cloud.Kind(ce.Kind).Sentinel(), cloud.ErrRetryable)}
 		}
 	}
 	if cerr := ctx.Err(); cerr != nil {

@@ -131,8 +131,8 @@ func TestInjectedErrorsRoundTrip(t *testing.T) {
 			if got := cloud.Classify(err); got != want {
 				t.Errorf("Classify = %v, want %v", got, want)
 			}
-			if !errors.Is(err, sentinelOf(want)) {
-				t.Errorf("errors.Is(%v, %v) = false", err, sentinelOf(want))
+			if !errors.Is(err, want.Sentinel()) {
+				t.Errorf("errors.Is(%v, %v) = false", err, want.Sentinel())
 			}
 			if errors.Is(err, ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("a provider's answer reported as an unknown outcome: %v", err)

@@ -123,29 +123,9 @@ func (f *faults) injected(m Method, subject string) error {
 }
 
 func injectedError(m Method, subject string, kind cloud.Kind) error {
-	sentinel := sentinelOf(kind)
+	sentinel := kind.Sentinel()
 	if sentinel == nil {
 		return fmt.Errorf("sim: %s %s: injected unclassified failure", m, subject)
 	}
 	return fmt.Errorf("sim: %s %s: injected failure: %w", m, subject, sentinel)
-}
-
-// sentinelOf maps a kind to the sentinel error cloud.Classify maps back to
-// it; nil for cloud.KindNone and unknown kinds.
-func sentinelOf(kind cloud.Kind) error {
-	switch kind {
-	case cloud.KindRetryable:
-		return cloud.ErrRetryable
-	case cloud.KindThrottled:
-		return cloud.ErrThrottled
-	case cloud.KindTerminal:
-		return cloud.ErrTerminal
-	case cloud.KindAttachedElsewhere:
-		return cloud.ErrAttachedElsewhere
-	case cloud.KindLimitReached:
-		return cloud.ErrLimitReached
-	case cloud.KindNotFound:
-		return cloud.ErrNotFound
-	}
-	return nil
 }
