@@ -9,6 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"
 )
@@ -25,6 +29,37 @@ type CloudConfig struct {
 	// Sim configures the cloud (latency, throttle, permissive); its
 	// StatePath and ContentDir come from DataDir.
 	Sim sim.Config
+	// TLS, if set, serves over TLS; with ClientCA, every client must
+	// present a certificate signed by it (mutual TLS). Beyond loopback
+	// mutual TLS is required: the service has no other authentication.
+	TLS TLSFiles
+}
+
+// ErrCloudExposed: tether cloud serve beyond loopback without mutual TLS.
+var ErrCloudExposed = errors.New("bootstrap: cloud service beyond loopback without mutual TLS")
+
+// cloudServerOptions checks cfg's exposure and loads its TLS.
+func cloudServerOptions(cfg CloudConfig) ([]grpc.ServerOption, error) {
+	t := cfg.TLS
+	if (t.Cert == "") != (t.Key == "") || (t.ClientCA != "" && t.Cert == "") {
+		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together, and --tls-client-ca needs them", ErrTLSFiles)
+	}
+	if !Loopback(cfg.Addr) {
+		if !cfg.AllowRemote {
+			return nil, fmt.Errorf("%w: refusing to listen on %q (give --allow-remote to serve beyond this machine)", ErrNotLoopback, cfg.Addr)
+		}
+		if t.ClientCA == "" {
+			return nil, fmt.Errorf("%w: %q needs --tls-cert, --tls-key and --tls-client-ca (tether certs makes them)", ErrCloudExposed, cfg.Addr)
+		}
+	}
+	if t.Cert == "" {
+		return nil, nil
+	}
+	tc, err := certs.ServerConfig(t.Cert, t.Key, t.ClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("cloud serve TLS: %w", err)
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
 }
 
 // ServeCloud serves the durable sim cloud of cfg.DataDir on cfg.Addr until
@@ -35,8 +70,9 @@ func ServeCloud(ctx context.Context, cfg CloudConfig, out io.Writer, ready func(
 	if cfg.DataDir == "" {
 		return errors.New("cloud serve: a data directory is required")
 	}
-	if !cfg.AllowRemote && !Loopback(cfg.Addr) {
-		return fmt.Errorf("cloud serve: refusing to listen on %q: not a loopback address (give --allow-remote to serve beyond this machine)", cfg.Addr)
+	opts, err := cloudServerOptions(cfg) // before anything is touched
+	if err != nil {
+		return err
 	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -56,7 +92,7 @@ func ServeCloud(ctx context.Context, cfg CloudConfig, out io.Writer, ready func(
 	if err != nil {
 		return errors.Join(fmt.Errorf("cloud serve: %w", err), cl.Close(), lock.release())
 	}
-	srv := remote.Serve(lis, cl)
+	srv := remote.Serve(lis, cl, opts...)
 	fmt.Fprintf(out, "tether cloud serving on %s (state in %s)\n", lis.Addr(), cfg.DataDir)
 	if ready != nil {
 		ready(lis.Addr().String())

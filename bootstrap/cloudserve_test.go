@@ -2,14 +2,19 @@ package bootstrap
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"
@@ -109,5 +114,83 @@ func TestServeCloud(t *testing.T) {
 	defer back.Close()
 	if got := back.Attachments()["v1"]; len(got) != 1 || got[0] != inst {
 		t.Fatalf("after serving: v1 attached to %v, want [%s]", got, inst)
+	}
+}
+
+// With mutual TLS a client with a certificate of the CA is served, and one
+// without (plain text, or TLS without a client certificate) is refused.
+// Beyond loopback, serving without mutual TLS is refused before anything
+// starts.
+func TestServeCloudMutualTLS(t *testing.T) {
+	pki := t.TempDir()
+	if _, err := certs.WriteSet(pki, certs.SetOptions{Hosts: []string{"127.0.0.1"}, ValidFor: time.Hour, Now: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	file := func(n string) string { return filepath.Join(pki, n) }
+	tlsFiles := TLSFiles{Cert: file(certs.ServerFile), Key: file(certs.ServerKeyFile), ClientCA: file(certs.CAFile)}
+	for _, tc := range []struct {
+		name string
+		cfg  CloudConfig
+		want error
+	}{
+		{"remote without TLS", CloudConfig{Addr: "0.0.0.0:0", AllowRemote: true}, ErrCloudExposed},
+		{"remote with TLS but no client CA", CloudConfig{Addr: "0.0.0.0:0", AllowRemote: true, TLS: TLSFiles{Cert: tlsFiles.Cert, Key: tlsFiles.Key}}, ErrCloudExposed},
+		{"remote without --allow-remote", CloudConfig{Addr: "0.0.0.0:0", TLS: tlsFiles}, ErrNotLoopback},
+		{"a key without a certificate", CloudConfig{Addr: "127.0.0.1:0", TLS: TLSFiles{Key: tlsFiles.Key}}, ErrTLSFiles},
+	} {
+		dir := t.TempDir()
+		tc.cfg.DataDir = dir
+		if err := ServeCloud(context.Background(), tc.cfg, io.Discard, nil); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%s: refused, but %s holds %d entries", tc.name, dir, len(entries))
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- ServeCloud(ctx, CloudConfig{DataDir: t.TempDir(), Addr: "127.0.0.1:0", TLS: tlsFiles}, io.Discard, func(a string) { addrs <- a })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("cloud serve: %v", err)
+	}
+	dial := func(tc *tls.Config) error {
+		creds := insecure.NewCredentials()
+		if tc != nil {
+			creds = credentials.NewTLS(tc)
+		}
+		c, err := remote.Dial(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+	good, err := certs.ClientConfig(file(certs.CAFile), file(certs.ClientFile), file(certs.ClientKeyFile), "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(good); err != nil {
+		t.Fatalf("a client with the CA's certificate: %v", err)
+	}
+	noCert, err := certs.ClientConfig(file(certs.CAFile), "", "", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(noCert); err == nil {
+		t.Error("a TLS client without a certificate was served")
+	}
+	if err := dial(nil); err == nil {
+		t.Error("a plain-text client was served")
 	}
 }
