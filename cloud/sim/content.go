@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/realdir"
 )
 
 // ErrUnsafeContent is wrapped by the errors of DeviceSource and of creating
@@ -77,7 +78,7 @@ func (c *Cloud) makeContent(id cloud.VolumeID) error {
 	if err := os.MkdirAll(c.content, contentMode); err != nil {
 		return fail(err)
 	}
-	if err := realDir(c.content); err != nil {
+	if err := unsafeContent(realdir.Check(c.content)); err != nil {
 		return fail(err)
 	}
 	if err := os.Mkdir(filepath.Join(c.content, string(id)), contentMode); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -100,39 +101,18 @@ func (c *Cloud) ContentDir() string { return c.content }
 // still right in the resolved root. A missing one wraps fs.ErrNotExist.
 func (c *Cloud) contentDir(id cloud.VolumeID) (string, error) {
 	dir := filepath.Join(c.content, string(id))
-	for _, p := range []string{c.content, dir} {
-		if err := realDir(p); err != nil {
-			return "", err
-		}
-	}
-	root, err := filepath.EvalSymlinks(c.content)
-	if err != nil {
+	if err := unsafeContent(realdir.In(c.content, dir)); err != nil {
 		return "", err
-	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", err
-	}
-	if real != filepath.Join(root, string(id)) {
-		return "", fmt.Errorf("%s resolves to %s, not a directory of the content root %s: %w", dir, real, root, ErrUnsafeContent)
 	}
 	return dir, nil
 }
 
-// realDir checks, without following it, that path is a directory.
-func realDir(path string) error {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return err
+// unsafeContent adds ErrUnsafeContent to a realdir refusal.
+func unsafeContent(err error) error {
+	if errors.Is(err, realdir.ErrUnsafe) {
+		return fmt.Errorf("%w: %w", err, ErrUnsafeContent)
 	}
-	switch {
-	case fi.Mode().Type() == fs.ModeSymlink:
-		to, _ := os.Readlink(path)
-		return fmt.Errorf("%s is a symlink (to %s), not a directory; symlinks are never followed: %w", path, to, ErrUnsafeContent)
-	case !fi.IsDir():
-		return fmt.Errorf("%s is a %v, not a directory: %w", path, fi.Mode().Type(), ErrUnsafeContent)
-	}
-	return nil
+	return err
 }
 
 // DeviceSource returns the directory holding the content of the volume

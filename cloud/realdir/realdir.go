@@ -1,0 +1,73 @@
+// Package realdir checks that a directory is what its path says: a real
+// directory, reached through no symlink, inside the root it must be in.
+// The sim cloud checks a volume's content with it before handing it out,
+// and a node's mounter checks a mount's source: a bind mount follows every
+// symlink in its source, so a symlink planted where content is expected
+// would show what it points to (/etc, say) to a workload. A leaf: the
+// cloud and the node share it.
+package realdir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnsafe is wrapped by every refusal for a symlink, a file that is not
+// a directory, or a path outside its root. A missing path is not unsafe:
+// its error wraps fs.ErrNotExist.
+var ErrUnsafe = errors.New("not a real directory in its root")
+
+// Check checks, without following it, that path is a directory.
+func Check(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode().Type() == fs.ModeSymlink:
+		to, _ := os.Readlink(path)
+		return fmt.Errorf("%q is a symlink (to %q), which is never followed: %w", path, to, ErrUnsafe)
+	case !fi.IsDir():
+		return fmt.Errorf("%q is a %v, not a directory: %w", path, fi.Mode().Type(), ErrUnsafe)
+	}
+	return nil
+}
+
+// In checks that path is strictly below root; that root, path and every
+// directory between them are real directories (Check); and that with the
+// symlinks above root resolved, path is still where it says, in root.
+// Every refusal names the offending path.
+func In(root, path string) error {
+	if root == "" {
+		return fmt.Errorf("%q: no root to check it against: %w", path, ErrUnsafe)
+	}
+	root, path = filepath.Clean(root), filepath.Clean(path)
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !strings.HasPrefix(path, root+string(filepath.Separator)) {
+		return fmt.Errorf("%q is not below %q: %w", path, root, ErrUnsafe)
+	}
+	for p := path; ; p = filepath.Dir(p) {
+		if err := Check(p); err != nil {
+			return err
+		}
+		if p == root {
+			break
+		}
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	if want := filepath.Join(realRoot, rel); real != want {
+		return fmt.Errorf("%q resolves to %q, not %q in %q: %w", path, real, want, realRoot, ErrUnsafe)
+	}
+	return nil
+}
