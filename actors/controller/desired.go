@@ -23,24 +23,7 @@ func (c *Controller) ApplyVolume(v store.VolumeSpec) error {
 // from wherever it still is, then stops. The volume's events are
 // forgotten.
 func (c *Controller) DeleteVolume(id cloud.VolumeID) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	nodes, err := c.env.store.DesiredNodes(id)
-	if err != nil {
-		return err
-	}
-	if len(nodes) > 0 {
-		return fmt.Errorf("%w: volume %q is used by workloads on %v", ErrInvalid, id, nodes)
-	}
-	old, _, err := c.env.store.Volume(id)
-	if err != nil {
-		return err
-	}
-	if err := c.env.store.DeleteVolume(id); err != nil {
-		return err
-	}
-	c.env.events.Forget(events.Ref{Kind: events.KindVolume, Name: string(id), UID: old.ObjectUID})
-	return c.tellDesired(id)
+	return c.DeleteVolumes([]cloud.VolumeID{id})
 }
 
 // ApplyNode registers a node; its actor starts and keeps its status.
@@ -93,20 +76,7 @@ func (c *Controller) DeleteNode(name cloud.NodeName) error {
 // DeleteWorkload removes a workload, forgetting its events; volumes it
 // alone used get detached from its node once the node stops using them.
 func (c *Controller) DeleteWorkload(uid string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old, ok, err := c.env.store.Workload(uid)
-	if err != nil || !ok {
-		return err
-	}
-	if err := c.env.store.DeleteWorkload(uid); err != nil {
-		return err
-	}
-	c.env.events.Forget(events.Ref{Kind: events.KindWorkload, Name: uid, UID: old.ObjectUID})
-	if err := c.tellDesired(old.Volumes...); err != nil {
-		return err
-	}
-	return c.tellAgent(old.Node)
+	return c.DeleteWorkloads([]string{uid})
 }
 
 // tellDesired sends each volume actor its desired nodes as the store now
