@@ -180,8 +180,13 @@ func TestMountWaitsForAttach(t *testing.T) {
 	if m := r.mounters["n1"]; m.Count("stage") != 0 {
 		t.Fatal("staged before the attach")
 	}
-	r.clk.Advance(500 * time.Millisecond)
-	r.eventually("second failure", func() bool { return r.cloud.Calls().Calls[sim.MethodAttach] == 2 })
-	r.clk.Advance(time.Second)
-	r.eventually("mounted after the attach", r.mounted("n1", "w1", "v1"))
+	r.eventually("first failure", func() bool { return r.cloud.Calls().Calls[sim.MethodAttach] == 1 })
+	r.advanceUntil("second failure", 100*time.Millisecond, func() bool { return r.cloud.Calls().Calls[sim.MethodAttach] >= 2 })
+	if m := r.mounters["n1"]; m.Count("stage") != 0 {
+		t.Fatal("staged after a failed attach")
+	}
+	r.advanceUntil("mounted after the attach", 100*time.Millisecond, r.mounted("n1", "w1", "v1"))
+	if got := r.cloud.Calls().Calls[sim.MethodAttach]; got != 3 {
+		t.Fatalf("attach calls = %d, want 3 (two failures, one success)", got)
+	}
 }

@@ -221,6 +221,21 @@ func (r *rig) eventually(what string, cond func() bool) {
 	}
 }
 
+// advanceUntil moves the fake clock on by step until cond holds. A retry
+// timer is armed by an actor some time after the failure that causes it, so
+// one big advance can come before the timer exists and never fire it.
+func (r *rig) advanceUntil(what string, step time.Duration, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out advancing the clock until: %s\ncloud: %v", what, r.cloud.Attachments())
+		}
+		r.clk.Advance(step)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func (r *rig) events(kind events.Kind, name, typ string) []events.Event {
 	var out []events.Event
 	for _, e := range r.rec.For(events.Ref{Kind: kind, Name: name}) {
