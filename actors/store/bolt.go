@@ -57,6 +57,10 @@ type Bolt struct {
 	txMu    sync.Mutex
 	counted *bolt.Tx     // the write transaction last counted (commits)
 	commits atomic.Int64 // write transactions committed
+
+	// fences live in memory only (see localFences): one process holds
+	// the file at a time, so fences only have to hold among its writers.
+	fences localFences
 }
 
 // Syncs is how many times the store has synced its file to disk: two per
@@ -249,9 +253,19 @@ func putWorkloadBolt(tx *bolt.Tx, ix indexWrites, w Workload) error {
 // writes its own status) share one transaction and one fsync (bbolt's
 // Batch, group commit); each caller returns only once its status is
 // durable.
-func (b *Bolt) PutNodeStatus(s nodestatus.Status) error {
-	return b.putNodeStatus(s, b.db.Batch)
+func (b *Bolt) PutNodeStatus(s nodestatus.Status) error { return b.PutNodeStatusAt(s, 0) }
+
+// PutNodeStatusAt implements Store: PutNodeStatus, fenced.
+func (b *Bolt) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
+	err := b.fences.write(NodeOwner(s.Name), epoch, func() error { return b.putNodeStatus(s, b.db.Batch) })
+	if errors.Is(err, ErrFenced) {
+		return fmt.Errorf("store: put status of node %q: %w", s.Name, err)
+	}
+	return err
 }
+
+// Claim implements Fences.
+func (b *Bolt) Claim(owner string) (uint64, error) { return b.fences.Claim(owner) }
 
 // putNodeStatus writes s in a transaction run by run (Batch; Update in the
 // benchmark that measures what Batch saves). fn may run more than once

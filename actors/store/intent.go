@@ -24,6 +24,10 @@ type Intent struct {
 	Op       uint64 // the sender's operation number
 	Attach   bool   // an attach; false: a detach
 	Deadline time.Time
+	// Epoch fences the write: PutIntent succeeds only if it is the latest
+	// claim of VolumeOwner(Volume) (see Fences); 0 is unfenced. It is
+	// kept with the intent and read back as written.
+	Epoch uint64
 }
 
 // Intents is the journal of operations in flight, kept by every Store. It
@@ -32,7 +36,10 @@ type Intent struct {
 type Intents interface {
 	// PutIntent records it durably; it replaces the intent of the same
 	// volume and node. The caller sends the operation only after
-	// PutIntent returned nil.
+	// PutIntent returned nil. An intent whose Epoch is not 0 and not the
+	// latest claim of VolumeOwner(Volume) is refused, nothing written,
+	// with an error wrapping ErrFenced; the check is atomic with the
+	// write.
 	PutIntent(Intent) error
 	// Intents lists the intents of vol recorded and not yet replaced,
 	// sorted by node; expired ones may be among them.

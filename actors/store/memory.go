@@ -25,6 +25,10 @@ type Memory struct {
 	rev        uint64
 	failApply  int
 	failStatus int
+
+	// fences: in memory, as everything else (see localFences). Lock
+	// order: fences.mu before mu.
+	fences localFences
 }
 
 var _ Store = (*Memory)(nil)
@@ -42,14 +46,23 @@ func NewMemory() *Memory {
 	}
 }
 
+// Claim implements Fences.
+func (m *Memory) Claim(owner string) (uint64, error) { return m.fences.Claim(owner) }
+
 // PutIntent implements Store.
 func (m *Memory) PutIntent(in Intent) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.intents[in.Volume] == nil {
-		m.intents[in.Volume] = map[cloud.NodeName]Intent{}
+	err := m.fences.write(VolumeOwner(in.Volume), in.Epoch, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.intents[in.Volume] == nil {
+			m.intents[in.Volume] = map[cloud.NodeName]Intent{}
+		}
+		m.intents[in.Volume][in.Node] = in
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put intent of volume %q on node %q: %w", in.Volume, in.Node, err)
 	}
-	m.intents[in.Volume][in.Node] = in
 	return nil
 }
 
@@ -299,14 +312,22 @@ func (m *Memory) NodeStatus(name cloud.NodeName) (nodestatus.Status, bool, error
 	return s.Clone(), ok, nil
 }
 
-func (m *Memory) PutNodeStatus(s nodestatus.Status) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failStatus > 0 {
-		m.failStatus--
-		return fmt.Errorf("store: put status of node %q: %w", s.Name, ErrInjected)
+func (m *Memory) PutNodeStatus(s nodestatus.Status) error { return m.PutNodeStatusAt(s, 0) }
+
+func (m *Memory) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
+	err := m.fences.write(NodeOwner(s.Name), epoch, func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.failStatus > 0 {
+			m.failStatus--
+			return ErrInjected
+		}
+		m.statuses[s.Name] = s.Clone()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: put status of node %q: %w", s.Name, err)
 	}
-	m.statuses[s.Name] = s.Clone()
 	return nil
 }
 

@@ -2,8 +2,10 @@
 // (volumes, nodes, workloads) and the persisted node statuses. Actors rebuild
 // from it on every (re)start. The interface is narrow so that a durable
 // embedded database and an etcd backend can implement it; Memory is the
-// in-process implementation, Bolt the durable one (one file, bbolt). A store
-// never calls actors or the cloud.
+// in-process implementation, Bolt the durable one (one file, bbolt). Writes
+// of an actor's own objects may be fenced (Fences), so that of two
+// activations of one actor only the last to claim it writes. A store never
+// calls actors or the cloud.
 package store
 
 import (
@@ -144,7 +146,13 @@ type Store interface {
 	DesiredNodes(cloud.VolumeID) ([]cloud.NodeName, error)
 
 	NodeStatus(cloud.NodeName) (nodestatus.Status, bool, error)
+	// PutNodeStatus is PutNodeStatusAt with epoch 0: unfenced.
 	PutNodeStatus(nodestatus.Status) error
+	// PutNodeStatusAt replaces the status of st.Name if epoch is 0
+	// (unfenced) or the latest claim of NodeOwner(st.Name), checked
+	// atomically with the write; else it returns an error wrapping
+	// ErrFenced and writes nothing.
+	PutNodeStatusAt(st nodestatus.Status, epoch uint64) error
 	NodeStatuses() ([]nodestatus.Status, error)
 	// StatusesWithVolume returns the statuses that list vol in
 	// VolumesAttached, VolumesInUse or VolumesDetaching (a volume actor's
@@ -152,4 +160,5 @@ type Store interface {
 	StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error)
 
 	Intents
+	Fences
 }
