@@ -175,7 +175,7 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	node, ctl, queued := a.cfg.Node, a.cfg.Controller, &a.beatQueued
 	a.beat = &beater{}
 	a.beat.start(a.cfg.Clock, a.cfg.HeartbeatEvery, func() {
-		g.Send(ctl(node), &messages.Heartbeat{Node: string(node)})
+		g.SendFrom(ctl(node), &messages.Heartbeat{Node: string(node)}, self)
 		if queued.CompareAndSwap(false, true) {
 			g.Send(self, &messages.Heartbeat{})
 		}
@@ -198,19 +198,19 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	ctl := a.cfg.Controller(a.cfg.Node)
 	g := a.cfg.Guard
 	if a.beats == 0 {
-		g.Send(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)}) // the hello; the beater sends the rest
+		g.SendFrom(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)}, a.self) // the hello; the beater sends the rest
 	}
 	st := a.core.Status()
 	a.beats++
 	if !st.Ready || a.beats%resyncEvery == 0 {
 		// Ask for the desired state: at start, and now and then in case a
 		// snapshot was lost on the way (revisions make repeats harmless).
-		g.Send(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)})
+		g.SendFrom(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)}, a.self)
 	}
 	if st.Ready {
 		// Repeat the report: at-most-once delivery must not leave the
 		// controller with a stale VolumesInUse.
-		g.Send(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq))
+		g.SendFrom(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq), a.self)
 	}
 }
 

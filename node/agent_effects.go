@@ -19,7 +19,7 @@ import (
 func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 	switch f := eff.(type) {
 	case agent.ReportInUse:
-		a.cfg.Guard.Send(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq))
+		a.cfg.Guard.SendFrom(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq), a.self)
 	case agent.Stage:
 		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpStage}, func(c context.Context) error { return a.stage(c, f) })
 	case agent.Unstage:

@@ -102,6 +102,14 @@ func (c *Controller) Lookup() Lookup { return c.env.lookup }
 // store knows; each rebuilds itself from the store and the cloud.
 func (c *Controller) Start() error {
 	e := c.env
+	if e.cluster != nil {
+		// Distributed mode: every member wakes every identity; the cluster
+		// activates each on its owner. No member restores all volumes, so
+		// neither the liveness wait nor the first verify pass waits for
+		// them (each volume's start-up verify is still coalesced).
+		e.beginRestore(nil)
+		return e.wakeAll()
+	}
 	e.lookup.Sync()
 	nodes, err := e.store.Nodes()
 	if err != nil {

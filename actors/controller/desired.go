@@ -42,6 +42,12 @@ func (c *Controller) ApplyWorkload(w store.Workload) error {
 
 // tellAgent sends a node agent its workloads as the store now has them.
 func (c *Controller) tellAgent(node cloud.NodeName) error {
+	if c.env.cluster != nil {
+		// Only the node actor knows where the agent listens: it reads the
+		// store and tells the agent, as when the agent starts.
+		c.env.guard.Send(c.env.lookup.Node(node), &messages.AgentStarted{Node: string(node)})
+		return nil
+	}
 	msg, err := nodeWorkloads(c.env, node)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/backoff"
@@ -96,6 +97,10 @@ type env struct {
 	// finished, 0 before; restore tracks it (liveness.go).
 	started atomic.Int64
 	restore restoreWatch
+	// cluster is set in distributed mode (cluster.go); agents then holds
+	// where each node's agent listens.
+	cluster *cluster.Cluster
+	agents  agentRegistry
 }
 
 var wake = &messages.Wake{}

@@ -61,6 +61,9 @@ type localLookup struct {
 	deaths    map[string]*death
 	timers    map[string]clock.Timer
 	spawned   map[string]bool
+	// resolve, if set, resolves names instead of local spawns: the
+	// cluster's virtual actors (cluster.go).
+	resolve func(name string) *actor.PID
 }
 
 type death struct {
@@ -78,6 +81,9 @@ func (l *localLookup) Agent(name cloud.NodeName) *actor.PID {
 // get returns the PID of name, spawning the actor if none is running.
 // Spawns go through the guard (see package spawn), as every send does.
 func (l *localLookup) get(name string) *actor.PID {
+	if l.resolve != nil {
+		return l.resolve(name)
+	}
 	if l.guard.Exists(name) {
 		return actor.NewPID(l.sys.Address(), name)
 	}

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
@@ -31,19 +33,25 @@ type nodeActor struct {
 	warned     map[string]bool
 	told       bool
 	graceUntil time.Time
+	// agentTold: this incarnation sent its state to the agent address it
+	// knows (distributed mode, cluster.go).
+	agentTold bool
+	// epoch is this incarnation's claim on the node (store.Fences): its
+	// status writes land only while no newer incarnation claimed it.
+	epoch uint64
 }
 
 // named gives the actor its identity, from its name (see the shared Props
 // of New); Started is every incarnation's first message.
-func (a *nodeActor) named(self *actor.PID) {
-	a.name = cloud.NodeName(strings.TrimPrefix(self.Id, nodePrefix))
+func (a *nodeActor) named(ctx actor.Context) {
+	a.name = cloud.NodeName(strings.TrimPrefix(a.env.identity(ctx), nodePrefix))
 	a.ref = events.Ref{Kind: events.KindNode, Name: string(a.name)}
 }
 
 func (a *nodeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.named(ctx.Self())
+		a.named(ctx)
 		a.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		a.timer.stop()
@@ -64,16 +72,28 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		for i, v := range m.VolumeIds {
 			vols[i] = cloud.VolumeID(v)
 		}
+		a.heardFromAgent(ctx)
 		a.step(ctx, nodestatus.InUseReported{Volumes: vols, Seq: m.Seq})
 		// Answer every report, changed or not, with the status and the
 		// number of the report it reflects.
 		a.pushStatus(ctx)
 	case *messages.Heartbeat:
+		a.heardFromAgent(ctx)
 		a.heard = true
 		a.step(ctx, nodestatus.HeartbeatReceived{})
 	case *messages.AgentStarted:
+		if a.env.cluster != nil && ctx.Sender() != nil {
+			a.env.agents.learn(a.name, ctx.Sender())
+		}
+		a.agentTold = true
 		a.sendWorkloads(ctx)
 		a.pushStatus(ctx)
+	case *messages.GetAgentStatus:
+		// Distributed mode: the controller asks through the node actor,
+		// which knows where the agent listens.
+		if pid := a.env.agentFor(a.name); pid != nil {
+			ctx.Forward(pid)
+		}
 	case *messages.SetOutOfService:
 		a.step(ctx, nodestatus.OutOfServiceSet{OutOfService: m.OutOfService})
 	case *messages.Wake:
@@ -88,6 +108,11 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	a.self = ctx.Self()
 	a.refreshUID()
 	a.core = nodestatus.New(a.name, a.env.cfg.Node)
+	epoch, err := a.env.store.Claim(store.NodeOwner(a.name))
+	if err != nil {
+		panic(fmt.Sprintf("node %s: claiming the node: %v", a.name, err))
+	}
+	a.epoch = epoch
 	st, found, err := a.env.store.NodeStatus(a.name)
 	if err != nil {
 		panic(fmt.Sprintf("node %s: rebuild from store: %v", a.name, err))
@@ -120,7 +145,13 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 	for _, eff := range effs {
 		switch f := eff.(type) {
 		case nodestatus.Persist:
-			if err := a.env.store.PutNodeStatus(f.Status); err != nil {
+			if err := a.env.store.PutNodeStatusAt(f.Status, a.epoch); err != nil {
+				if errors.Is(err, store.ErrFenced) {
+					// A newer incarnation owns the node: stop, tell nobody.
+					a.env.log.WithField("node", a.name).Warnf("stopping a stale activation: %v", err)
+					ctx.Stop(a.self)
+					return
+				}
 				a.env.record(a.ref, "FailedPersistStatus", string(a.name), true, err.Error())
 				a.runAll(ctx, a.core.Step(a.env.clock.Now(), nodestatus.PersistFailed{Msg: err.Error()}))
 				return
@@ -161,7 +192,11 @@ func (a *nodeActor) status() *messages.NodeStatus {
 // pushStatus tells the agent the persisted status (after every write).
 func (a *nodeActor) pushStatus(ctx actor.Context) {
 	st := a.status()
-	a.env.guard.Send(a.env.lookup.Agent(a.name), &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.Status().InUseSeq})
+	pid := a.env.agentFor(a.name)
+	if pid == nil {
+		return // distributed mode, agent not heard from yet: it gets everything when it is
+	}
+	a.env.guard.Send(pid, &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.Status().InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.
@@ -171,7 +206,9 @@ func (a *nodeActor) sendWorkloads(ctx actor.Context) {
 		a.env.log.WithField("node", a.name).Errorf("reading workloads for the agent: %v", err)
 		return
 	}
-	a.env.guard.Send(a.env.lookup.Agent(a.name), msg)
+	if pid := a.env.agentFor(a.name); pid != nil {
+		a.env.guard.Send(pid, msg)
+	}
 }
 
 // nodeWorkloads builds a node agent's desired state from the store.

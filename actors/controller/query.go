@@ -18,7 +18,11 @@ func (c *Controller) Events(ref events.Ref) []events.Event { return c.env.events
 
 // AgentStatus asks a node's agent for its mounts.
 func (c *Controller) AgentStatus(node cloud.NodeName, timeout time.Duration) (*messages.AgentStatus, error) {
-	res, err := c.env.guard.Request(c.env.lookup.Agent(node), &messages.GetAgentStatus{}, timeout).Result()
+	to := c.env.lookup.Agent(node)
+	if c.env.cluster != nil {
+		to = c.env.lookup.Node(node) // it forwards to the agent it knows
+	}
+	res, err := c.env.guard.Request(to, &messages.GetAgentStatus{}, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("controller: status of node agent %q: %w", node, err)
 	}

@@ -41,19 +41,23 @@ type volumeActor struct {
 	// stops or restarts.
 	ctx         context.Context
 	incarnation uint64
+	// epoch is this incarnation's claim on the volume (store.Fences):
+	// its intents are written only while no newer incarnation, here or on
+	// another member, has claimed the volume.
+	epoch uint64
 }
 
 // named gives the actor its identity, from its name (see the shared Props
 // of New); Started is every incarnation's first message.
-func (a *volumeActor) named(self *actor.PID) {
-	a.id = cloud.VolumeID(strings.TrimPrefix(self.Id, volumePrefix))
+func (a *volumeActor) named(ctx actor.Context) {
+	a.id = cloud.VolumeID(strings.TrimPrefix(a.env.identity(ctx), volumePrefix))
 	a.ref = events.Ref{Kind: events.KindVolume, Name: string(a.id)}
 }
 
 func (a *volumeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.named(ctx.Self())
+		a.named(ctx)
 		a.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		a.shutdown()
@@ -196,6 +200,11 @@ func (a *volumeActor) onStarted(ctx actor.Context) {
 	a.incarnation = incarnationBase()
 	a.core = volume.New(a.id, cfg, a.incarnation)
 	a.restoring = true
+	epoch, err := a.env.store.Claim(store.VolumeOwner(a.id))
+	if err != nil {
+		panic("volume " + string(a.id) + ": claiming the volume: " + err.Error())
+	}
+	a.epoch = epoch
 	base, candidates, err := a.readStore()
 	if err != nil {
 		// The store is the source of truth: without it, fail and let the
@@ -204,6 +213,15 @@ func (a *volumeActor) onStarted(ctx actor.Context) {
 	}
 	a.base = base
 	go a.verifyStart(a.ctx, candidates)
+}
+
+// fenced: a newer incarnation of this volume claimed it (distributed mode:
+// another activation, on this member or another). This one must not act
+// any more: it stops, and whatever it was asked goes to the new owner.
+// Called from the goroutine of a cloud call.
+func (a *volumeActor) fenced(err error) {
+	a.env.log.WithField("volume", a.id).Warnf("stopping a stale activation: %v", err)
+	a.env.guard.Stop(a.self)
 }
 
 func (a *volumeActor) seed() uint64 {

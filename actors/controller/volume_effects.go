@@ -78,8 +78,11 @@ func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call f
 	e := a.env
 	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
 	defer cancel()
-	intent := store.Intent{Volume: a.id, Node: n, Op: op, Attach: attach, Deadline: e.clock.Now().Add(e.cfg.CloudTimeout)}
+	intent := store.Intent{Volume: a.id, Node: n, Op: op, Attach: attach, Deadline: e.clock.Now().Add(e.cfg.CloudTimeout), Epoch: a.epoch}
 	if err := e.store.PutIntent(intent); err != nil {
+		if errors.Is(err, store.ErrFenced) {
+			a.fenced(err)
+		}
 		return fmt.Errorf("%w: recording the operation before sending it: %w", cloud.ErrRetryable, err)
 	}
 	if err := c.Err(); err != nil {

@@ -46,6 +46,14 @@ func (g *Guard) Send(pid *actor.PID, msg any) {
 	g.sys.Root.Send(pid, msg)
 }
 
+// SendFrom sends msg to pid with sender as its sender, so that the
+// receiver learns where to answer (across processes, an address).
+func (g *Guard) SendFrom(pid *actor.PID, msg any, sender *actor.PID) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	g.sys.Root.RequestWithCustomSender(pid, msg, sender)
+}
+
 // Request sends msg to pid and returns the future of its answer; the wait
 // for the answer happens outside the guard.
 func (g *Guard) Request(pid *actor.PID, msg any, timeout time.Duration) *actor.Future {

@@ -1,0 +1,216 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Distributed mode. The controller's actors become virtual actors
+// ("grains") of a Proto.Actor cluster: one kind per actor kind, the
+// identity being the volume ID, the node name, or "sync" for the one sync
+// actor. The cluster places each identity on one member (rendezvous hash)
+// and activates it on the first message; on any topology change the
+// identities that move are stopped and activated again on their new owner.
+// Nothing else changes: every actor rebuilds itself on Started from the
+// store and the cloud, whatever member it runs on, and its writes are
+// fenced (store.Fences) so that two activations of one identity, which the
+// cluster can briefly run, cannot both act.
+//
+// Differences from embedded mode, all in this file and lookup.go:
+//   - names resolve through Cluster.Get instead of local spawns;
+//   - a grain is a child of the cluster's placement actor, so our
+//     supervisor strategy does not apply to it; a panic is recovered by a
+//     middleware that stops the grain instead, and the lookup's respawn
+//     (after a growing delay) wakes it again through the cluster;
+//   - a member re-wakes every identity after a topology change, so that the
+//     actors of a member that died are activated again at once on the
+//     survivors, not at their next message;
+//   - node agents are not cluster members: each node actor learns its
+//     agent's address from the sender of the agent's messages, and the
+//     controller reaches an agent through its node actor.
+
+// Cluster kinds of the controller's actors.
+const (
+	KindVolume = "volume"
+	KindNode   = "node"
+	KindSync   = "sync"
+)
+
+// agentRegistry remembers, per member, where each node's agent listens:
+// the sender of the agent's last message to its node actor here.
+type agentRegistry struct {
+	mu  sync.Mutex
+	pid map[cloud.NodeName]*actor.PID
+}
+
+// learn records pid for node and reports whether it is new.
+func (r *agentRegistry) learn(node cloud.NodeName, pid *actor.PID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.pid[node]; old != nil && old.Equal(pid) {
+		return false
+	}
+	if r.pid == nil {
+		r.pid = map[cloud.NodeName]*actor.PID{}
+	}
+	r.pid[node] = pid
+	return true
+}
+
+func (r *agentRegistry) get(node cloud.NodeName) *actor.PID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pid[node]
+}
+
+// Kinds returns the cluster kinds of this controller's actors, for
+// cluster.Configure. Call UseCluster with the cluster built from them
+// before Start.
+func (c *Controller) Kinds() []*cluster.Kind {
+	e := c.env
+	mw := append([]actor.ReceiverMiddleware{recoverGrain(e)}, e.cfg.Middleware...)
+	opt := actor.WithReceiverMiddleware(mw...)
+	return []*cluster.Kind{
+		cluster.NewKind(KindVolume, actor.PropsFromProducer(func() actor.Actor { return &volumeActor{env: e} }, opt)),
+		cluster.NewKind(KindNode, actor.PropsFromProducer(func() actor.Actor { return &nodeActor{env: e} }, opt)),
+		cluster.NewKind(KindSync, actor.PropsFromProducer(func() actor.Actor { return newSyncActor(e) }, opt)),
+	}
+}
+
+// UseCluster makes identities resolve through cl: from now on this
+// controller's actors are cl's virtual actors. It must be called before
+// Start, once.
+func (c *Controller) UseCluster(cl *cluster.Cluster) {
+	e := c.env
+	e.cluster = cl
+	e.lookup.resolve = func(name string) *actor.PID {
+		kind, id := splitName(name)
+		pid := cl.Get(id, kind)
+		if pid == nil {
+			// No owner answered (a member just died, or the cluster is
+			// shutting down): the message goes to dead letters, and the
+			// sender's retry, the respawn or the next topology change's
+			// wake sends it again.
+			e.log.WithField("actor", name).Warn("cluster: no activation for the identity")
+			return actor.NewPID(e.sys.Address(), "unresolved/"+name)
+		}
+		return pid
+	}
+}
+
+// splitName turns an actor name ("volume/v1", "node/n1", "sync") into its
+// cluster kind and identity.
+func splitName(name string) (kind, id string) {
+	switch {
+	case strings.HasPrefix(name, volumePrefix):
+		return KindVolume, strings.TrimPrefix(name, volumePrefix)
+	case strings.HasPrefix(name, nodePrefix):
+		return KindNode, strings.TrimPrefix(name, nodePrefix)
+	}
+	return KindSync, syncName
+}
+
+// identity is the name of the actor behind ctx as embedded mode spells it
+// ("volume/v1"): from its cluster identity when it is a grain, else from
+// its process name.
+func (e *env) identity(ctx actor.Context) string {
+	if e.cluster != nil {
+		if ci := cluster.GetClusterIdentity(ctx); ci != nil {
+			switch ci.Kind {
+			case KindVolume:
+				return volumePrefix + ci.Identity
+			case KindNode:
+				return nodePrefix + ci.Identity
+			}
+			return syncName
+		}
+	}
+	return ctx.Self().Id
+}
+
+// recoverGrain stops a grain whose Receive panicked, instead of letting the
+// placement actor's default strategy restart it at once: the lookup's
+// respawn brings it back after a growing delay (see Config.Respawn).
+func recoverGrain(e *env) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				if r := recover(); r != nil {
+					e.log.WithField("actor", c.Self().Id).Errorf("actor failed, stopping it (it comes back after a backoff): %v", r)
+					if ctx, ok := c.(actor.Context); ok {
+						ctx.Stop(ctx.Self())
+					}
+				}
+			}()
+			next(c, env)
+		}
+	}
+}
+
+// wakeAll wakes the sync actor and the actor of every node and volume of
+// the store, wherever the cluster now places them (see UseCluster).
+func (e *env) wakeAll() error {
+	e.guard.Send(e.lookup.Sync(), wake)
+	nodes, err := e.store.Nodes()
+	if err != nil {
+		return fmt.Errorf("controller: wake: %w", err)
+	}
+	for _, n := range nodes {
+		e.guard.Send(e.lookup.Node(n.Name), wake)
+	}
+	vols, err := e.store.Volumes()
+	if err != nil {
+		return fmt.Errorf("controller: wake: %w", err)
+	}
+	for _, v := range vols {
+		e.guard.Send(e.lookup.Volume(v.ID), wake)
+	}
+	return nil
+}
+
+// TopologyChanged wakes every identity again after the cluster's members
+// changed: the actors of a member that left are activated on the others
+// now rather than at their next message. Bootstrap calls it from the
+// cluster's topology events; it runs the wakes on its own goroutine and
+// never blocks the caller.
+func (c *Controller) TopologyChanged() {
+	e := c.env
+	if e.ctx.Err() != nil {
+		return
+	}
+	go func() {
+		if err := e.wakeAll(); err != nil {
+			e.log.Warnf("after a topology change: %v", err)
+		}
+	}()
+}
+
+// agentFor is where messages for node's agent go: in embedded mode its
+// fixed local name; in distributed mode the address its node actor on
+// this member learned (nil: not known here).
+func (e *env) agentFor(node cloud.NodeName) *actor.PID {
+	if e.cluster == nil {
+		return e.lookup.Agent(node)
+	}
+	return e.agents.get(node)
+}
+
+// heardFromAgent records the sender of an agent's message to its node
+// actor; a new address gets the node's whole state at once (the agent may
+// have missed what was sent to an address this member did not know).
+func (a *nodeActor) heardFromAgent(ctx actor.Context) {
+	if a.env.cluster == nil || ctx.Sender() == nil {
+		return
+	}
+	if a.env.agents.learn(a.name, ctx.Sender()) || !a.agentTold {
+		a.agentTold = true
+		a.sendWorkloads(ctx)
+		a.pushStatus(ctx)
+	}
+}
