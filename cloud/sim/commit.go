@@ -104,6 +104,7 @@ func (c *Cloud) commitLocked() error {
 	s.last++
 	p.seq, p.data = s.last, data
 	s.queue = append(s.queue, p)
+	c.obs.unwritten = append(c.obs.unwritten, changes...)
 	for !p.done {
 		if !s.writing {
 			c.writeLocked()
@@ -136,7 +137,7 @@ func (c *Cloud) writeLocked() {
 	}
 	for _, p := range group {
 		p.done = true
-		c.publishLocked(p.changes)
+		c.publishWrittenLocked(p.changes)
 	}
 	s.settled = group[len(group)-1].seq
 	s.cond.Broadcast()
@@ -185,12 +186,12 @@ func (s *store) writeGroup(group []*pending) error {
 }
 
 // revertLocked puts the world back to the durable state and drops what
-// was staged for the observers.
+// was staged or is waiting for its write, for the observers.
 func (c *Cloud) revertLocked() {
 	c.applyWorldLocked(c.state.img.state(c.state.gen))
 	clear(c.dirty.vols)
 	clear(c.dirty.insts)
-	c.obs.staged = nil
+	c.obs.staged, c.obs.unwritten = nil, nil
 }
 
 // lockSettled locks c.mu once every change made before is durable or

@@ -43,7 +43,9 @@
 // while its instance runs (ConsoleDetach). A volume's mode and attachments
 // can be read (Volume) and a detached volume deleted (DeleteVolume; an
 // attached one never is). ObserveSync reports every attachment change
-// synchronously at the moment it happens, Observe asynchronously.
+// synchronously at the moment it happens (ObserveSyncFrom: from the
+// attachments current when it starts, until stopped), Observe
+// asynchronously.
 //
 // A Cloud is safe for concurrent use. It holds one mutex, never while
 // waiting out latency, never while writing or syncing its files (a change
