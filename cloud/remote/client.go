@@ -20,11 +20,18 @@ const DeadlineMargin = 20 * time.Millisecond
 // DialTimeout bounds Dial's wait for the server's batch size.
 const DialTimeout = 10 * time.Second
 
-// Client is a cloud.Provider that calls a Server. It is safe for
-// concurrent use.
+// Client is a cloud.Provider that calls a Server and, if the Server is a
+// ServeSim, the sim cloud's admin side (admin.go, watch.go), with the
+// signatures of *sim.Cloud's methods. It is safe for concurrent use.
 type Client struct {
+	// AdminTimeout bounds each admin call (those methods take no
+	// context), including the wait for the connection to be ready;
+	// Dial sets DefaultAdminTimeout. Set it before sharing the Client.
+	AdminTimeout time.Duration
+
 	conn  *grpc.ClientConn
 	rpc   messages.CloudClient
+	admin messages.SimAdminClient
 	batch int // fetched once by Dial
 }
 
@@ -38,7 +45,7 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: dial %s: %w", addr, err)
 	}
-	c := &Client{conn: conn, rpc: messages.NewCloudClient(conn)}
+	c := &Client{AdminTimeout: DefaultAdminTimeout, conn: conn, rpc: messages.NewCloudClient(conn), admin: messages.NewSimAdminClient(conn)}
 	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
 	defer cancel()
 	r, err := c.rpc.BatchSize(ctx, &messages.BatchSizeRequest{}, grpc.WaitForReady(true))

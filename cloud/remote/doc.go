@@ -4,6 +4,26 @@
 // mapping of calls and errors; it never retries, caches nothing but the
 // batch size, and imports no actor or node code.
 //
+// # The sim cloud's admin side
+//
+// ServeSim serves a *sim.Cloud with its admin side as well
+// (messages.SimAdmin), and a Client then stands in for the *sim.Cloud in
+// another process: the same methods with the same signatures (those
+// bootstrap/api.Nodes and node.SimDevices need), each bounded by
+// Client.AdminTimeout since they take no context, plus Attachments and
+// Watch, the ground truth for checkers. Errors cross as the provider's do
+// (below), and the other sentinels the sim's admin side wraps
+// (sim.ErrVolumeInUse, sim.ErrUnsafeContent, names.ErrInvalidName,
+// realdir.ErrUnsafe, fs.ErrNotExist) keep their identity too. The methods
+// that return no error (InstanceOf, Running, Uncommitted, Volume,
+// ContentDir) read a failed call as "absent", false or "".
+//
+// Watch sends a snapshot of the attachments, then every real change
+// (sim.ObserveSyncFrom) in order, numbered. The server queues up to
+// DefaultWatchQueue changes per watch without ever blocking the cloud; a
+// watcher that falls further behind has its watch ended with
+// ErrWatchOverflow, and watches again.
+//
 // # The Provider contract over the wire
 //
 // A call whose ctx is already done is not sent: the client returns

@@ -22,9 +22,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // rig is a sim cloud served on loopback and a client of it; both stop in
 // t.Cleanup.
 type rig struct {
-	sim *sim.Cloud
-	srv *Server
-	cl  *Client
+	sim  *sim.Cloud
+	srv  *Server
+	cl   *Client
+	addr string // the server's
 }
 
 func newRig(t *testing.T, cfg sim.Config) *rig {
@@ -41,7 +42,7 @@ func newRig(t *testing.T, cfg sim.Config) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Close() })
-	return &rig{sim: c, srv: srv, cl: cl}
+	return &rig{sim: c, srv: srv, cl: cl, addr: lis.Addr().String()}
 }
 
 // waitFor polls cond until it holds or d passes.

@@ -4,26 +4,56 @@ import (
 	"context"
 	"math"
 	"net"
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
 )
 
-// Server serves one cloud.Provider over gRPC.
+// Server serves one cloud.Provider over gRPC (Serve), and the sim cloud's
+// admin side with it (ServeSim).
 type Server struct {
-	grpc *grpc.Server
-	done chan struct{} // closed when Serve has returned
-	stop sync.Once
+	grpc    *grpc.Server
+	done    chan struct{} // closed when Serve has returned
+	stop    sync.Once
+	senders sync.WaitGroup // of the watches' senders (watch.go)
+	admin   *admin         // ServeSim's; nil for Serve
 }
 
 // Serve serves p on lis until Stop. It returns at once; the listener is
 // the server's from then on (Stop closes it).
 func Serve(lis net.Listener, p cloud.Provider, opts ...grpc.ServerOption) *Server {
+	return start(lis, opts, func(g *grpc.Server, _ *Server) {
+		messages.RegisterCloudServer(g, &service{p: p})
+	})
+}
+
+// ServeSim is Serve for the sim cloud c, with its admin side (the SimAdmin
+// service: admin.go, watch.go) on the same listener and options, so with
+// the same TLS. Its watches queue up to DefaultWatchQueue changes each.
+func ServeSim(lis net.Listener, c *sim.Cloud, opts ...grpc.ServerOption) *Server {
+	return serveSim(lis, c, DefaultWatchQueue, opts...)
+}
+
+// serveSim is ServeSim with watches queueing up to queue changes.
+func serveSim(lis net.Listener, c *sim.Cloud, queue int, opts ...grpc.ServerOption) *Server {
+	return start(lis, opts, func(g *grpc.Server, s *Server) {
+		messages.RegisterCloudServer(g, &service{p: c})
+		s.admin = &admin{c: c, queue: max(queue, 1), senders: &s.senders}
+		messages.RegisterSimAdminServer(g, s.admin)
+	})
+}
+
+// start serves on lis the services register registers.
+func start(lis net.Listener, opts []grpc.ServerOption, register func(*grpc.Server, *Server)) *Server {
+	// Stop waits for the handlers, which return once cancelled.
+	opts = append(slices.Clip(opts), grpc.WaitForHandlers(true))
 	s := &Server{grpc: grpc.NewServer(opts...), done: make(chan struct{})}
-	messages.RegisterCloudServer(s.grpc, &service{p: p})
+	register(s.grpc, s)
 	go func() {
 		defer close(s.done)
 		_ = s.grpc.Serve(lis) // returns nil after Stop; any other error ends serving all the same
@@ -33,11 +63,13 @@ func Serve(lis net.Listener, p cloud.Provider, opts ...grpc.ServerOption) *Serve
 
 // Stop closes the listener and every connection at once and cancels the
 // calls in flight (their clients see an unknown outcome; calls the
-// provider has sent go on), then waits for the serving goroutine. It may
-// be called more than once.
+// provider has sent go on) and the watches (their clients see an error),
+// then waits for the serving goroutine and for the handlers, which return
+// once cancelled. It may be called more than once.
 func (s *Server) Stop() {
 	s.stop.Do(s.grpc.Stop)
 	<-s.done
+	s.senders.Wait()
 }
 
 // service implements messages.CloudServer over a Provider, passing each
