@@ -6,9 +6,17 @@ import (
 	"path/filepath"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/mount"
 )
+
+// SimCloud is what SimDevices asks of the sim cloud: a *sim.Cloud in the
+// same process, a cloud/remote.Client of the one a tether cloud serve on
+// the same machine holds (its content directories are this machine's).
+type SimCloud interface {
+	InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool)
+	DeviceSource(inst cloud.InstanceID, devicePath string) (string, error)
+	ContentDir() string
+}
 
 // SimDevices resolves device paths on a node backed by the sim cloud: the
 // "device" of an attached volume is the directory holding its content,
@@ -17,7 +25,7 @@ import (
 // directory right in the cloud's content root, reached through no symlink
 // there (mount.CheckSourceIn).
 type SimDevices struct {
-	Cloud *sim.Cloud
+	Cloud SimCloud
 	Node  cloud.NodeName
 }
 
