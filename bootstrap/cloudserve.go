@@ -18,7 +18,9 @@ import (
 )
 
 // CloudConfig configures tether cloud serve: one durable sim cloud that
-// every process of a distributed tether shares over gRPC (cloud/remote).
+// every process of a distributed tether shares over gRPC
+// (cloud/remote.ServeSim: the cloud.Provider, and the sim's admin side
+// that API servers, node agents and checkers use, on one address).
 type CloudConfig struct {
 	// DataDir holds the cloud's state (cloud-state.json and its log) and
 	// its volumes' content (cloud/), under the directory's lock.
@@ -92,7 +94,7 @@ func ServeCloud(ctx context.Context, cfg CloudConfig, out io.Writer, ready func(
 	if err != nil {
 		return errors.Join(fmt.Errorf("cloud serve: %w", err), cl.Close(), lock.release())
 	}
-	srv := remote.Serve(lis, cl, opts...)
+	srv := remote.ServeSim(lis, cl, opts...)
 	fmt.Fprintf(out, "tether cloud serving on %s (state in %s)\n", lis.Addr(), cfg.DataDir)
 	if ready != nil {
 		ready(lis.Addr().String())

@@ -14,10 +14,19 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node"
+)
+
+// A client of tether cloud serve is the cloud an API server provisions
+// with and the one a node agent resolves its devices with.
+var (
+	_ api.Nodes     = (*remote.Client)(nil)
+	_ node.SimCloud = (*remote.Client)(nil)
 )
 
 // tether cloud serve: a client in another process's place attaches through
@@ -183,6 +192,16 @@ func TestServeCloudMutualTLS(t *testing.T) {
 	if err := dial(good); err != nil {
 		t.Fatalf("a client with the CA's certificate: %v", err)
 	}
+	admin, err := remote.Dial(addr, grpc.WithTransportCredentials(credentials.NewTLS(good)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.AddInstanceChecked("n1"); err != nil {
+		t.Errorf("the admin side over mutual TLS: %v", err)
+	}
+	if err := admin.Close(); err != nil {
+		t.Fatal(err)
+	}
 	noCert, err := certs.ClientConfig(file(certs.CAFile), "", "", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -192,5 +211,99 @@ func TestServeCloudMutualTLS(t *testing.T) {
 	}
 	if err := dial(nil); err == nil {
 		t.Error("a plain-text client was served")
+	}
+}
+
+// tether cloud serve serves the sim's admin side on the same address: an
+// API server provisions through it, a node agent finds the content of its
+// devices on this machine, a checker watches the attachments until the
+// cloud stops.
+func TestServeCloudAdmin(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs, done := make(chan string, 1), make(chan error, 1)
+	go func() {
+		done <- ServeCloud(ctx, CloudConfig{DataDir: dir, Addr: "127.0.0.1:0"}, io.Discard, func(a string) { addrs <- a })
+	}()
+	stopped := false
+	stop := func() error { stopped = true; cancel(); return <-done }
+	t.Cleanup(func() {
+		if !stopped {
+			_ = stop()
+		}
+	})
+	var addr string
+	select {
+	case addr = <-addrs:
+	case err := <-done:
+		t.Fatalf("cloud serve: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("cloud serve did not start in 10s")
+	}
+	c, err := remote.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	inst, err := c.AddInstanceChecked("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "v1", Mode: cloud.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CommitVolume("v1"); err != nil {
+		t.Fatal(err)
+	}
+
+	events, watched := make(chan remote.Event, 16), make(chan error, 1)
+	go func() {
+		watched <- c.Watch(context.Background(), func(ev remote.Event) error { events <- ev; return nil })
+	}()
+	next := func() remote.Event {
+		t.Helper()
+		select {
+		case ev := <-events:
+			return ev
+		case err := <-watched:
+			t.Fatalf("the watch ended: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event in 10s")
+		}
+		return remote.Event{}
+	}
+	if ev := next(); !ev.Synced {
+		t.Fatalf("first event %+v, want the synced mark of an empty snapshot", ev)
+	}
+	callCtx, callCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer callCancel()
+	dev, err := c.Attach(callCtx, "v1", inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Change.Volume != "v1" || ev.Change.Instance != inst || !ev.Change.Attached || ev.Change.Reason != sim.ReasonAttach {
+		t.Errorf("event %+v, want the attach of v1 to %s", ev, inst)
+	}
+
+	devices := node.SimDevices{Cloud: c, Node: "n1"}
+	src, err := devices.Source(callCtx, "v1", dev)
+	if want, _ := filepath.Abs(filepath.Join(dir, "cloud", "v1")); err != nil || src != want {
+		t.Errorf("device source of v1 = %q, %v; want %q", src, err, want)
+	}
+	if err := c.DeleteVolume("v1"); !errors.Is(err, sim.ErrVolumeInUse) {
+		t.Errorf("DeleteVolume of an attached volume: %v, want sim.ErrVolumeInUse", err)
+	}
+
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	select {
+	case err := <-watched:
+		if !errors.Is(err, remote.ErrWatchEnded) {
+			t.Errorf("the watch ended with %v, want remote.ErrWatchEnded", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watch did not end in 10s once the cloud stopped")
 	}
 }
