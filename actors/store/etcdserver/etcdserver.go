@@ -38,6 +38,8 @@ const (
 	// startAttempts bounds the fresh ports Start tries when another
 	// process took the ones it picked.
 	startAttempts = 5
+	// compactRetention is how many revisions of history etcd keeps.
+	compactRetention = 100_000
 )
 
 // ErrMissingBinary is matched by Start's error when the etcd binary is not
@@ -205,6 +207,11 @@ func (s *Server) start() error {
 		"--initial-cluster-state", "new",
 		"--max-txn-ops", strconv.Itoa(MaxTxnOps),
 		"--max-request-bytes", strconv.Itoa(MaxRequestBytes),
+		// Keep the last compactRetention revisions of history (etcd
+		// checks every 5 minutes): without compaction every write stays
+		// forever and etcd stops at its 2 GiB quota.
+		"--auto-compaction-mode", "revision",
+		"--auto-compaction-retention", strconv.Itoa(compactRetention),
 		"--logger", "zap",
 		"--log-outputs", "stderr",
 	)

@@ -14,11 +14,14 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
 	"github.com/tether/tether/actors/store/etcdserver"
 	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // client returns an etcd client of s that the test closes.
 func client(t *testing.T, s *etcdserver.Server) *clientv3.Client {
