@@ -40,6 +40,41 @@ func lookups(t *testing.T, s Store, vols []cloud.VolumeID, nodes []cloud.NodeNam
 	return out
 }
 
+// randomIndexStep is a batch of seeded random puts, replaces (moving
+// nodes, changing volumes) and deletes of workloads, and a status write.
+func randomIndexStep(rng *rand.Rand, vols []cloud.VolumeID, nodes []cloud.NodeName) ([]Op, nodestatus.Status) {
+	pick := func(n int) int { return rng.IntN(n) }
+	var ops []Op
+	for range 1 + pick(3) {
+		uid := fmt.Sprintf("w%d", pick(8))
+		switch pick(4) {
+		case 0:
+			ops = append(ops, Op{DeleteWorkload: uid})
+		default:
+			w := Workload{UID: uid, Node: nodes[pick(len(nodes))]}
+			for _, v := range vols {
+				if pick(3) == 0 {
+					w.Volumes = append(w.Volumes, v)
+				}
+			}
+			ops = append(ops, Op{PutWorkload: &w})
+		}
+	}
+	st := nodestatus.Status{Name: nodes[pick(len(nodes))], VolumesAttached: map[cloud.VolumeID]string{},
+		VolumesInUse: map[cloud.VolumeID]bool{}, VolumesDetaching: map[cloud.VolumeID]bool{}}
+	for _, v := range vols {
+		switch pick(5) {
+		case 0:
+			st.VolumesAttached[v] = "/dev/x"
+		case 1:
+			st.VolumesInUse[v] = pick(2) == 0
+		case 2:
+			st.VolumesDetaching[v] = pick(2) == 0
+		}
+	}
+	return ops, st
+}
+
 // The Bolt store's indexed lookups answer what the Memory store's do,
 // through seeded random puts, replaces (moving nodes, changing volumes),
 // deletes and status writes, and after a reopen that rebuilds the indexes
@@ -52,38 +87,10 @@ func TestBoltIndexesMatchMemory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
 	b := openBolt(t, path)
 	m := NewMemory()
-	pick := func(n int) int { return rng.IntN(n) }
 	for step := 0; step < 400; step++ {
-		var ops []Op
-		for range 1 + pick(3) {
-			uid := fmt.Sprintf("w%d", pick(8))
-			switch pick(4) {
-			case 0:
-				ops = append(ops, Op{DeleteWorkload: uid})
-			default:
-				w := Workload{UID: uid, Node: nodes[pick(len(nodes))]}
-				for _, v := range vols {
-					if pick(3) == 0 {
-						w.Volumes = append(w.Volumes, v)
-					}
-				}
-				ops = append(ops, Op{PutWorkload: &w})
-			}
-		}
+		ops, st := randomIndexStep(rng, vols, nodes)
 		must(t, b.Apply(ops))
 		must(t, m.Apply(ops))
-		st := nodestatus.Status{Name: nodes[pick(len(nodes))], VolumesAttached: map[cloud.VolumeID]string{},
-			VolumesInUse: map[cloud.VolumeID]bool{}, VolumesDetaching: map[cloud.VolumeID]bool{}}
-		for _, v := range vols {
-			switch pick(5) {
-			case 0:
-				st.VolumesAttached[v] = "/dev/x"
-			case 1:
-				st.VolumesInUse[v] = pick(2) == 0
-			case 2:
-				st.VolumesDetaching[v] = pick(2) == 0
-			}
-		}
 		must(t, b.PutNodeStatus(st))
 		must(t, m.PutNodeStatus(st))
 		if got, want := lookups(t, b, vols, nodes), lookups(t, m, vols, nodes); got != want {

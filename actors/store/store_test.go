@@ -25,6 +25,7 @@ var impls = []struct {
 }{
 	{"memory", func(*testing.T) testStore { return NewMemory() }},
 	{"bolt", func(t *testing.T) testStore { return openBolt(t, filepath.Join(t.TempDir(), "store.db")) }},
+	{"etcd", func(t *testing.T) testStore { return freshEtcd(t) }},
 }
 
 // forEach runs test once per implementation, on a fresh empty store.
@@ -36,7 +37,7 @@ func forEach(t *testing.T, test func(t *testing.T, s testStore)) {
 
 // openBolt opens the Bolt at path, creating it if missing, that the test
 // closes when it ends.
-func openBolt(t *testing.T, path string) *Bolt {
+func openBolt(t testing.TB, path string) *Bolt {
 	t.Helper()
 	b, err := OpenBolt(path)
 	if errors.Is(err, ErrMissing) {
