@@ -264,7 +264,9 @@ func (b *Bolt) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
 	return err
 }
 
-// Claim implements Fences.
+// Claim implements Fences. Epochs live in this process's memory only and
+// start over when the file is opened again: one process holds the file at
+// a time, so only its own writers need fencing from each other.
 func (b *Bolt) Claim(owner string) (uint64, error) { return b.fences.Claim(owner) }
 
 // putNodeStatus writes s in a transaction run by run (Batch; Update in the

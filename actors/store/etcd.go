@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -212,4 +213,10 @@ func retry(ctx context.Context, attempt func() error) error {
 		case <-wait.C:
 		}
 	}
+}
+
+// jitter is the wait before attempt i+1 of a write that conflicted: up to
+// i ms, at most 20.
+func jitter(i int) time.Duration {
+	return time.Duration(rand.Int64N(int64(min(i, 20))*int64(time.Millisecond) + 1))
 }

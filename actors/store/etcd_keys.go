@@ -3,9 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
@@ -86,9 +84,3 @@ func decodeCounter(kv *mvccpb.KeyValue) (uint64, error) {
 }
 
 func encodeCounter(n uint64) string { return strconv.FormatUint(n, 10) }
-
-// jitter is the wait before attempt i+1 of a write that conflicted: up to
-// i ms, at most 20.
-func jitter(i int) time.Duration {
-	return time.Duration(rand.Int64N(int64(min(i, 20))*int64(time.Millisecond) + 1))
-}

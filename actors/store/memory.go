@@ -46,7 +46,7 @@ func NewMemory() *Memory {
 	}
 }
 
-// Claim implements Fences.
+// Claim implements Fences, in memory like everything else of a Memory.
 func (m *Memory) Claim(owner string) (uint64, error) { return m.fences.Claim(owner) }
 
 // PutIntent implements Store.
