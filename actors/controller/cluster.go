@@ -1,14 +1,18 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
 )
 
 // Distributed mode. The controller's actors become virtual actors
@@ -174,21 +178,112 @@ func (e *env) wakeAll() error {
 	return nil
 }
 
-// TopologyChanged wakes every identity again after the cluster's members
-// changed: the actors of a member that left are activated on the others
-// now rather than at their next message. Bootstrap calls it from the
-// cluster's topology events; it runs the wakes on its own goroutine and
-// never blocks the caller.
-func (c *Controller) TopologyChanged() {
+// Resync tells every actor the store's state again, wherever the cluster
+// now places it: each volume actor its desired nodes (volumes only node
+// statuses still list, as deleted), each node actor to send its agent
+// everything, and the sync actor a wake. Remote delivery is at most once:
+// a message lost to a broken connection or a partition is never resent,
+// and a volume actor that missed its desired state would keep it wrong for
+// ever. Bootstrap calls Resync on every topology change (the actors of a
+// member that left are then activated on the others at once, not at their
+// next message) and whenever a connection to another process is
+// (re)established (a healed partition). It runs on its own goroutine,
+// never blocks the caller, and coalesces: calls while one runs make one
+// more run after it.
+func (c *Controller) Resync() {
 	e := c.env
 	if e.ctx.Err() != nil {
 		return
 	}
+	e.resync.mu.Lock()
+	defer e.resync.mu.Unlock()
+	if e.resync.running {
+		e.resync.again = true
+		return
+	}
+	e.resync.running = true
 	go func() {
-		if err := e.wakeAll(); err != nil {
-			e.log.Warnf("after a topology change: %v", err)
+		for {
+			if err := e.resyncAll(); err != nil && e.ctx.Err() == nil {
+				e.log.Warnf("resync: %v", err)
+			}
+			e.resync.mu.Lock()
+			if !e.resync.again || e.ctx.Err() != nil {
+				e.resync.running = false
+				e.resync.mu.Unlock()
+				return
+			}
+			e.resync.again = false
+			e.resync.mu.Unlock()
 		}
 	}()
+}
+
+// resyncState coalesces Resync calls.
+type resyncState struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+}
+
+// resyncAll is one Resync: two range reads of the store, then a message
+// per actor. The revision is read first, so that every message's data is
+// at least as new as the revision it carries (see SetDesiredNodes).
+func (e *env) resyncAll() error {
+	rev, err := e.store.Revision()
+	if err != nil {
+		return err
+	}
+	vols, err := e.store.Volumes()
+	if err != nil {
+		return err
+	}
+	ws, err := e.store.Workloads()
+	if err != nil {
+		return err
+	}
+	sts, err := e.store.NodeStatuses()
+	if err != nil {
+		return err
+	}
+	nodes, err := e.store.Nodes()
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(ws, func(a, b store.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
+	desired := map[cloud.VolumeID][]string{}
+	for _, w := range ws {
+		for _, v := range w.Volumes {
+			if !slices.Contains(desired[v], string(w.Node)) {
+				desired[v] = append(desired[v], string(w.Node))
+			}
+		}
+	}
+	e.guard.Send(e.lookup.Sync(), wake)
+	known := make(map[cloud.VolumeID]bool, len(vols))
+	for _, v := range vols {
+		known[v.ID] = true
+		e.guard.Send(e.lookup.Volume(v.ID), &messages.SetDesiredNodes{VolumeId: string(v.ID), AccessMode: modeToProto(v.Mode),
+			Nodes: desired[v.ID], Revision: rev, ObjectUid: v.ObjectUID})
+	}
+	leftover := func(v cloud.VolumeID) {
+		if !known[v] {
+			known[v] = true
+			e.guard.Send(e.lookup.Volume(v), &messages.SetDesiredNodes{VolumeId: string(v), Deleted: true, Revision: rev})
+		}
+	}
+	for _, st := range sts {
+		for v := range st.VolumesAttached {
+			leftover(v)
+		}
+		for v := range st.VolumesDetaching {
+			leftover(v)
+		}
+	}
+	for _, n := range nodes {
+		e.guard.Send(e.lookup.Node(n.Name), &messages.AgentStarted{Node: string(n.Name)})
+	}
+	return nil
 }
 
 // agentFor is where messages for node's agent go: in embedded mode its

@@ -89,15 +89,17 @@ func (c *Controller) DeleteWorkload(uid string) error {
 // has them. Caller holds c.mu.
 func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
 	for _, id := range ids {
+		// The revision first: the data read after it is at least as new
+		// (members of a cluster apply concurrently; see resyncAll).
+		rev, err := c.env.store.Revision()
+		if err != nil {
+			return err
+		}
 		spec, ok, err := c.env.store.Volume(id)
 		if err != nil {
 			return err
 		}
 		nodes, err := c.env.store.DesiredNodes(id)
-		if err != nil {
-			return err
-		}
-		rev, err := c.env.store.Revision()
 		if err != nil {
 			return err
 		}

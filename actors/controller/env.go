@@ -101,6 +101,7 @@ type env struct {
 	// where each node's agent listens.
 	cluster *cluster.Cluster
 	agents  agentRegistry
+	resync  resyncState
 }
 
 var wake = &messages.Wake{}
