@@ -35,7 +35,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(demoCommand(), chaosCommand(), benchCommand(), cloudCommand(), upCommand(), certsCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
+	root.AddCommand(demoCommand(), chaosCommand(), benchCommand(), cloudCommand(), controllerCommand(), agentCommand(), upCommand(), certsCommand(), applyCommand(), getCommand(), describeCommand(), deleteCommand(), nodeCommand())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return envFallback(cmd) }
 	markRunErrors(root)
 	return root

@@ -1,0 +1,187 @@
+package distributed
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/sirupsen/logrus"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/supervisor"
+	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/cloud"
+	cloudremote "github.com/tether/tether/cloud/remote"
+	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/layout"
+	"github.com/tether/tether/node/mount"
+)
+
+// AgentConfig configures one node agent process.
+type AgentConfig struct {
+	LogLevel, LogFormat string
+	LogOutput           io.Writer
+	Node                cloud.NodeName
+	// DataDir is the node's own directory (its mounts, its epoch file).
+	DataDir string
+	// Etcd and Prefix: where the cluster's membership is (the agent is a
+	// cluster client: it hosts no actor kind, it only resolves the node
+	// actor of its node).
+	Etcd   []string
+	Prefix string
+	Remote RemoteConfig
+	// Cloud: the address of `tether cloud serve`, for the device paths
+	// (the sim cloud's "devices" are directories on this machine).
+	Cloud    string
+	CloudTLS ClientTLS
+	// Mounter: "auto" (bind mounts as root, symlinks otherwise), "bind"
+	// or "symlink".
+	Mounter string
+	Agent   node.Config
+}
+
+// AgentProcess is a running node agent process.
+type AgentProcess struct {
+	Log     *logrus.Logger
+	System  *actor.ActorSystem
+	Cluster *cluster.Cluster
+	Cloud   *cloudremote.Client
+	Agent   *node.Agent
+	stopped bool
+}
+
+// StartAgent starts the agent of cfg.Node and connects it to the
+// controller cluster. Stop it with Stop; mounts stay.
+func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/tether/"
+	}
+	if cfg.LogOutput == nil {
+		cfg.LogOutput = os.Stderr
+	}
+	// The node's name becomes a path: validate it before anything else.
+	if err := layout.ValidName(layout.KindNode, string(cfg.Node)); err != nil {
+		return nil, fmt.Errorf("agent: --node: %w", err)
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("agent: a data directory is required (--data-dir)")
+	}
+	if len(cfg.Etcd) == 0 || cfg.Cloud == "" {
+		return nil, errors.New("agent: --etcd and --cloud are required")
+	}
+	newMounter, err := mounterKind(cfg.Mounter)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Remote.check(); err != nil {
+		return nil, err
+	}
+	log, err := bootstrap.NewLogger(cfg.LogLevel, cfg.LogFormat, cfg.LogOutput)
+	if err != nil {
+		return nil, err
+	}
+	a = &AgentProcess{Log: log}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, a.Stop())
+			a = nil
+		}
+	}()
+	dial, err := cfg.CloudTLS.dialOptions(cfg.Cloud)
+	if err != nil {
+		return a, err
+	}
+	a.Cloud, err = cloudremote.Dial(cfg.Cloud, dial...)
+	if err != nil {
+		return a, fmt.Errorf("agent: cloud: %w", err)
+	}
+	rc, err := cfg.Remote.build(log)
+	if err != nil {
+		return a, err
+	}
+	a.System = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log)))
+	a.Cluster, err = newCluster(a.System, cfg.Etcd, cfg.Prefix, rc, nil)
+	if err != nil {
+		return a, err
+	}
+	if err := startCluster(a.Cluster, true); err != nil {
+		return a, err
+	}
+	ac := cfg.Agent
+	ac.Node, ac.DataDir, ac.Log = cfg.Node, cfg.DataDir, log
+	if ac.Events == nil {
+		ac.Events = events.NewRecorder(100)
+	}
+	ac.Guard = spawn.New(a.System)
+	l, err := layout.New(cfg.DataDir)
+	if err != nil {
+		return a, err
+	}
+	ac.Mounter = newMounter(l)
+	ac.Devices = node.SimDevices{Cloud: a.Cloud, Node: cfg.Node}
+	self := a.System.Address()
+	cl := a.Cluster
+	ac.Controller = func(n cloud.NodeName) *actor.PID {
+		if pid := cl.Get(string(n), controller.KindNode); pid != nil {
+			return pid
+		}
+		// No member answered: the message is dropped here, and the next
+		// heartbeat tries again.
+		return actor.NewPID(self, "unresolved/node/"+string(n))
+	}
+	scfg := supervisor.DefaultConfig()
+	scfg.Log = log
+	a.Agent, err = node.Start(a.System, ac, supervisor.NewStrategy(scfg))
+	if err != nil {
+		return a, err
+	}
+	log.WithFields(logrus.Fields{"node": cfg.Node, "remote": self}).Info("node agent started")
+	return a, nil
+}
+
+// mounterKind maps --mounter to a mounter constructor.
+func mounterKind(kind string) (func(layout.Layout) mount.Mounter, error) {
+	switch kind {
+	case "", "auto":
+		return mount.Default, nil
+	case "bind":
+		if os.Geteuid() != 0 {
+			return nil, errors.New("agent: --mounter bind needs root (bind mounts)")
+		}
+		return mount.NewBind, nil
+	case "symlink":
+		return mount.NewSymlink, nil
+	}
+	return nil, fmt.Errorf("agent: --mounter %q: want auto, bind or symlink", kind)
+}
+
+// Stop stops the agent (mounts stay) and leaves the cluster.
+func (a *AgentProcess) Stop() error {
+	if a.stopped {
+		return nil
+	}
+	a.stopped = true
+	var errs []error
+	if a.Agent != nil {
+		errs = append(errs, a.Agent.Stop())
+	}
+	// A client never started gossip: Cluster.Shutdown would crash on it.
+	// It registered nothing in etcd either; stopping remote and the actor
+	// system is all there is.
+	if a.Cluster != nil && a.Cluster.Remote != nil {
+		a.Cluster.Remote.Shutdown(false)
+	}
+	if a.System != nil {
+		a.System.Shutdown()
+	}
+	if a.Cloud != nil {
+		errs = append(errs, a.Cloud.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,291 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/tether/tether/actors/store/etcdserver"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
+)
+
+// FleetConfig is a whole distributed tether on this machine, every part in
+// its own process on loopback: one etcd, one cloud, controller members and
+// one node agent per node. Multi-process tests and `tether chaos
+// --distributed` drive it.
+type FleetConfig struct {
+	// Binary is the tether executable the processes run.
+	Binary string
+	// Dir holds everything: etcd's data, the cloud's, each node's, and a
+	// log file per process (logs/).
+	Dir         string
+	Controllers int
+	Nodes       []cloud.NodeName
+	// Token guards the members' APIs.
+	Token string
+	// SyncPeriod and Heartbeat are the members' and agents' (0: defaults).
+	SyncPeriod, Heartbeat time.Duration
+	// Permissive: the cloud accepts a second attach of an exclusive volume
+	// (tether alone must hold I1).
+	Permissive bool
+	// Ready bounds the wait for each process to be ready.
+	Ready time.Duration
+}
+
+// Fleet is a running FleetConfig.
+type Fleet struct {
+	cfg       FleetConfig
+	Etcd      *etcdserver.Server
+	cloudAddr string
+	mu        sync.Mutex
+	cloud     *proc
+	members   []*member
+	agents    map[cloud.NodeName]*proc
+}
+
+// member is one controller slot: its proxy (the address it advertises)
+// stays across restarts of its process.
+type member struct {
+	proxy *proxy
+	proc  *proc
+	api   string
+}
+
+// StartFleet starts etcd, the cloud, the members and the agents, and waits
+// for each to be ready. On error everything started is stopped.
+func StartFleet(cfg FleetConfig) (f *Fleet, err error) {
+	if cfg.Binary == "" || cfg.Dir == "" || cfg.Controllers < 1 {
+		return nil, errors.New("fleet: a binary, a directory and at least one controller are required")
+	}
+	if cfg.Ready == 0 {
+		cfg.Ready = 60 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o700); err != nil {
+		return nil, err
+	}
+	f = &Fleet{cfg: cfg, agents: map[cloud.NodeName]*proc{}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, f.Stop())
+			f = nil
+		}
+	}()
+	etcdLog, err := os.OpenFile(f.logPath("etcd"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return f, err
+	}
+	f.Etcd, err = etcdserver.Start(etcdserver.Config{Dir: filepath.Join(cfg.Dir, "etcd"), Log: etcdLog})
+	if err != nil {
+		return f, err
+	}
+	f.cloudAddr, err = freeAddr()
+	if err != nil {
+		return f, err
+	}
+	if err := f.StartCloud(); err != nil {
+		return f, err
+	}
+	for i := range cfg.Controllers {
+		p, err := newProxy("127.0.0.1:0")
+		if err != nil {
+			return f, err
+		}
+		f.members = append(f.members, &member{proxy: p})
+		if err := f.StartController(i); err != nil {
+			return f, err
+		}
+	}
+	for _, n := range cfg.Nodes {
+		if err := f.StartAgent(n); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+func (f *Fleet) logPath(name string) string { return filepath.Join(f.cfg.Dir, "logs", name+".log") }
+
+// CloudAddr is the cloud service's address (the same across restarts).
+func (f *Fleet) CloudAddr() string { return f.cloudAddr }
+
+func (f *Fleet) common() []string {
+	return []string{"--etcd", strings.Join(f.Etcd.Endpoints(), ","), "--cloud", f.cloudAddr}
+}
+
+// StartCloud starts the cloud service (again), on its address and data.
+func (f *Fleet) StartCloud() error {
+	args := []string{"cloud", "serve", "--data-dir", filepath.Join(f.cfg.Dir, "cloud"), "--addr", f.cloudAddr}
+	if f.cfg.Permissive {
+		args = append(args, "--permissive")
+	}
+	p, _, err := startProc("cloud", f.cfg.Binary, args, f.logPath("cloud"), "tether cloud serving", f.cfg.Ready)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.cloud = p
+	f.mu.Unlock()
+	return nil
+}
+
+// KillCloud SIGKILLs the cloud service.
+func (f *Fleet) KillCloud() error {
+	f.mu.Lock()
+	p := f.cloud
+	f.cloud = nil
+	f.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.kill()
+}
+
+// StartController starts member i's process (again): a new process on a
+// new port, behind the member's proxy.
+func (f *Fleet) StartController(i int) error {
+	m := f.members[i]
+	real, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	api, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	args := append(f.common(), "--remote-addr", real, "--remote-advertise", m.proxy.addr(), "--api-addr", api, "--token", f.cfg.Token)
+	if f.cfg.SyncPeriod > 0 {
+		args = append(args, "--sync-period", f.cfg.SyncPeriod.String())
+	}
+	m.proxy.retarget(real)
+	name := fmt.Sprintf("controller-%d", i)
+	p, _, err := startProc(name, f.cfg.Binary, append([]string{"controller"}, args...), f.logPath(name), "tether controller member", f.cfg.Ready)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	m.proc, m.api = p, api
+	f.mu.Unlock()
+	return nil
+}
+
+// KillController SIGKILLs member i's process.
+func (f *Fleet) KillController(i int) error {
+	f.mu.Lock()
+	m := f.members[i]
+	p := m.proc
+	m.proc = nil
+	f.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.kill()
+}
+
+// Partition cuts member i off from every other process's remote traffic
+// (on), or heals it. Its etcd and cloud connections stay.
+func (f *Fleet) Partition(i int, on bool) { f.members[i].proxy.block(on) }
+
+// NodeDir is node n's directory.
+func (f *Fleet) NodeDir(n cloud.NodeName) string { return filepath.Join(f.cfg.Dir, "nodes", string(n)) }
+
+// StartAgent starts node n's agent (again).
+func (f *Fleet) StartAgent(n cloud.NodeName) error {
+	args := append([]string{"agent"}, f.common()...)
+	args = append(args, "--node", string(n), "--data-dir", f.NodeDir(n), "--mounter", "symlink")
+	if f.cfg.Heartbeat > 0 {
+		args = append(args, "--heartbeat", f.cfg.Heartbeat.String())
+	}
+	name := "agent-" + string(n)
+	p, _, err := startProc(name, f.cfg.Binary, args, f.logPath(name), "tether agent of node", f.cfg.Ready)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.agents[n] = p
+	f.mu.Unlock()
+	return nil
+}
+
+// KillAgent SIGKILLs node n's agent. Its mounts stay, as a crashed agent's
+// would.
+func (f *Fleet) KillAgent(n cloud.NodeName) error {
+	f.mu.Lock()
+	p := f.agents[n]
+	delete(f.agents, n)
+	f.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return p.kill()
+}
+
+// API connects to the API of a running member (the first one up) and
+// returns a client and a context carrying the token.
+func (f *Fleet) API(ctx context.Context) (messages.TetherClient, context.Context, func() error, error) {
+	f.mu.Lock()
+	var addr string
+	for _, m := range f.members {
+		if m.proc != nil && !m.proc.exited() {
+			addr = m.api
+			break
+		}
+	}
+	f.mu.Unlock()
+	if addr == "" {
+		return nil, nil, nil, errors.New("fleet: no controller running")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+f.cfg.Token)
+	return messages.NewTetherClient(conn), ctx, conn.Close, nil
+}
+
+// Stop stops every process (SIGTERM, then SIGKILL after a grace) and etcd.
+// It leaves the directory alone.
+func (f *Fleet) Stop() error {
+	var errs []error
+	f.mu.Lock()
+	agents, members, cl := f.agents, f.members, f.cloud
+	f.agents, f.cloud = map[cloud.NodeName]*proc{}, nil
+	f.mu.Unlock()
+	for _, p := range agents {
+		errs = append(errs, p.stop(10*time.Second))
+	}
+	for _, m := range members {
+		if m.proc != nil {
+			errs = append(errs, m.proc.stop(15*time.Second))
+			m.proc = nil
+		}
+		errs = append(errs, m.proxy.close())
+	}
+	if cl != nil {
+		errs = append(errs, cl.stop(10*time.Second))
+	}
+	if f.Etcd != nil {
+		errs = append(errs, f.Etcd.Stop())
+	}
+	return errors.Join(errs...)
+}
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,237 @@
+// Package distributed wires tether's distributed mode: controller members
+// that form a Proto.Actor cluster with membership on etcd and the store on
+// etcd (`tether controller`), node agents in their own processes that talk
+// to the cluster over Proto.Actor remote (`tether agent`), and one cloud
+// shared over gRPC (`tether cloud serve`, bootstrap.ServeCloud).
+//
+// The actors are the embedded mode's: a member builds the same controller
+// (actors/controller) and hands its kinds to the cluster, an agent process
+// runs the same node agent (node). What differs is only how names resolve
+// (virtual actors instead of local spawns) and where the store and the
+// cloud live.
+package distributed
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/cloud/limit"
+	cloudremote "github.com/tether/tether/cloud/remote"
+)
+
+// ClusterName is the Proto.Actor cluster's name: members and agents find
+// each other under it in etcd.
+const ClusterName = "tether"
+
+// MemberConfig configures one controller member.
+type MemberConfig struct {
+	LogLevel, LogFormat string
+	LogOutput           io.Writer
+	// Etcd lists the etcd endpoints (membership and the store).
+	Etcd []string
+	// Prefix roots every key of this tether in etcd (default "/tether/"):
+	// the store under it, the cluster's membership under Prefix+"cluster".
+	Prefix string
+	// Remote is where this member listens for Proto.Actor remote traffic.
+	Remote RemoteConfig
+	// Cloud is the address of `tether cloud serve`.
+	Cloud    string
+	CloudTLS ClientTLS
+	// APIAddr is where this member serves tether's API ("" : no API).
+	APIAddr     string
+	APIToken    string
+	AllowRemote bool
+	APITLS      bootstrap.TLSFiles
+	Controller  controller.Config
+	CloudLimit  limit.Config
+}
+
+// Member is a running controller member.
+type Member struct {
+	Log        *logrus.Logger
+	System     *actor.ActorSystem
+	Cluster    *cluster.Cluster
+	Controller *controller.Controller
+	Store      *store.Etcd
+	Cloud      *cloudremote.Client
+	API        *api.Server
+	events     *events.Recorder
+	stopped    bool
+}
+
+func (c *MemberConfig) defaults() {
+	if c.Prefix == "" {
+		c.Prefix = "/tether/"
+	}
+	if c.LogOutput == nil {
+		c.LogOutput = os.Stderr
+	}
+}
+
+// StartMember joins the cluster and starts serving: the store on etcd, the
+// cloud over gRPC, this member's share of the volume and node actors, and
+// the API. Stop it with Stop.
+func StartMember(cfg MemberConfig) (m *Member, err error) {
+	cfg.defaults()
+	if len(cfg.Etcd) == 0 {
+		return nil, errors.New("controller: at least one etcd endpoint is required (--etcd)")
+	}
+	if cfg.Cloud == "" {
+		return nil, errors.New("controller: the cloud's address is required (--cloud)")
+	}
+	if err := cfg.CloudLimit.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Remote.check(); err != nil {
+		return nil, err
+	}
+	log, err := bootstrap.NewLogger(cfg.LogLevel, cfg.LogFormat, cfg.LogOutput)
+	if err != nil {
+		return nil, err
+	}
+	m = &Member{Log: log, events: events.NewRecorder(100)}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, m.Stop())
+			m = nil
+		}
+	}()
+	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: cfg.Etcd, Prefix: cfg.Prefix + "store/"})
+	if err != nil {
+		return m, fmt.Errorf("controller: store: %w", err)
+	}
+	dial, err := cfg.CloudTLS.dialOptions(cfg.Cloud)
+	if err != nil {
+		return m, err
+	}
+	m.Cloud, err = cloudremote.Dial(cfg.Cloud, dial...)
+	if err != nil {
+		return m, fmt.Errorf("controller: cloud: %w", err)
+	}
+	rc, err := cfg.Remote.build(log)
+	if err != nil {
+		return m, err
+	}
+	m.System = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log)))
+	cc := cfg.Controller
+	cc.Guard = spawn.New(m.System)
+	cc.Log, cc.Supervisor.Log = log, log
+	m.Controller = controller.New(m.System, cc, limit.Wrap(m.Cloud, cfg.CloudLimit), m.Store, m.events)
+	m.Cluster, err = newCluster(m.System, cfg.Etcd, cfg.Prefix, rc, m.Controller.Kinds())
+	if err != nil {
+		return m, err
+	}
+	// Before the member joins: from then on other members may activate
+	// actors here, and they must resolve identities through the cluster.
+	m.Controller.UseCluster(m.Cluster)
+	m.System.EventStream.Subscribe(func(ev any) {
+		switch ev.(type) {
+		case *cluster.ClusterTopology, *remote.EndpointConnectedEvent:
+			// Members changed, or a connection came (back): messages may
+			// have been lost on the way (see Controller.Resync).
+			m.Controller.Resync()
+		}
+	})
+	if err := startCluster(m.Cluster, false); err != nil {
+		m.Cluster = nil // never started: Stop shuts the actor system down only
+		return m, err
+	}
+	if err := m.Controller.Start(); err != nil {
+		return m, err
+	}
+	if cfg.APIAddr != "" {
+		tc, err := apiTLS(cfg.APITLS)
+		if err != nil {
+			return m, err
+		}
+		m.API, err = api.ServeTLS(cfg.APIAddr, cfg.APIToken, m.Controller, m.Cloud, cfg.AllowRemote, tc)
+		if err != nil {
+			return m, err
+		}
+	}
+	log.WithFields(logrus.Fields{"remote": m.System.Address(), "api": m.APIAddr()}).Info("controller member started")
+	return m, nil
+}
+
+// APIAddr is where the API listens ("" without one).
+func (m *Member) APIAddr() string {
+	if m.API == nil {
+		return ""
+	}
+	return m.API.Addr()
+}
+
+// Stop leaves the cluster and stops everything. Mounts and attachments
+// stay; the other members take this member's actors over.
+func (m *Member) Stop() error {
+	if m.stopped {
+		return nil
+	}
+	m.stopped = true
+	var errs []error
+	if m.API != nil {
+		errs = append(errs, m.API.Stop())
+	}
+	if m.Controller != nil {
+		errs = append(errs, m.Controller.Stop(10*time.Second))
+	}
+	if m.Cluster != nil {
+		m.Cluster.Shutdown(true)
+	} else if m.System != nil {
+		m.System.Shutdown()
+	}
+	if m.Cloud != nil {
+		errs = append(errs, m.Cloud.Close())
+	}
+	if m.Store != nil {
+		errs = append(errs, m.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// newCluster builds tether's cluster on sys, with membership on etcd
+// under prefix; kinds are the actor kinds this process hosts (none for a
+// client).
+func newCluster(sys *actor.ActorSystem, endpoints []string, prefix string, rc *remote.Config, kinds []*cluster.Kind) (*cluster.Cluster, error) {
+	p, err := etcd.NewWithConfig(prefix+"cluster", clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: etcd: %w", err)
+	}
+	cfg := cluster.Configure(ClusterName, p, disthash.New(), rc, cluster.WithKinds(kinds...))
+	return cluster.New(sys, cfg), nil
+}
+
+// startCluster joins cl as a member, or as a client (hosting no kinds).
+// Proto.Actor panics when remote or the provider fails to start: that
+// becomes an error.
+func startCluster(cl *cluster.Cluster, client bool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: joining: %v", r)
+		}
+	}()
+	if client {
+		cl.StartClient()
+	} else {
+		cl.StartMember()
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package distributed
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+
+	"github.com/asynkron/protoactor-go/remote"
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/remoting"
+)
+
+// RemoteConfig is where a process listens for Proto.Actor remote traffic
+// and how it secures it (bootstrap/remoting: loopback unless AllowRemote,
+// mutual TLS when files are given, every received message screened).
+type RemoteConfig struct {
+	// Addr is host:port; port 0 picks a free one.
+	Addr        string
+	AllowRemote bool
+	// Advertise, if set, is the address other processes reach this one
+	// at, when it differs from Addr (a proxy in front, a NAT).
+	Advertise string
+	TLS       remoting.TLSFiles
+}
+
+func (r RemoteConfig) build(log logrus.FieldLogger) (*remote.Config, error) {
+	addr := r.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	return remoting.Configure(remoting.Config{Addr: addr, AllowRemote: r.AllowRemote, Advertise: r.Advertise, TLS: r.TLS, Log: log})
+}
+
+// check decides on the configuration before anything starts.
+func (r RemoteConfig) check() error {
+	addr := r.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	return remoting.Check(remoting.Config{Addr: addr, AllowRemote: r.AllowRemote, Advertise: r.Advertise, TLS: r.TLS})
+}
+
+// ClientTLS is how a process dials a TLS service (the cloud): the CA that
+// signed the server's certificate, and this process's own pair for mutual
+// TLS. All empty: plain text.
+type ClientTLS struct {
+	CA, Cert, Key string
+	ServerName    string
+}
+
+func (c ClientTLS) dialOptions(addr string) ([]grpc.DialOption, error) {
+	if c.CA == "" && c.Cert == "" && c.Key == "" {
+		return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, nil
+	}
+	name := c.ServerName
+	if name == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("cloud address %q: %w", addr, err)
+		}
+		name = host
+	}
+	tc, err := certs.ClientConfig(c.CA, c.Cert, c.Key, name)
+	if err != nil {
+		return nil, fmt.Errorf("cloud TLS: %w", err)
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(tc))}, nil
+}
+
+// apiTLS loads the API's server TLS (nil: plain text).
+func apiTLS(f bootstrap.TLSFiles) (*tls.Config, error) {
+	if f.Cert == "" && f.Key == "" {
+		return nil, nil
+	}
+	tc, err := certs.ServerConfig(f.Cert, f.Key, f.ClientCA)
+	if err != nil {
+		return nil, fmt.Errorf("API TLS: %w", err)
+	}
+	return tc, nil
+}

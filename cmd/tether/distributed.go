@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/node"
+)
+
+// distributedFlags are the flags every process of distributed mode shares.
+func distributedFlags(f *pflag.FlagSet, etcd *[]string, prefix *string, rc *distributed.RemoteConfig, cloudAddr *string, ct *distributed.ClientTLS) {
+	f.StringSliceVar(etcd, "etcd", []string{"127.0.0.1:2379"}, "etcd endpoints (membership, and the controllers' store)")
+	f.StringVar(prefix, "etcd-prefix", "/tether/", "the root of this tether's keys in etcd")
+	f.StringVar(&rc.Addr, "remote-addr", "127.0.0.1:0", "where this process listens for Proto.Actor remote traffic (port 0: any free port)")
+	f.StringVar(&rc.Advertise, "remote-advertise", "", "the address other processes reach this one at, if not --remote-addr (a proxy in front)")
+	f.BoolVar(&rc.AllowRemote, "allow-remote", false, "listen beyond loopback (needs mutual TLS)")
+	f.StringVar(&rc.TLS.Cert, "remote-tls-cert", "", "mutual TLS for remote traffic: this process's server certificate (PEM; tether certs makes one)")
+	f.StringVar(&rc.TLS.Key, "remote-tls-key", "", "the key of --remote-tls-cert")
+	f.StringVar(&rc.TLS.CA, "remote-tls-ca", "", "the CA every peer's certificate must chain to")
+	f.StringVar(&rc.TLS.ClientCert, "remote-tls-client-cert", "", "the certificate this process presents when it dials a peer (default: --remote-tls-cert, if it allows client use)")
+	f.StringVar(&rc.TLS.ClientKey, "remote-tls-client-key", "", "the key of --remote-tls-client-cert")
+	f.StringVar(cloudAddr, "cloud", "127.0.0.1:7072", "the address of tether cloud serve")
+	f.StringVar(&ct.CA, "cloud-tls-ca", "", "verify the cloud's certificate against this CA (PEM): dial it over TLS")
+	f.StringVar(&ct.Cert, "cloud-tls-cert", "", "this process's certificate for the cloud (mutual TLS)")
+	f.StringVar(&ct.Key, "cloud-tls-key", "", "the key of --cloud-tls-cert")
+}
+
+func validateDistributed(fs *pflag.FlagSet) error {
+	v := validator{fs: fs}
+	v.hostPort("remote-addr")
+	v.hostPort("cloud")
+	v.nonEmpty("etcd-prefix")
+	v.logging("log-level", "log-format")
+	return v.err
+}
+
+func controllerCommand() *cobra.Command {
+	cfg := distributed.MemberConfig{Controller: controller.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run one controller member of a distributed tether (a Proto.Actor cluster on etcd)",
+		Long: `Run one controller member. Members find each other through etcd and share the
+volume and node actors between them (virtual actors placed by identity); the
+desired state and node statuses live in etcd. See "Distributed mode" in the
+README for a whole cluster by hand.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateDistributed(cmd.Flags()); err != nil {
+				return err
+			}
+			v := validator{fs: cmd.Flags()}
+			v.atLeast("sync-period", time.Second, "each sync is one cloud call per batch of nodes")
+			if v.err != nil {
+				return v.err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cfg.LogOutput = cmd.ErrOrStderr()
+			m, err := distributed.StartMember(cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "tether controller member: remote %s, API %s\n", m.System.Address(), m.APIAddr())
+			<-ctx.Done()
+			return m.Stop()
+		},
+	}
+	f := cmd.Flags()
+	distributedFlags(f, &cfg.Etcd, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
+	f.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:7070", "where this member serves tether's API (\"\": none)")
+	f.StringVar(&cfg.APIToken, "token", "", "the API's bearer token (\"\": no token; loopback only)")
+	f.StringVar(&cfg.APITLS.Cert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
+	f.StringVar(&cfg.APITLS.Key, "tls-key", "", "the key of --tls-cert")
+	f.StringVar(&cfg.APITLS.ClientCA, "tls-client-ca", "", "require API clients to present certificates of this CA")
+	f.DurationVar(&cfg.Controller.SyncPeriod, "sync-period", cfg.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
+	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
+	return cmd
+}
+
+func agentCommand() *cobra.Command {
+	cfg := distributed.AgentConfig{Agent: node.DefaultConfig()}
+	var nodeName string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the node agent of one node, talking to the controller cluster over Proto.Actor remote",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateDistributed(cmd.Flags()); err != nil {
+				return err
+			}
+			v := validator{fs: cmd.Flags()}
+			v.nonEmpty("node")
+			v.nonEmpty("data-dir")
+			if v.err != nil {
+				return v.err
+			}
+			cfg.Node = cloud.NodeName(nodeName)
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			cfg.LogOutput = cmd.ErrOrStderr()
+			a, err := distributed.StartAgent(cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "tether agent of node %s: remote %s\n", cfg.Node, a.System.Address())
+			<-ctx.Done()
+			return a.Stop()
+		},
+	}
+	f := cmd.Flags()
+	distributedFlags(f, &cfg.Etcd, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
+	f.StringVar(&nodeName, "node", "", "the node this agent serves (required)")
+	f.StringVar(&cfg.Mounter, "mounter", "auto", "auto (bind mounts as root, symlinks otherwise), bind or symlink")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "the node's directory: its mounts and its state (required)")
+	f.DurationVar(&cfg.Agent.HeartbeatEvery, "heartbeat", cfg.Agent.HeartbeatEvery, "how often the agent tells the controller it is alive")
+	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
+	return cmd
+}
