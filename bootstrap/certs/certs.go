@@ -34,6 +34,10 @@ const (
 	// Client certificates authenticate a caller to a server that requires
 	// them (mutual TLS).
 	Client
+	// Peer certificates do both: a process of distributed mode listens
+	// (remote, its API) and dials (the other members, the cloud) with one
+	// certificate.
+	Peer
 )
 
 // ErrNoHosts is returned when a server certificate would name no host.
@@ -81,6 +85,8 @@ func (ca *Pair) Issue(kind Kind, name string, hosts []string, now time.Time, val
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	case Client:
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	case Peer:
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	default:
 		return nil, fmt.Errorf("certs: unknown kind %d", kind)
 	}
@@ -94,7 +100,7 @@ func (ca *Pair) Issue(kind Kind, name string, hosts []string, now time.Time, val
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	if kind == Server && len(tmpl.IPAddresses)+len(tmpl.DNSNames) == 0 {
+	if kind != Client && len(tmpl.IPAddresses)+len(tmpl.DNSNames) == 0 {
 		return nil, ErrNoHosts
 	}
 	return sign(tmpl, ca)

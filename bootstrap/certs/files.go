@@ -1,6 +1,9 @@
 package certs
 
 import (
+	"crypto/ecdsa"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -90,6 +93,105 @@ func WriteSet(dir string, o SetOptions) ([]string, error) {
 		}
 	}
 	return written, nil
+}
+
+// ProcessFiles names the certificate and key files of process name in a
+// set's directory: "<name>.pem" and "<name>-key.pem".
+func ProcessFiles(dir, name string) (cert, key string) {
+	return filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+}
+
+// ErrProcessName: a process name that cannot be a file name of its own.
+var ErrProcessName = errors.New("certs: invalid process name")
+
+// reservedNames are the set's own files; no process may take them.
+var reservedNames = map[string]bool{"ca": true, "server": true, "client": true}
+
+// WriteProcesses issues a peer certificate (server and client use, for
+// hosts) for each process name, signed by the CA of the set in dir (made
+// by WriteSet), and writes it as ProcessFiles says. Names are checked
+// before anything is read or written: letters, digits, '-', '_' and '.',
+// not starting with '.', at most 64 bytes, none of the set's own names.
+// Without Force it refuses, before writing anything, if a file exists.
+func WriteProcesses(dir string, names []string, o SetOptions) ([]string, error) {
+	for _, n := range names {
+		if err := checkProcessName(n); err != nil {
+			return nil, err
+		}
+	}
+	var files []string
+	for _, n := range names {
+		c, k := ProcessFiles(dir, n)
+		files = append(files, c, k)
+	}
+	if !o.Force {
+		var there []string
+		for _, f := range files {
+			if _, err := os.Lstat(f); err == nil {
+				there = append(there, f)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+		if len(there) > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrExists, strings.Join(there, ", "))
+		}
+	}
+	ca, err := LoadCA(filepath.Join(dir, CAFile), filepath.Join(dir, CAKeyFile))
+	if err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, n := range names {
+		p, err := ca.Issue(Peer, "tether "+n, o.Hosts, o.Now, o.ValidFor)
+		if err != nil {
+			return written, err
+		}
+		key, err := p.KeyPEM()
+		if err != nil {
+			return written, err
+		}
+		c, k := ProcessFiles(dir, n)
+		if err := WriteFile(c, p.CertPEM(), 0o644, o.Force); err != nil {
+			return written, err
+		}
+		written = append(written, c)
+		if err := WriteFile(k, key, 0o600, o.Force); err != nil {
+			return written, err
+		}
+		written = append(written, k)
+	}
+	return written, nil
+}
+
+func checkProcessName(n string) error {
+	if n == "" || len(n) > 64 || n[0] == '.' || reservedNames[n] {
+		return fmt.Errorf("%w: %q", ErrProcessName, n)
+	}
+	for _, r := range n {
+		ok := r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok {
+			return fmt.Errorf("%w: %q (letters, digits, '-', '_' and '.' only)", ErrProcessName, n)
+		}
+	}
+	return nil
+}
+
+// LoadCA reads a CA's certificate and key (PEM, as WriteSet writes them).
+func LoadCA(certFile, keyFile string) (*Pair, error) {
+	tc, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("certs: loading the CA %s and %s (tether certs --out DIR makes them): %w", certFile, keyFile, err)
+	}
+	cert, err := x509.ParseCertificate(tc.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	key, ok := tc.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok || !cert.IsCA {
+		return nil, fmt.Errorf("certs: %s is not a CA made by tether certs", certFile)
+	}
+	return &Pair{Cert: cert, Key: key}, nil
 }
 
 // WriteFile writes data to path through a temporary file in its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,8 +21,9 @@ func certsCommand() *cobra.Command {
 	var (
 		out   string
 		hosts []string
-		days  int
-		force bool
+		days      int
+		force     bool
+		processes []string
 	)
 	cmd := &cobra.Command{
 		Use:   "certs --out DIR",
@@ -34,7 +36,11 @@ func certsCommand() *cobra.Command {
 			if days < 1 || days > maxCertDays {
 				return usageError{fmt.Errorf("--days %d: want 1 to %d", days, maxCertDays)}
 			}
-			written, err := certs.WriteSet(out, certs.SetOptions{Hosts: hosts, ValidFor: time.Duration(days) * 24 * time.Hour, Now: time.Now(), Force: force})
+			opts := certs.SetOptions{Hosts: hosts, ValidFor: time.Duration(days) * 24 * time.Hour, Now: time.Now(), Force: force}
+			if len(processes) > 0 {
+				return writeProcessCerts(cmd, out, processes, opts)
+			}
+			written, err := certs.WriteSet(out, opts)
 			switch {
 			case errors.Is(err, certs.ErrNoHosts):
 				return usageError{fmt.Errorf("--hosts: %w", err)}
@@ -57,7 +63,35 @@ func certsCommand() *cobra.Command {
 	f.StringSliceVar(&hosts, "hosts", defaultCertHosts(), "names and IP addresses the server certificate holds (those clients dial)")
 	f.IntVar(&days, "days", 365, "how many days the certificates are valid (1 to 3650)")
 	f.BoolVar(&force, "force", false, "replace existing files")
+	f.StringSliceVar(&processes, "process", nil, "issue a certificate for each named process of distributed mode (NAME.pem, NAME-key.pem; server and client use, for --hosts), signed by the CA in --out (made first if missing)")
 	return cmd
+}
+
+// writeProcessCerts issues per-process certificates, making the CA set
+// first when --out has none.
+func writeProcessCerts(cmd *cobra.Command, out string, names []string, opts certs.SetOptions) error {
+	var written []string
+	if _, err := os.Stat(filepath.Join(out, certs.CAFile)); errors.Is(err, os.ErrNotExist) {
+		w, err := certs.WriteSet(out, certs.SetOptions{Hosts: opts.Hosts, ValidFor: opts.ValidFor, Now: opts.Now})
+		if err != nil {
+			return err
+		}
+		written = append(written, w...)
+	}
+	w, err := certs.WriteProcesses(out, names, opts)
+	switch {
+	case errors.Is(err, certs.ErrProcessName), errors.Is(err, certs.ErrNoHosts):
+		return usageError{fmt.Errorf("--process: %w", err)}
+	case errors.Is(err, certs.ErrExists):
+		return fmt.Errorf("%w (pass --force to replace them)", err)
+	case err != nil:
+		return err
+	}
+	written = append(written, w...)
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", strings.Join(written, ", "))
+	c, k := certs.ProcessFiles(out, names[0])
+	fmt.Fprintf(cmd.OutOrStdout(), "  e.g.  tether controller --remote-tls-cert %s --remote-tls-key %s --remote-tls-ca %s/%s ...\n", c, k, out, certs.CAFile)
+	return nil
 }
 
 // defaultCertHosts are loopback's names and this machine's host name, so
