@@ -50,12 +50,17 @@ type recStore struct {
 	mu sync.Mutex // one status write at a time, stamped in order of durability
 }
 
-func (s *recStore) PutNodeStatus(st nodestatus.Status) error {
+// PutNodeStatus is PutNodeStatusAt with epoch 0, as in every store.
+func (s *recStore) PutNodeStatus(st nodestatus.Status) error { return s.PutNodeStatusAt(st, 0) }
+
+// PutNodeStatusAt records the write once it is durable; a fenced write
+// (ErrFenced) wrote nothing and is recorded as failed.
+func (s *recStore) PutNodeStatusAt(st nodestatus.Status, epoch uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := fmt.Errorf("chaos: put node status %s: %w", st.Name, store.ErrInjected)
 	if !s.c.store.fail() {
-		err = s.Store.PutNodeStatus(st)
+		err = s.Store.PutNodeStatusAt(st, epoch)
 	}
 	if err != nil {
 		s.c.add(record{kind: recStatusFailed, node: st.Name, text: err.Error()})
