@@ -19,8 +19,8 @@ const maxCertDays = 3650
 
 func certsCommand() *cobra.Command {
 	var (
-		out   string
-		hosts []string
+		out       string
+		hosts     []string
 		days      int
 		force     bool
 		processes []string
