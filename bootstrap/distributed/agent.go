@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -16,6 +17,7 @@ import (
 	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/journal"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/node"
@@ -44,6 +46,16 @@ type AgentConfig struct {
 	// or "symlink".
 	Mounter string
 	Agent   node.Config
+	// Backoff, where set, shortens the retries of mount operations and
+	// the agent actor's restarts.
+	Backoff Backoff
+	// Journal, if set, is the file this agent records its mount
+	// operations, device resolutions and restarts into
+	// (bootstrap/journal), for tether chaos --distributed.
+	Journal string
+	// Control, if set, is read for chaos commands (Command) until it
+	// ends: kills of the agent actor.
+	Control io.Reader
 }
 
 // AgentProcess is a running node agent process.
@@ -53,6 +65,7 @@ type AgentProcess struct {
 	Cluster *cluster.Cluster
 	Cloud   *cloudremote.Client
 	Agent   *node.Agent
+	journal *journal.Writer
 	stopped bool
 }
 
@@ -93,6 +106,9 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 			a = nil
 		}
 	}()
+	if a.journal, err = openJournal(cfg.Journal, "agent of node "+string(cfg.Node)); err != nil {
+		return a, err
+	}
 	dial, err := cfg.CloudTLS.dialOptions(cfg.Cloud)
 	if err != nil {
 		return a, err
@@ -115,16 +131,22 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	}
 	ac := cfg.Agent
 	ac.Node, ac.DataDir, ac.Log = cfg.Node, cfg.DataDir, log
+	cfg.Backoff.apply(&ac.Agent.Backoff)
 	if ac.Events == nil {
 		ac.Events = events.NewRecorder(100)
 	}
-	ac.Guard = spawn.New(a.System)
+	guard := spawn.New(a.System)
+	ac.Guard = guard
 	l, err := layout.New(cfg.DataDir)
 	if err != nil {
 		return a, err
 	}
 	ac.Mounter = newMounter(l)
 	ac.Devices = node.SimDevices{Cloud: a.Cloud, Node: cfg.Node}
+	if j := a.journal; j != nil {
+		ac.Mounter = &journalMounter{Mounter: ac.Mounter, j: j, node: string(cfg.Node)}
+		ac.Devices = journalDevices{Devices: ac.Devices, j: j, node: string(cfg.Node)}
+	}
 	self := a.System.Address()
 	cl := a.Cluster
 	ac.Controller = func(n cloud.NodeName) *actor.PID {
@@ -137,9 +159,23 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	}
 	scfg := supervisor.DefaultConfig()
 	scfg.Log = log
+	cfg.Backoff.apply(&scfg.Policy)
+	if j := a.journal; j != nil {
+		scfg.OnRestart = func(child *actor.PID, _ int, _ time.Duration, _ interface{}) {
+			j.Write(journal.Record{Kind: journal.KindRestart, Text: child.Id})
+		}
+	}
 	a.Agent, err = node.Start(a.System, ac, supervisor.NewStrategy(scfg))
 	if err != nil {
 		return a, err
+	}
+	if cfg.Control != nil {
+		pid, want := a.Agent.PID(), "agent/"+string(cfg.Node)
+		go serveControl(cfg.Control, log, func(c Command) {
+			if c.Kill == want {
+				kill(guard, pid, c.How)
+			}
+		})
 	}
 	log.WithFields(logrus.Fields{"node": cfg.Node, "remote": self}).Info("node agent started")
 	return a, nil
@@ -183,5 +219,6 @@ func (a *AgentProcess) Stop() error {
 	if a.Cloud != nil {
 		errs = append(errs, a.Cloud.Close())
 	}
+	errs = append(errs, a.journal.Close())
 	return errors.Join(errs...)
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,15 @@ type FleetConfig struct {
 	Permissive bool
 	// Ready bounds the wait for each process to be ready.
 	Ready time.Duration
+	// Chaos: every member and agent reads chaos commands on its stdin
+	// (ControlController, ControlAgent) and records what it does into a
+	// journal of its own under Dir/journals/, one file per process started
+	// (JournalFiles), for tether chaos --distributed.
+	Chaos bool
+	// CloudTimeout, PrepareTimeout and RetireAfter are the members' (0:
+	// defaults); Backoff the members' and the agents'.
+	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
+	Backoff                                   Backoff
 }
 
 // Fleet is a running FleetConfig.
@@ -52,6 +63,8 @@ type Fleet struct {
 	cloud     *proc
 	members   []*member
 	agents    map[cloud.NodeName]*proc
+	started   map[string]int    // processes started, by name
+	journals  map[string]string // the latest journal, by process name
 }
 
 // member is one controller slot: its proxy (the address it advertises)
@@ -71,10 +84,12 @@ func StartFleet(cfg FleetConfig) (f *Fleet, err error) {
 	if cfg.Ready == 0 {
 		cfg.Ready = 60 * time.Second
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "logs"), 0o700); err != nil {
-		return nil, err
+	for _, d := range []string{"logs", "journals"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o700); err != nil {
+			return nil, err
+		}
 	}
-	f = &Fleet{cfg: cfg, agents: map[cloud.NodeName]*proc{}}
+	f = &Fleet{cfg: cfg, agents: map[cloud.NodeName]*proc{}, started: map[string]int{}, journals: map[string]string{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, f.Stop())
@@ -167,9 +182,17 @@ func (f *Fleet) StartController(i int) error {
 	if f.cfg.SyncPeriod > 0 {
 		args = append(args, "--sync-period", f.cfg.SyncPeriod.String())
 	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--cloud-timeout", f.cfg.CloudTimeout}, {"--prepare-timeout", f.cfg.PrepareTimeout}, {"--retire-after", f.cfg.RetireAfter}} {
+		if t.d > 0 {
+			args = append(args, t.flag, t.d.String())
+		}
+	}
 	m.proxy.retarget(real)
 	name := fmt.Sprintf("controller-%d", i)
-	p, _, err := startProc(name, f.cfg.Binary, append([]string{"controller"}, args...), f.logPath(name), "tether controller member", f.cfg.Ready)
+	p, err := f.start(name, append([]string{"controller"}, args...), "tether controller member")
 	if err != nil {
 		return err
 	}
@@ -206,8 +229,7 @@ func (f *Fleet) StartAgent(n cloud.NodeName) error {
 	if f.cfg.Heartbeat > 0 {
 		args = append(args, "--heartbeat", f.cfg.Heartbeat.String())
 	}
-	name := "agent-" + string(n)
-	p, _, err := startProc(name, f.cfg.Binary, args, f.logPath(name), "tether agent of node", f.cfg.Ready)
+	p, err := f.start("agent-"+string(n), args, "tether agent of node")
 	if err != nil {
 		return err
 	}
@@ -215,6 +237,25 @@ func (f *Fleet) StartAgent(n cloud.NodeName) error {
 	f.agents[n] = p
 	f.mu.Unlock()
 	return nil
+}
+
+// start starts the member or agent process name with args, adding the
+// flags of FleetConfig.Chaos and Backoff.
+func (f *Fleet) start(name string, args []string, ready string) (*proc, error) {
+	if b := f.cfg.Backoff; b.Initial > 0 || b.Max > 0 {
+		args = append(args, "--backoff-initial", b.Initial.String(), "--backoff-max", b.Max.String())
+	}
+	var journal string
+	if f.cfg.Chaos {
+		f.mu.Lock()
+		f.started[name]++
+		journal = filepath.Join(f.cfg.Dir, "journals", fmt.Sprintf("%s.%d.jsonl", name, f.started[name]))
+		f.journals[name] = journal
+		f.mu.Unlock()
+		args = append(args, "--journal", journal, "--chaos-control")
+	}
+	p, _, err := startProc(name, f.cfg.Binary, args, f.logPath(name), ready, f.cfg.Ready)
+	return p, err
 }
 
 // KillAgent SIGKILLs node n's agent. Its mounts stay, as a crashed agent's
@@ -280,12 +321,44 @@ func (f *Fleet) Stop() error {
 	return errors.Join(errs...)
 }
 
-// freeAddr returns a loopback address with a port free right now.
+// freeAddr returns a loopback address with a port free right now. The
+// port is picked below the range the kernel takes the local ports of
+// outgoing connections from (where it can), so that no connection takes
+// it before the process it is for binds it, nor while that process is
+// down and to be started again on it (the cloud).
 func freeAddr() (string, error) {
+	if lo := ephemeralLow(); lo > lowestPort+1000 {
+		for range 100 {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(lowestPort+rand.IntN(lo-lowestPort))))
+			if err != nil {
+				continue
+			}
+			defer l.Close()
+			return l.Addr().String(), nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// lowestPort is the lowest port freeAddr picks.
+const lowestPort = 10000
+
+// ephemeralLow is the first port of the kernel's range for outgoing
+// connections (0 if unknown).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	lo, _ := strconv.Atoi(f[0])
+	return lo
 }

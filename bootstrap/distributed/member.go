@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/slogrus"
@@ -33,6 +34,8 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	cloudremote "github.com/tether/tether/cloud/remote"
 )
@@ -62,6 +65,16 @@ type MemberConfig struct {
 	APITLS      bootstrap.TLSFiles
 	Controller  controller.Config
 	CloudLimit  limit.Config
+	// Backoff, where set, shortens the retries of cloud operations and
+	// the actors' respawns and restarts.
+	Backoff Backoff
+	// Journal, if set, is the file this member records its node status
+	// writes, volume events and actor restarts into (bootstrap/journal),
+	// for tether chaos --distributed.
+	Journal string
+	// Control, if set, is read for chaos commands (Command) until it
+	// ends: actor kills, cloud and store faults.
+	Control io.Reader
 }
 
 // Member is a running controller member.
@@ -74,6 +87,9 @@ type Member struct {
 	Cloud      *cloudremote.Client
 	API        *api.Server
 	events     *events.Recorder
+	journal    *journal.Writer
+	store      *journalStore // with a journal or control
+	faulty     *faultyCloud  // with control
 	stopped    bool
 }
 
@@ -114,6 +130,9 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 			m = nil
 		}
 	}()
+	if m.journal, err = openJournal(cfg.Journal, "controller member"); err != nil {
+		return m, err
+	}
 	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: cfg.Etcd, Prefix: cfg.Prefix + "store/"})
 	if err != nil {
 		return m, fmt.Errorf("controller: store: %w", err)
@@ -132,9 +151,13 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	}
 	m.System = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log)))
 	cc := cfg.Controller
+	for _, p := range []*backoff.Policy{&cc.Volume.Backoff, &cc.Respawn, &cc.Supervisor.Policy} {
+		cfg.Backoff.apply(p)
+	}
 	cc.Guard = spawn.New(m.System)
 	cc.Log, cc.Supervisor.Log = log, log
-	m.Controller = controller.New(m.System, cc, limit.Wrap(m.Cloud, cfg.CloudLimit), m.Store, m.events)
+	st, provider := m.chaosHooks(cfg, &cc)
+	m.Controller = controller.New(m.System, cc, limit.Wrap(provider, cfg.CloudLimit), st, m.events)
 	m.Cluster, err = newCluster(m.System, cfg.Etcd, cfg.Prefix, rc, m.Controller.Kinds())
 	if err != nil {
 		return m, err
@@ -167,8 +190,38 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 			return m, err
 		}
 	}
+	if cfg.Control != nil {
+		go serveControl(cfg.Control, log, m.control)
+	}
 	log.WithFields(logrus.Fields{"remote": m.System.Address(), "api": m.APIAddr()}).Info("controller member started")
 	return m, nil
+}
+
+// chaosHooks puts the journal's recorders and the chaos control's faults
+// in the controller's way, as cfg asks, and returns the store and the
+// cloud the controller is to use.
+func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Store, cloud.Provider) {
+	var st store.Store = m.Store
+	var provider cloud.Provider = m.Cloud
+	if cfg.Journal == "" && cfg.Control == nil {
+		return st, provider
+	}
+	m.store = &journalStore{Store: m.Store, j: m.journal}
+	if cfg.Control != nil {
+		m.faulty = &faultyCloud{Provider: m.Cloud}
+		provider = m.faulty
+	}
+	if j := m.journal; j != nil {
+		m.events.Subscribe(journalEvents(j))
+		onRespawn := cc.OnRespawn
+		cc.OnRespawn = func(name string, delay time.Duration) {
+			j.Write(journal.Record{Kind: journal.KindRestart, Text: name})
+			if onRespawn != nil {
+				onRespawn(name, delay)
+			}
+		}
+	}
+	return m.store, provider
 }
 
 // APIAddr is where the API listens ("" without one).
@@ -204,7 +257,23 @@ func (m *Member) Stop() error {
 	if m.Store != nil {
 		errs = append(errs, m.Store.Close())
 	}
+	errs = append(errs, m.journal.Close())
 	return errors.Join(errs...)
+}
+
+// Backoff shortens retry curves (tether chaos --distributed runs members
+// and agents with short ones): a field left 0 keeps the curve's own.
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+func (b Backoff) apply(p *backoff.Policy) {
+	if b.Initial > 0 {
+		p.Initial = b.Initial
+	}
+	if b.Max > 0 {
+		p.Max = b.Max
+	}
 }
 
 // newCluster builds tether's cluster on sys, with membership on etcd

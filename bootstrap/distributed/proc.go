@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -15,11 +16,13 @@ import (
 // proc is one child process of a Fleet: its output goes to a log file, and
 // the first stdout line that starts with a given prefix says it is ready.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // the exit, once done is closed
-	log  string
+	name  string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser // closed by cmd.Wait
+	done  chan struct{}
+	err   error // the exit, once done is closed
+	log   string
+	mu    sync.Mutex // serializes sends
 }
 
 // startProc starts bin with args, logging to logPath, and waits (up to
@@ -37,12 +40,17 @@ func startProc(name, bin string, args []string, logPath, ready string, timeout t
 		_ = logf.Close()
 		return nil, "", err
 	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		_ = logf.Close()
+		return nil, "", err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	p := &proc{name: name, cmd: cmd, stdin: in, done: make(chan struct{}), log: logPath}
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -97,6 +105,19 @@ func (p *proc) signal(sig syscall.Signal, wait time.Duration) error {
 	case <-time.After(wait):
 		return fmt.Errorf("%s: %w %s after %v", p.name, errStillRunning, wait, sig)
 	}
+}
+
+// send writes line (and a newline) to the process's stdin, in one write.
+func (p *proc) send(line []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited() {
+		return fmt.Errorf("%s: not running", p.name)
+	}
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	return nil
 }
 
 // exited reports whether the process has ended.

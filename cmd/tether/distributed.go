@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -43,8 +45,40 @@ func validateDistributed(fs *pflag.FlagSet) error {
 	return v.err
 }
 
+// chaosFlags are the hidden flags tether chaos --distributed starts members
+// and agents with: a journal, chaos control on stdin, and the short
+// operation backoff of a chaos run.
+type chaosFlags struct {
+	journal                    string
+	control                    bool
+	backoffInitial, backoffMax time.Duration
+}
+
+func (c *chaosFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&c.journal, "journal", "", "record what this process does into this file (tether chaos --distributed)")
+	f.BoolVar(&c.control, "chaos-control", false, "read chaos commands on stdin (tether chaos --distributed)")
+	f.DurationVar(&c.backoffInitial, "backoff-initial", 0, "the first delay of operation retries and actor restarts (0: the default)")
+	f.DurationVar(&c.backoffMax, "backoff-max", 0, "the longest delay of operation retries and actor restarts (0: the default)")
+	for _, name := range []string{"journal", "chaos-control", "backoff-initial", "backoff-max"} {
+		_ = f.MarkHidden(name)
+	}
+}
+
+func (c *chaosFlags) backoff() distributed.Backoff {
+	return distributed.Backoff{Initial: c.backoffInitial, Max: c.backoffMax}
+}
+
+// stdin is os.Stdin with --chaos-control, else nil.
+func (c *chaosFlags) stdin() io.Reader {
+	if c.control {
+		return os.Stdin
+	}
+	return nil
+}
+
 func controllerCommand() *cobra.Command {
 	cfg := distributed.MemberConfig{Controller: controller.DefaultConfig()}
+	var cf chaosFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run one controller member of a distributed tether (a Proto.Actor cluster on etcd)",
@@ -62,6 +96,7 @@ README for a whole cluster by hand.`,
 			if v.err != nil {
 				return v.err
 			}
+			cfg.Backoff, cfg.Journal, cfg.Control = cf.backoff(), cf.journal, cf.stdin()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cfg.LogOutput = cmd.ErrOrStderr()
@@ -84,12 +119,20 @@ README for a whole cluster by hand.`,
 	f.DurationVar(&cfg.Controller.SyncPeriod, "sync-period", cfg.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
+	cf.add(f)
+	f.DurationVar(&cfg.Controller.CloudTimeout, "cloud-timeout", cfg.Controller.CloudTimeout, "bound of every cloud call")
+	f.DurationVar(&cfg.Controller.Volume.PrepareTimeout, "prepare-timeout", cfg.Controller.Volume.PrepareTimeout, "bound of a volume actor's wait for its node actor's answer before a detach")
+	f.DurationVar(&cfg.Controller.RetireAfter, "retire-after", cfg.Controller.RetireAfter, "how long the actor of a deleted volume stays idle before it stops")
+	for _, name := range []string{"cloud-timeout", "prepare-timeout", "retire-after"} {
+		_ = f.MarkHidden(name)
+	}
 	return cmd
 }
 
 func agentCommand() *cobra.Command {
 	cfg := distributed.AgentConfig{Agent: node.DefaultConfig()}
 	var nodeName string
+	var cf chaosFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent of one node, talking to the controller cluster over Proto.Actor remote",
@@ -105,6 +148,7 @@ func agentCommand() *cobra.Command {
 				return v.err
 			}
 			cfg.Node = cloud.NodeName(nodeName)
+			cfg.Backoff, cfg.Journal, cfg.Control = cf.backoff(), cf.journal, cf.stdin()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cfg.LogOutput = cmd.ErrOrStderr()
@@ -125,5 +169,6 @@ func agentCommand() *cobra.Command {
 	f.DurationVar(&cfg.Agent.HeartbeatEvery, "heartbeat", cfg.Agent.HeartbeatEvery, "how often the agent tells the controller it is alive")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
+	cf.add(f)
 	return cmd
 }
