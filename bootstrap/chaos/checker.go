@@ -69,8 +69,22 @@ func (c *Checker) Watch(e *bootstrap.Embedded) {
 func (c *Checker) add(r record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	r.time = time.Now()
+	c.appendLocked(r)
+}
+
+// addStamped appends r, which carries the time it was recorded at, to the
+// timeline: records made in other processes are merged by time first
+// (RunDistributed), then added in that order.
+func (c *Checker) addStamped(r record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.appendLocked(r)
+}
+
+func (c *Checker) appendLocked(r record) {
 	c.seq++
-	r.seq, r.time = c.seq, time.Now()
+	r.seq = c.seq
 	c.pending = append(c.pending, r)
 	if len(c.pending) >= judgeEvery {
 		c.judgeLocked()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -16,20 +17,29 @@ import (
 // desired state, or limit passes. It returns what still differs, as I5
 // violations.
 func (r *runner) converge(ctx context.Context, limit time.Duration) []Violation {
+	diff := waitConverged(ctx, limit, r.diff)
+	for i := range diff {
+		h := r.chk.History(diff[i].Volume)
+		diff[i].History = h[max(0, len(h)-keep):]
+	}
+	return diff
+}
+
+// waitConverged polls diff until it finds nothing, or limit passes: then
+// what it still finds are I5 violations.
+func waitConverged(ctx context.Context, limit time.Duration, diff func() []Violation) []Violation {
 	deadline := time.Now().Add(limit)
 	for {
-		diff := r.diff()
-		if len(diff) == 0 {
+		d := diff()
+		if len(d) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			for i := range diff {
-				diff[i].Invariant, diff[i].Time = "I5", time.Now()
-				diff[i].Detail = fmt.Sprintf("not converged %s after faults stopped: %s", limit, diff[i].Detail)
-				h := r.chk.History(diff[i].Volume)
-				diff[i].History = h[max(0, len(h)-keep):]
+			for i := range d {
+				d[i].Invariant, d[i].Time = "I5", time.Now()
+				d[i].Detail = fmt.Sprintf("not converged %s after faults stopped: %s", limit, d[i].Detail)
 			}
-			return diff
+			return d
 		}
 		time.Sleep(50 * time.Millisecond) // polling ground truth with a deadline
 	}
@@ -38,9 +48,31 @@ func (r *runner) converge(ctx context.Context, limit time.Duration) []Violation 
 // diff: attachments exactly where workloads are, and exactly their mounts
 // (stage and publish) on disk, nothing half-done.
 func (r *runner) diff() []Violation {
+	nodeOf := map[cloud.InstanceID]cloud.NodeName{}
+	for _, n := range r.e.NodeNames {
+		if in, ok := r.e.Cloud.InstanceOf(n); ok {
+			nodeOf[in] = n
+		}
+	}
+	return diffTruth(r.wls, r.cfg.Volumes, r.e.NodeNames, r.e.Cloud.Attachments(), nodeOf, r.diskMounts)
+}
+
+func (r *runner) diskMounts(n cloud.NodeName) ([]found, error) {
+	m, err := r.e.Mounter(n)
+	if err != nil {
+		return nil, err
+	}
+	return mountsOnDisk(r.e.NodeDir(n), m)
+}
+
+// diffTruth compares the truth (truth: the cloud's attachments, nodeOf:
+// the node of each instance, mounts: what is on each node's disk) with
+// what the workloads want.
+func diffTruth(wls map[string]store.Workload, volumes int, nodes []cloud.NodeName, truth map[cloud.VolumeID][]cloud.InstanceID,
+	nodeOf map[cloud.InstanceID]cloud.NodeName, mounts func(cloud.NodeName) ([]found, error)) []Violation {
 	wantAtt := map[cloud.VolumeID][]cloud.NodeName{}
 	wantMounts := map[cloud.NodeName][]found{}
-	for _, w := range r.wls {
+	for _, w := range wls {
 		for _, v := range w.Volumes {
 			if !slices.Contains(wantAtt[v], w.Node) {
 				wantAtt[v] = append(wantAtt[v], w.Node)
@@ -50,15 +82,12 @@ func (r *runner) diff() []Violation {
 		}
 	}
 	var out []Violation
-	truth := r.e.Cloud.Attachments()
-	for i := 0; i < r.cfg.Volumes; i++ {
+	for i := 0; i < volumes; i++ {
 		v := volName(i)
 		var got []cloud.NodeName
 		for _, inst := range truth[v] {
-			for _, n := range r.e.NodeNames {
-				if in, _ := r.e.Cloud.InstanceOf(n); in == inst {
-					got = append(got, n)
-				}
+			if n, ok := nodeOf[inst]; ok {
+				got = append(got, n)
 			}
 		}
 		slices.Sort(got)
@@ -67,21 +96,18 @@ func (r *runner) diff() []Violation {
 			out = append(out, Violation{Volume: v, Detail: fmt.Sprintf("%s attached to %v (instances %v), want %v", v, got, truth[v], wantAtt[v])})
 		}
 	}
-	for _, n := range r.e.NodeNames {
-		out = append(out, r.diffMounts(n, wantMounts[n])...)
+	for _, n := range nodes {
+		got, err := mounts(n)
+		if err != nil {
+			out = append(out, Violation{Node: n, Detail: err.Error()})
+			continue
+		}
+		out = append(out, diffMounts(n, got, wantMounts[n])...)
 	}
 	return out
 }
 
-func (r *runner) diffMounts(n cloud.NodeName, want []found) []Violation {
-	m, err := r.e.Mounter(n)
-	if err != nil {
-		return []Violation{{Node: n, Detail: err.Error()}}
-	}
-	got, err := mountsOnDisk(r.e.NodeDir(n), m)
-	if err != nil {
-		return []Violation{{Node: n, Detail: err.Error()}}
-	}
+func diffMounts(n cloud.NodeName, got, want []found) []Violation {
 	var out []Violation
 	for _, g := range got {
 		if !slices.Contains(want, g) {

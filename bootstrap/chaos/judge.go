@@ -23,6 +23,7 @@ const (
 	recForce                       // a ForceDetach event (permits a detach of a mounted volume)
 	recNodeDown                    // a node went down: agent stopped, every mount gone
 	recDevice                      // an agent resolved a volume's device path
+	recRebase                      // a new watch of the cloud: its snapshot of every attachment
 	recNote                        // narrative, for the histories
 )
 
@@ -39,7 +40,10 @@ type record struct {
 	mounted bool       // recMountEnd, recUnmountEnd: a mount is at target afterwards
 	err     string
 	status  statusRec // recStatus
-	text    string    // recNote, recForce, recNodeDown, recStatusFailed
+	// epoch fenced the status write (recStatus; 0: unfenced or read).
+	epoch    uint64
+	snapshot []sim.Change // recRebase: sorted by volume, then instance
+	text     string       // recNote, recForce, recNodeDown, recStatusFailed
 }
 
 // statusRec is what a durable node status says about volumes.
@@ -66,6 +70,8 @@ type judge struct {
 	att    map[cloud.VolumeID]map[cloud.InstanceID]cloud.NodeName // the cloud's attachments
 	mounts map[cloud.NodeName]map[string]cloud.VolumeID           // targets mounted or mounting
 	status map[cloud.NodeName]statusRec                           // latest durable status
+	// epochs: the highest epoch of a status applied, per node.
+	epochs map[cloud.NodeName]uint64
 	// listed: the stamp of the durable write since which the node status
 	// lists the volume in VolumesAttached (with its current device).
 	listed map[volNode]uint64
@@ -97,6 +103,7 @@ func (j *judge) init() {
 	j.att = map[cloud.VolumeID]map[cloud.InstanceID]cloud.NodeName{}
 	j.mounts = map[cloud.NodeName]map[string]cloud.VolumeID{}
 	j.status = map[cloud.NodeName]statusRec{}
+	j.epochs = map[cloud.NodeName]uint64{}
 	j.listed, j.lost, j.forced = map[volNode]uint64{}, map[volNode]uint64{}, map[volNode]bool{}
 	j.resolved, j.staged = map[volNode]uint64{}, map[volNode]uint64{}
 	j.granted = map[volNode]bool{}
@@ -139,8 +146,47 @@ func (j *judge) step(r record) {
 			j.resolved[key] = r.seq
 		}
 		j.note(r, r.vol, "device %s on %s resolved (attached=%v)", r.text, r.node, j.resolved[key] != 0)
+	case recRebase:
+		j.onRebase(r)
 	case recNote:
 		j.note(r, r.vol, "%s", r.text)
+	}
+}
+
+// onRebase re-bases the cloud's attachments on the snapshot of a new
+// watch of the cloud (the last one ended: its process was killed), whose
+// changes meanwhile were never seen one by one. An attachment the
+// snapshot adds is judged for I1 as an attach at this stamp (a second
+// exclusive attachment shows in the snapshot); one it lacks is removed
+// unjudged, as the cloud's own removals are: its reason and time are
+// unknown.
+func (j *judge) onRebase(r record) {
+	type volInst struct {
+		vol  cloud.VolumeID
+		inst cloud.InstanceID
+	}
+	in := map[volInst]bool{}
+	for _, ch := range r.snapshot {
+		in[volInst{ch.Volume, ch.Instance}] = true
+	}
+	for _, vol := range slices.Sorted(maps.Keys(j.att)) {
+		on := j.att[vol]
+		for _, inst := range slices.Sorted(maps.Keys(on)) {
+			if !in[volInst{vol, inst}] {
+				n := on[inst]
+				delete(on, inst)
+				j.lost[volNode{vol, n}] = r.seq
+				j.note(r, vol, "cloud: no longer attached on %s (%s) in a new watch's snapshot", n, inst)
+			}
+		}
+	}
+	for _, ch := range r.snapshot {
+		on := j.att[ch.Volume]
+		if _, ok := on[ch.Instance]; ok {
+			continue
+		}
+		ch.Reason = "seen in a new watch's snapshot"
+		j.onCloud(record{seq: r.seq, time: r.time, kind: recCloud, vol: ch.Volume, node: ch.Node, change: ch})
 	}
 }
 
@@ -228,6 +274,15 @@ func (j *judge) attachedTo(vol cloud.VolumeID, n cloud.NodeName) bool {
 
 func (j *judge) onStatus(r record) {
 	old, n := j.status[r.node], r.node
+	if r.epoch != 0 {
+		if r.epoch < j.epochs[n] {
+			// Durable before the newer epoch's claim, recorded after a
+			// write of it: superseded when it is seen.
+			j.noteAll(r, "status %s of epoch %d superseded by epoch %d", n, r.epoch, j.epochs[n])
+			return
+		}
+		j.epochs[n] = r.epoch
+	}
 	for v := range union(old.attached, r.status.attached) {
 		was, wasOK := old.attached[v]
 		is, isOK := r.status.attached[v]

@@ -56,6 +56,23 @@ func device(v cloud.VolumeID, n cloud.NodeName) record {
 
 var vs = []cloud.VolumeID{"v"}
 
+// rebase is a new watch's snapshot: the attachments of each volume given.
+func rebase(on map[cloud.VolumeID][]cloud.NodeName) record {
+	var snap []sim.Change
+	for v, ns := range on {
+		for _, n := range ns {
+			snap = append(snap, sim.Change{Volume: v, Node: n, Instance: cloud.InstanceID("i-" + n), Mode: cloud.Exclusive, Attached: true, Reason: sim.ReasonSnapshot})
+		}
+	}
+	return record{kind: recRebase, snapshot: snap}
+}
+
+func statusAt(epoch uint64, n cloud.NodeName, attached, inUse []cloud.VolumeID) record {
+	r := status(n, attached, inUse)
+	r.epoch = epoch
+	return r
+}
+
 func TestJudgeTimelines(t *testing.T) {
 	up := []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), device("v", "n1"), stage("v", "n1"), staged("v", "n1", true)}
 	down := []record{unstaged("v", "n1"), status("n1", vs, nil), status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)}
@@ -93,6 +110,11 @@ func TestJudgeTimelines(t *testing.T) {
 			status("n1", nil, vs), status("n1", vs, vs), publish("v", "n1")), []string{"I3"}},
 		{"publish after the stage is gone", append(slices.Clone(up), detach("v", "n1", sim.ReasonConsole),
 			unstaged("v", "n1"), publish("v", "n1")), []string{"I3"}},
+		{"a new watch shows a second exclusive attachment", []record{attach("v", "n1", cloud.Exclusive), rebase(map[cloud.VolumeID][]cloud.NodeName{"v": {"n1", "n2"}})}, []string{"I1"}},
+		{"a new watch shows an attachment gone, unjudged", append(slices.Clone(up), rebase(nil)), nil},
+		{"a new watch shows an attachment made meanwhile", []record{rebase(map[cloud.VolumeID][]cloud.NodeName{"v": {"n1"}}), status("n1", vs, vs), device("v", "n1"), stage("v", "n1")}, nil},
+		{"a status of an older epoch recorded late", []record{attach("v", "n1", cloud.Exclusive), statusAt(5, "n1", vs, nil), statusAt(3, "n1", nil, nil),
+			detach("v", "n1", sim.ReasonDetach)}, []string{"I4"}},
 		{"lost on another node", []record{attach("v", "n2", cloud.MultiNode), detach("v", "n2", sim.ReasonConsole), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,16 +84,47 @@ func planFor(cfg Config) []Action {
 // plan draws a plan of actions of the given weights; machines boot boot
 // plus 0-1 s after they went down.
 func plan(weights []weight, boot time.Duration, seed uint64, d time.Duration, volumes, nodes int) []Action {
+	return draw(embeddedShape(weights, boot), seed, d, volumes, nodes)
+}
+
+// shape is how a plan is drawn: the kinds' weights, the gap between two
+// actions and the actions that follow one (a machine's boot, the end of a
+// fault), all drawn from the plan's generator.
+type shape struct {
+	weights []weight
+	gap     func(r *rand.Rand) time.Duration
+	follow  func(a Action, r *rand.Rand) []Action
+}
+
+// embeddedShape: an action every 5-25 ms.
+func embeddedShape(weights []weight, boot time.Duration) shape {
+	return shape{
+		weights: weights,
+		gap:     func(r *rand.Rand) time.Duration { return time.Duration(5+r.IntN(20)) * time.Millisecond },
+		follow: func(a Action, r *rand.Rand) []Action {
+			switch a.Kind {
+			case Terminate, ReplaceInstance, DeleteInstance:
+				return []Action{{At: a.At + boot + time.Duration(r.IntN(1000))*time.Millisecond, Kind: StartInstance, Node: a.Node}}
+			case CloudErrors, LatencySpike, Throttle, ReplyLoss, HangCalls, StoreFailures:
+				return []Action{{At: a.At + time.Duration(500+r.IntN(1500))*time.Millisecond, Kind: CalmCloud}}
+			}
+			return nil
+		},
+	}
+}
+
+// draw draws a plan of shape s from seed.
+func draw(s shape, seed uint64, d time.Duration, volumes, nodes int) []Action {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	total := 0
-	for _, w := range weights {
+	for _, w := range s.weights {
 		total += w.w
 	}
 	var plan []Action
-	for at := time.Duration(0); at < d; at += time.Duration(5+r.IntN(20)) * time.Millisecond {
+	for at := time.Duration(0); at < d; at += s.gap(r) {
 		n := r.IntN(total)
-		kind := weights[0].kind
-		for _, w := range weights {
+		kind := s.weights[0].kind
+		for _, w := range s.weights {
 			if n < w.w {
 				kind = w.kind
 				break
@@ -103,12 +134,7 @@ func plan(weights []weight, boot time.Duration, seed uint64, d time.Duration, vo
 		a := Action{At: at, Kind: kind, How: []string{ByStop, ByPoison, ByPanic}[r.IntN(3)],
 			Volume: r.IntN(volumes), Node: r.IntN(nodes), Other: r.IntN(1 << 16)}
 		plan = append(plan, a)
-		switch kind {
-		case Terminate, ReplaceInstance, DeleteInstance:
-			plan = append(plan, Action{At: at + boot + time.Duration(r.IntN(1000))*time.Millisecond, Kind: StartInstance, Node: a.Node})
-		case CloudErrors, LatencySpike, Throttle, ReplyLoss, HangCalls, StoreFailures:
-			plan = append(plan, Action{At: at + time.Duration(500+r.IntN(1500))*time.Millisecond, Kind: CalmCloud})
-		}
+		plan = append(plan, s.follow(a, r)...)
 	}
 	sortPlan(plan)
 	return plan
