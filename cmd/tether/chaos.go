@@ -3,27 +3,51 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/signal"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/bootstrap/chaos"
 )
 
 func chaosCommand() *cobra.Command {
 	var cfg chaos.Config
-	var asJSON bool
+	var asJSON, dist bool
+	var controllers int
 	cmd := &cobra.Command{
 		Use:   "chaos",
-		Short: "Run embedded tether under seeded faults and check its invariants on ground truth",
-		Args:  cobra.NoArgs,
+		Short: "Run tether under seeded faults and check its invariants on ground truth",
+		Long: `Run tether under seeded faults and check its invariants on ground truth.
+
+Embedded (the default): one process, actors killed, the cloud and the store
+failing. --distributed: a whole distributed tether on this machine, each part
+in its own process (etcd, the cloud, --controllers members, one agent per
+node), with the same kinds of faults where they apply across processes, and
+processes SIGKILLed, restarted and partitioned besides.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateChaos(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := validateDistributedChaos(cmd.Flags(), dist); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
 			cfg.Log = cmd.ErrOrStderr()
-			rep, err := chaos.Run(cmd.Context(), cfg)
+			var rep chaos.Report
+			var err error
+			deadline := chaos.Deadline()
+			if dist {
+				deadline = chaos.DistributedDeadline()
+				rep, err = chaos.RunDistributed(ctx, chaos.DistributedConfig{Config: cfg, Controllers: controllers})
+			} else {
+				rep, err = chaos.Run(ctx, cfg)
+			}
 			if err != nil {
 				return err
 			}
@@ -35,7 +59,7 @@ func chaosCommand() *cobra.Command {
 				}
 				fmt.Fprintln(out, string(b))
 			} else {
-				printChaos(cmd, rep)
+				printChaos(cmd, rep, deadline)
 			}
 			if rep.Violations > 0 || !rep.Converged {
 				return fmt.Errorf("chaos seed %d: %d violations, converged=%v", rep.Seed, rep.Violations, rep.Converged)
@@ -53,10 +77,31 @@ func chaosCommand() *cobra.Command {
 	f.IntVar(&cfg.CloudLimit.Burst, "cloud-burst", 10, "with --cloud-qps: calls at once after a quiet spell")
 	f.IntVar(&cfg.CloudLimit.MaxInFlight, "cloud-max-inflight", 0, "calls to the cloud waiting for an answer at once (0: no bound)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (counts, and each violation with its history)")
+	f.BoolVar(&dist, "distributed", false, "run distributed tether, each part in its own process of this binary")
+	f.IntVar(&controllers, "controllers", 3, "with --distributed: how many controller members")
 	return cmd
 }
 
-func printChaos(cmd *cobra.Command, rep chaos.Report) {
+// validateDistributedChaos checks the flags that --distributed changes.
+func validateDistributedChaos(fs *pflag.FlagSet, dist bool) error {
+	v := validator{fs: fs}
+	if !dist {
+		if fs.Changed("controllers") {
+			v.refuse("controllers", "only with --distributed")
+		}
+		return v.err
+	}
+	v.count("controllers", 1, 9, "each member is a process of its own")
+	v.count("nodes", 2, 50, "each node's agent is a process of its own")
+	for _, name := range []string{"cloud-qps", "cloud-max-inflight"} {
+		if fs.Changed(name) {
+			v.refuse(name, "not with --distributed (the members use no client-side cloud limit)")
+		}
+	}
+	return v.err
+}
+
+func printChaos(cmd *cobra.Command, rep chaos.Report, deadline time.Duration) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "seed %d: %d kills, %d restarts, %d faults injected, %d forced detaches\n", rep.Seed, rep.Kills, rep.Restarts, rep.Faults, rep.ForcedDetaches)
 	for _, m := range []map[string]int{rep.KillsByKind, rep.FaultsByKind} {
@@ -79,6 +124,6 @@ func printChaos(cmd *cobra.Command, rep chaos.Report) {
 	if rep.Converged {
 		fmt.Fprintf(out, "converged in %.2fs after faults stopped\n", rep.ConvergeSeconds)
 	} else {
-		fmt.Fprintf(out, "NOT converged within %s (the I5 violations above)\n", chaos.Deadline())
+		fmt.Fprintf(out, "NOT converged within %s (the I5 violations above)\n", deadline)
 	}
 }
