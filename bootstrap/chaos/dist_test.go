@@ -110,8 +110,9 @@ func TestDistributedBrokenRulesAreCaught(t *testing.T) {
 	}
 	for _, inv := range DistributedBreaks {
 		t.Run(inv, func(t *testing.T) {
+			// Its violations are the point: the fleet's directory goes.
 			rep := runDistributed(t, DistributedConfig{Controllers: 2,
-				Config: Config{Seed: 3, Duration: 2 * time.Second, Volumes: 8, Nodes: 3, Break: inv, Converge: 20 * time.Second}})
+				Config: Config{Seed: 3, Duration: 2 * time.Second, Volumes: 8, Nodes: 3, Break: inv, Converge: 20 * time.Second, DataDir: t.TempDir()}})
 			for _, v := range rep.Found {
 				if v.Invariant == inv && v.Volume != "" && v.Node != "" && len(v.History) > 0 {
 					t.Logf("caught: %s", v)
