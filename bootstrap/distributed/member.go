@@ -247,7 +247,21 @@ func (m *Member) Stop() error {
 		errs = append(errs, m.Controller.Stop(10*time.Second))
 	}
 	if m.Cluster != nil {
-		m.Cluster.Shutdown(true)
+		// Proto.Actor deregisters the member from etcd without a deadline:
+		// with etcd down that never returns. The registration's lease
+		// lapses on its own (3 s) once this process is gone, so a
+		// shutdown that hangs is abandoned after shutdownGrace.
+		done := make(chan struct{})
+		go func() {
+			m.Cluster.Shutdown(true)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(shutdownGrace):
+			m.Log.Warnf("leaving the cluster did not finish within %v (is etcd down?): stopping anyway", shutdownGrace)
+			errs = append(errs, fmt.Errorf("controller: leaving the cluster: not done within %v", shutdownGrace))
+		}
 	} else if m.System != nil {
 		m.System.Shutdown()
 	}
@@ -260,6 +274,10 @@ func (m *Member) Stop() error {
 	errs = append(errs, m.journal.Close())
 	return errors.Join(errs...)
 }
+
+// shutdownGrace bounds the wait for leaving the cluster in Stop (a
+// graceful shutdown itself waits about 2 s for ownership to move).
+const shutdownGrace = 15 * time.Second
 
 // Backoff shortens retry curves (tether chaos --distributed runs members
 // and agents with short ones): a field left 0 keeps the curve's own.
