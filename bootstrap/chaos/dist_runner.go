@@ -125,20 +125,7 @@ func (r *distRunner) setup() error {
 
 // faults runs the plan in real time.
 func (r *distRunner) faults(ctx context.Context) error {
-	start := time.Now()
-	for _, a := range DistributedPlan(r.cfg.Seed, r.cfg.Duration, r.cfg.Volumes, r.cfg.Nodes) {
-		if wait := time.Until(start.Add(a.At)); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(wait): // pacing the plan, not synchronization
-			}
-		}
-		if err := r.do(a); err != nil {
-			return fmt.Errorf("%s at %s: %w", a.Kind, a.At, err)
-		}
-	}
-	return nil
+	return runPlan(ctx, DistributedPlan(r.cfg.Seed, r.cfg.Duration, r.cfg.Volumes, r.cfg.Nodes), r.do)
 }
 
 func (r *distRunner) do(a Action) error {

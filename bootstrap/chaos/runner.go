@@ -50,9 +50,13 @@ func (r *runner) setup() error {
 }
 
 // faults runs the plan in real time.
-func (r *runner) faults(ctx context.Context) error {
+func (r *runner) faults(ctx context.Context) error { return runPlan(ctx, planFor(r.cfg), r.do) }
+
+// runPlan carries out plan in real time, each action at its At after the
+// start (embedded and distributed runs alike).
+func runPlan(ctx context.Context, plan []Action, do func(Action) error) error {
 	start := time.Now()
-	for _, a := range planFor(r.cfg) {
+	for _, a := range plan {
 		if wait := time.Until(start.Add(a.At)); wait > 0 {
 			select {
 			case <-ctx.Done():
@@ -60,7 +64,7 @@ func (r *runner) faults(ctx context.Context) error {
 			case <-time.After(wait): // pacing the plan, not synchronization
 			}
 		}
-		if err := r.do(a); err != nil {
+		if err := do(a); err != nil {
 			return fmt.Errorf("chaos: %s at %s: %w", a.Kind, a.At, err)
 		}
 	}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/bootstrap"
@@ -109,19 +109,10 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	if a.journal, err = openJournal(cfg.Journal, "agent of node "+string(cfg.Node)); err != nil {
 		return a, err
 	}
-	dial, err := cfg.CloudTLS.dialOptions(cfg.Cloud)
-	if err != nil {
+	var rc *remote.Config
+	if a.Cloud, rc, a.System, err = connect("agent", cfg.Cloud, cfg.CloudTLS, cfg.Remote, log); err != nil {
 		return a, err
 	}
-	a.Cloud, err = cloudremote.Dial(cfg.Cloud, dial...)
-	if err != nil {
-		return a, fmt.Errorf("agent: cloud: %w", err)
-	}
-	rc, err := cfg.Remote.build(log)
-	if err != nil {
-		return a, err
-	}
-	a.System = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log)))
 	a.Cluster, err = newCluster(a.System, cfg.Etcd, cfg.Prefix, rc, nil)
 	if err != nil {
 		return a, err

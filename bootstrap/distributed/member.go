@@ -29,7 +29,6 @@ import (
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
@@ -137,19 +136,10 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if err != nil {
 		return m, fmt.Errorf("controller: store: %w", err)
 	}
-	dial, err := cfg.CloudTLS.dialOptions(cfg.Cloud)
-	if err != nil {
+	var rc *remote.Config
+	if m.Cloud, rc, m.System, err = connect("controller", cfg.Cloud, cfg.CloudTLS, cfg.Remote, log); err != nil {
 		return m, err
 	}
-	m.Cloud, err = cloudremote.Dial(cfg.Cloud, dial...)
-	if err != nil {
-		return m, fmt.Errorf("controller: cloud: %w", err)
-	}
-	rc, err := cfg.Remote.build(log)
-	if err != nil {
-		return m, err
-	}
-	m.System = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log)))
 	cc := cfg.Controller
 	for _, p := range []*backoff.Policy{&cc.Volume.Backoff, &cc.Respawn, &cc.Supervisor.Policy} {
 		cfg.Backoff.apply(p)

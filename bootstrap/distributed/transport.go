@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/bootstrap/remoting"
+	cloudremote "github.com/tether/tether/cloud/remote"
 )
 
 // RemoteConfig is where a process listens for Proto.Actor remote traffic
@@ -44,6 +47,25 @@ func (r RemoteConfig) check() error {
 		addr = "127.0.0.1:0"
 	}
 	return remoting.Check(remoting.Config{Addr: addr, AllowRemote: r.AllowRemote, Advertise: r.Advertise, TLS: r.TLS})
+}
+
+// connect is how every process of distributed mode starts: it dials the
+// cloud, builds its remote configuration and makes its actor system (remote
+// is started later, with the cluster). who names the process in errors.
+func connect(who, cloudAddr string, ct ClientTLS, rcfg RemoteConfig, log *logrus.Logger) (*cloudremote.Client, *remote.Config, *actor.ActorSystem, error) {
+	dial, err := ct.dialOptions(cloudAddr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cl, err := cloudremote.Dial(cloudAddr, dial...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: cloud: %w", who, err)
+	}
+	rc, err := rcfg.build(log)
+	if err != nil {
+		return cl, nil, nil, err
+	}
+	return cl, rc, actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log))), nil
 }
 
 // ClientTLS is how a process dials a TLS service (the cloud): the CA that
