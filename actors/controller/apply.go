@@ -82,18 +82,45 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	if err := c.env.store.Apply(ops); err != nil {
 		return nil, err
 	}
-	for _, n := range nodes.list {
-		c.env.guard.Send(c.env.lookup.Node(n), wake)
-	}
-	if err := c.tellDesired(vols.list...); err != nil {
-		return result, err
-	}
-	for _, n := range nodes.list {
-		if err := c.tellAgent(n); err != nil {
-			return result, err
+	return result, c.tell(func() error {
+		for _, n := range nodes.list {
+			c.env.guard.Send(c.env.lookup.Node(n), wake)
 		}
+		if err := c.tellDesired(vols.list...); err != nil {
+			return err
+		}
+		for _, n := range nodes.list {
+			if err := c.tellAgent(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// tell sends the messages that follow a committed change of the desired
+// state. In embedded mode it runs at once, under c.mu, so that the
+// messages arrive in the order the changes were made. In distributed mode
+// it runs on a goroutine of its own: resolving an identity can wait for a
+// member that died or is cut off (Proto.Actor waits up to 5 s), and a
+// change must not wait for that once it is committed. Order does not
+// matter there (every message carries the store revision it was read at,
+// and actors ignore older ones), and what a dead member's actors miss,
+// Resync tells them again.
+func (c *Controller) tell(send func() error) error {
+	e := c.env
+	if e.cluster == nil {
+		return send()
 	}
-	return result, nil
+	e.tells.Add(1)
+	go func() {
+		defer e.tells.Done()
+		if err := send(); err != nil && e.ctx.Err() == nil {
+			e.log.Warnf("telling the actors of a committed change (a resync tells them again): %v", err)
+			c.Resync()
+		}
+	}()
+	return nil
 }
 
 // orderedSet keeps the first-seen order of distinct non-empty names: a

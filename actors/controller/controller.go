@@ -148,6 +148,12 @@ func (c *Controller) Stop(timeout time.Duration) error {
 		futures = append(futures, e.guard.StopFuture(actor.NewPID(e.sys.Address(), name)))
 	}
 	deadline := time.Now().Add(timeout)
+	told := make(chan struct{})
+	go func() { e.tells.Wait(); close(told) }()
+	select {
+	case <-told:
+	case <-time.After(timeout): // a tell waiting on a dead member's identity; the process is going anyway
+	}
 	var errs []error
 	for _, f := range futures {
 		if _, err := f.Result(); err != nil && time.Now().After(deadline) {

@@ -165,15 +165,17 @@ func (c *Controller) DeleteWorkloads(uids []string) error {
 	for _, old := range olds {
 		c.env.events.Forget(events.Ref{Kind: events.KindWorkload, Name: old.UID, UID: old.ObjectUID})
 	}
-	if err := c.tellDesired(vols.list...); err != nil {
-		return err
-	}
-	for _, n := range nodes.list {
-		if err := c.tellAgent(n); err != nil {
+	return c.tell(func() error {
+		if err := c.tellDesired(vols.list...); err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, n := range nodes.list {
+			if err := c.tellAgent(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // DeleteVolumes removes many volumes in one store transaction, all or
@@ -215,5 +217,5 @@ func (c *Controller) DeleteVolumes(ids []cloud.VolumeID) error {
 	for _, old := range olds {
 		vols = append(vols, old.ID)
 	}
-	return c.tellDesired(vols...)
+	return c.tell(func() error { return c.tellDesired(vols...) })
 }

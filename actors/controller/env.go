@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +103,8 @@ type env struct {
 	cluster *cluster.Cluster
 	agents  agentRegistry
 	resync  resyncState
+	// tells counts the goroutines of Controller.tell (distributed mode).
+	tells sync.WaitGroup
 }
 
 var wake = &messages.Wake{}
