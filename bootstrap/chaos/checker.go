@@ -10,7 +10,10 @@
 // order. No verdict reads the disk or the store later, so none depends on
 // load. Run drives an embedded tether through a seeded fault plan while
 // workloads churn, then stops the faults and checks convergence (I5) on
-// the disk and the cloud, which nothing moves any more.
+// the disk and the cloud, which nothing moves any more. RunDistributed
+// does the same to a distributed tether, one process per part, and
+// judges the timeline merged from what each process recorded (the
+// cloud's watch, the journals of agents and members).
 package chaos
 
 import (
