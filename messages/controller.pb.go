@@ -1593,8 +1593,11 @@ type SyncPassFinished struct {
 	// started_unix_nano: when the pass read the node statuses (on the
 	// controller's clock).
 	StartedUnixNano int64 `protobuf:"varint,7,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// moved: attachments the cloud reports at another device than the one
+	// recorded (the volume actors adopt the cloud's).
+	Moved         int32 `protobuf:"varint,8,opt,name=moved,proto3" json:"moved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncPassFinished) Reset() {
@@ -1672,6 +1675,13 @@ func (x *SyncPassFinished) GetDangling() int32 {
 func (x *SyncPassFinished) GetStartedUnixNano() int64 {
 	if x != nil {
 		return x.StartedUnixNano
+	}
+	return 0
+}
+
+func (x *SyncPassFinished) GetMoved() int32 {
+	if x != nil {
+		return x.Moved
 	}
 	return 0
 }
@@ -2494,7 +2504,7 @@ const file_controller_proto_rawDesc = "" +
 	"\avolumes\x18\x01 \x03(\v2).tether.messages.NodeVolumes.VolumesEntryR\avolumes\x1a:\n" +
 	"\fVolumesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
 	"\x10SyncPassFinished\x12\x12\n" +
 	"\x04pass\x18\x01 \x01(\x04R\x04pass\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\x14\n" +
@@ -2502,7 +2512,8 @@ const file_controller_proto_rawDesc = "" +
 	"\x06errors\x18\x04 \x01(\x05R\x06errors\x12\x12\n" +
 	"\x04lost\x18\x05 \x01(\x05R\x04lost\x12\x1a\n" +
 	"\bdangling\x18\x06 \x01(\x05R\bdangling\x12*\n" +
-	"\x11started_unix_nano\x18\a \x01(\x03R\x0fstartedUnixNano\"\x1f\n" +
+	"\x11started_unix_nano\x18\a \x01(\x03R\x0fstartedUnixNano\x12\x14\n" +
+	"\x05moved\x18\b \x01(\x05R\x05moved\"\x1f\n" +
 	"\x05Crash\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\"\n" +
 	"\fAgentStarted\x12\x12\n" +

@@ -88,6 +88,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.agentTold = true
 		a.sendWorkloads(ctx)
 		a.pushStatus(ctx)
+		a.step(ctx, nodestatus.Resynced{})
 	case *messages.GetAgentStatus:
 		// Distributed mode: the controller asks through the node actor,
 		// which knows where the agent listens.

@@ -25,7 +25,7 @@ type syncActor struct {
 	pass     uint64
 	inflight int
 	rerun    bool
-	believed map[cloud.NodeName]map[cloud.VolumeID]bool
+	believed map[cloud.NodeName]map[cloud.VolumeID]string // node -> volume -> device path
 	stats    *messages.SyncPassFinished
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -98,16 +98,12 @@ func (a *syncActor) readBelief() ([]cloud.NodeName, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.believed = map[cloud.NodeName]map[cloud.VolumeID]bool{}
+	a.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
 	for _, s := range specs {
-		a.believed[s.Name] = map[cloud.VolumeID]bool{}
+		a.believed[s.Name] = map[cloud.VolumeID]string{}
 	}
 	for _, st := range statuses {
-		m := map[cloud.VolumeID]bool{}
-		for v := range st.VolumesAttached {
-			m[v] = true
-		}
-		a.believed[st.Name] = m
+		a.believed[st.Name] = st.VolumesAttached
 	}
 	return sortedKeys(a.believed), nil
 }
@@ -186,7 +182,9 @@ func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
 		actual[cloud.NodeName(n)] = vols
 	}
 	for _, f := range syncer.Compare(a.believed, actual) {
-		if f.Attached {
+		if f.Moved {
+			a.stats.Moved++
+		} else if f.Attached {
 			a.stats.Dangling++
 		} else {
 			a.stats.Lost++

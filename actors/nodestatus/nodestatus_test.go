@@ -119,6 +119,12 @@ func TestStatusRules(t *testing.T) {
 			{0, OutOfServiceSet{OutOfService: true}, []string{"persist attached=[v1] inuse=[v2] ready=true oos=true", "notify v1 inuse=false ready=true oos=true", "notify v2 inuse=true ready=true oos=true"}},
 			{0, OutOfServiceSet{OutOfService: true}, nil},
 		}},
+		{"a resync tells every attached and in-use volume again, writing nothing", []step{
+			{0, Restored{Found: true, Status: Status{VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}, VolumesInUse: map[cloud.VolumeID]bool{"v2": true}, Ready: true}}, []string{"wake +40s"}},
+			{0, Resynced{}, []string{"notify v1 inuse=false ready=true oos=false", "notify v2 inuse=true ready=true oos=false"}},
+			{0, InUseReported{Volumes: nil}, []string{"persist attached=[v1] inuse=[] ready=true oos=false", "notify v2 inuse=false ready=true oos=false"}},
+			{0, Resynced{}, []string{"notify v1 inuse=false ready=true oos=false"}},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { run(t, New("n1", DefaultConfig()), tt.steps) })

@@ -65,6 +65,15 @@ func (Tick) isEvent()              {}
 func (Persisted) isEvent()         {}
 func (PersistFailed) isEvent()     {}
 
+// Resynced: a message between members may be lost (remote delivery is at
+// most once), and a volume actor that missed a NodeVolumeStateChanged would
+// wait for ever (a detach waiting for "not in use"). A resync (the agent
+// said hello, or the cluster changed) tells every volume attached to or in
+// use on the node what it should know again. It writes nothing.
+type Resynced struct{}
+
+func (Resynced) isEvent() {}
+
 // Effect is an output of Step, carried out in order.
 type Effect interface{ isEffect() }
 
@@ -111,6 +120,8 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 	switch e := ev.(type) {
 	case Restored:
 		return n.onRestored(now, e)
+	case Resynced:
+		return n.notifyAll()
 	case VolumeAttached:
 		rec := AttachRecorded{Volume: e.Volume}
 		if dev, ok := n.cur.VolumesAttached[e.Volume]; ok && dev == e.DevicePath && !n.cur.VolumesDetaching[e.Volume] {

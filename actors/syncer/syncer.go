@@ -31,14 +31,20 @@ func Batches(nodes []cloud.NodeName, size int) [][]cloud.NodeName {
 type Finding struct {
 	Volume     cloud.VolumeID
 	Node       cloud.NodeName
-	Attached   bool // false: believed attached, the cloud says not (lost); true: attached but not believed (unknown to the controller)
+	Attached   bool // false: believed attached, the cloud says not (lost); true: attached but not believed (unknown to the controller), or attached at another device
 	DevicePath string
+	// Moved: believed attached and attached, but the cloud names another
+	// device than the one believed (an attach that a dead controller
+	// started and a new one repeated may have got a new device): the
+	// cloud's device is the one the agent must mount.
+	Moved bool
 }
 
 // Compare returns the findings for the nodes present in actual (nodes whose
 // cloud call failed are absent and change nothing), sorted by node then
-// volume.
-func Compare(believed map[cloud.NodeName]map[cloud.VolumeID]bool, actual map[cloud.NodeName]map[cloud.VolumeID]string) []Finding {
+// volume. believed maps each node's volumes to the device paths the
+// controller recorded ("" when it does not know one: never a finding).
+func Compare(believed map[cloud.NodeName]map[cloud.VolumeID]string, actual map[cloud.NodeName]map[cloud.VolumeID]string) []Finding {
 	var out []Finding
 	for node, has := range actual {
 		for vol := range believed[node] {
@@ -47,8 +53,12 @@ func Compare(believed map[cloud.NodeName]map[cloud.VolumeID]bool, actual map[clo
 			}
 		}
 		for vol, dev := range has {
-			if !believed[node][vol] {
+			was, known := believed[node][vol]
+			switch {
+			case !known:
 				out = append(out, Finding{Volume: vol, Node: node, Attached: true, DevicePath: dev})
+			case was != "" && dev != "" && was != dev:
+				out = append(out, Finding{Volume: vol, Node: node, Attached: true, DevicePath: dev, Moved: true})
 			}
 		}
 	}

@@ -26,18 +26,21 @@ func TestBatches(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
-	believed := map[cloud.NodeName]map[cloud.VolumeID]bool{
-		"n1": {"v1": true, "v2": true},
-		"n2": {"v3": true},
-		"n3": {"v4": true}, // its call failed: absent from actual, no finding
+	believed := map[cloud.NodeName]map[cloud.VolumeID]string{
+		"n1": {"v1": "/dev/a", "v2": "/dev/b"},
+		"n2": {"v3": "/dev/c", "v5": "/dev/e", "v6": ""},
+		"n3": {"v4": "/dev/d"}, // its call failed: absent from actual, no finding
 	}
 	actual := map[cloud.NodeName]map[cloud.VolumeID]string{
 		"n1": {"v2": "/dev/b", "v9": "/dev/z"},
-		"n2": {"v3": "/dev/c"},
+		// v5 was re-attached at another device: the cloud's device wins;
+		// v6's device was never known: nothing to compare.
+		"n2": {"v3": "/dev/c", "v5": "/dev/f", "v6": "/dev/g"},
 	}
 	want := []Finding{
 		{Volume: "v1", Node: "n1"},
 		{Volume: "v9", Node: "n1", Attached: true, DevicePath: "/dev/z"},
+		{Volume: "v5", Node: "n2", Attached: true, DevicePath: "/dev/f", Moved: true},
 	}
 	if got := Compare(believed, actual); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Compare = %+v, want %+v", got, want)

@@ -171,3 +171,17 @@ func TestReportFailedReattaches(t *testing.T) {
 	h.expect(ReportFailed{Node: "n1"}, "attach n1")
 	h.expect(h.attached("n1"), "report-attached n1 /dev/xn1", "event SuccessfulAttachVolume n1", "wake +30s")
 }
+
+// A controller that died mid re-attach may have recorded the first
+// attach's device while the repeated attach got another: the cloud's device
+// is the truth, and the node is told it so the agent mounts the right one.
+func TestVerifiedAtAnotherDeviceIsAdopted(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.attachedOn(cloud.Exclusive, "n1")
+	h.advance(time.Second)
+	h.expect(Verified{Node: "n1", Attached: true, DevicePath: "/dev/new", AsOf: h.now}, "report-attached n1 /dev/new", "wake +30s")
+	h.wantState("n1", "Attached")
+	// A later report without a device keeps the adopted one.
+	h.advance(time.Second)
+	h.expect(Verified{Node: "n1", Attached: true, AsOf: h.now}, "report-attached n1 /dev/new", "wake +30s")
+}

@@ -212,6 +212,9 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 	case e.Attached && a.State == Attached:
 		// The node status may have missed the report (its actor died
 		// before persisting it): report again; the node ignores repeats.
+		if e.DevicePath != "" {
+			a.DevicePath = e.DevicePath
+		}
 		return []Effect{v.reportAttached(now, e.Node, a)}
 	case e.Attached && a.State == Uncertain && e.DevicePath != "":
 		v.set(a, Attached, now)

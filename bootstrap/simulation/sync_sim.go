@@ -27,7 +27,7 @@ type syncSim struct {
 	pass     uint64
 	inflight int
 	rerun    bool
-	believed map[cloud.NodeName]map[cloud.VolumeID]bool
+	believed map[cloud.NodeName]map[cloud.VolumeID]string
 	timer    *timer
 }
 
@@ -72,18 +72,14 @@ func (s *syncSim) startPass() {
 }
 
 func (s *syncSim) readBelief() []cloud.NodeName {
-	s.believed = map[cloud.NodeName]map[cloud.VolumeID]bool{}
+	s.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
 	specs, _ := s.w.st.Nodes()
 	for _, n := range specs {
-		s.believed[n.Name] = map[cloud.VolumeID]bool{}
+		s.believed[n.Name] = map[cloud.VolumeID]string{}
 	}
 	statuses, _ := s.w.st.NodeStatuses()
 	for _, st := range statuses {
-		m := map[cloud.VolumeID]bool{}
-		for v := range st.VolumesAttached {
-			m[v] = true
-		}
-		s.believed[st.Name] = m
+		s.believed[st.Name] = st.VolumesAttached
 	}
 	return sortedKeys(s.believed)
 }
