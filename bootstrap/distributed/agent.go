@@ -113,7 +113,7 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	if a.Cloud, rc, a.System, err = connect("agent", cfg.Cloud, cfg.CloudTLS, cfg.Remote, log); err != nil {
 		return a, err
 	}
-	a.Cluster, err = newCluster(a.System, cfg.Etcd, cfg.Prefix, rc, nil)
+	a.Cluster, err = newCluster(a.System, cfg.Etcd, cfg.Prefix, rc, nil, DefaultMemberTTL, log, nil)
 	if err != nil {
 		return a, err
 	}

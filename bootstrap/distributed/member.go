@@ -20,11 +20,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/controller"
@@ -52,6 +50,11 @@ type MemberConfig struct {
 	// Prefix roots every key of this tether in etcd (default "/tether/"):
 	// the store under it, the cluster's membership under Prefix+"cluster".
 	Prefix string
+	// MemberTTL is the lease of this member's registration (default
+	// DefaultMemberTTL): a member that stops renewing it (killed, cut off
+	// from etcd) is out of the cluster that long after, and its actors are
+	// served by the others from then on.
+	MemberTTL time.Duration
 	// Remote is where this member listens for Proto.Actor remote traffic.
 	Remote RemoteConfig
 	// Cloud is the address of `tether cloud serve`.
@@ -89,8 +92,20 @@ type Member struct {
 	journal    *journal.Writer
 	store      *journalStore // with a journal or control
 	faulty     *faultyCloud  // with control
+	lost       chan error
 	stopped    bool
 }
+
+// DefaultMemberTTL is MemberConfig.MemberTTL's default. Proto.Actor's own
+// etcd provider used 3 s, which a loaded etcd missed (see membership).
+const DefaultMemberTTL = 10 * time.Second
+
+// Lost delivers one error if this member lost its place in the cluster
+// (its etcd lease lapsed): the other members have taken its actors over
+// and block its identity for good, so it must Stop and start again (a new
+// member gets a new identity). The fences keep what it still does
+// harmless meanwhile (store.Fences).
+func (m *Member) Lost() <-chan error { return m.lost }
 
 func (c *MemberConfig) defaults() {
 	if c.Prefix == "" {
@@ -98,6 +113,9 @@ func (c *MemberConfig) defaults() {
 	}
 	if c.LogOutput == nil {
 		c.LogOutput = os.Stderr
+	}
+	if c.MemberTTL == 0 {
+		c.MemberTTL = DefaultMemberTTL
 	}
 }
 
@@ -112,6 +130,9 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if cfg.Cloud == "" {
 		return nil, errors.New("controller: the cloud's address is required (--cloud)")
 	}
+	if cfg.MemberTTL < 2*time.Second || cfg.MemberTTL%time.Second != 0 {
+		return nil, fmt.Errorf("controller: --member-ttl %v: want whole seconds, at least 2s (an etcd lease)", cfg.MemberTTL)
+	}
 	if err := cfg.CloudLimit.Validate(); err != nil {
 		return nil, err
 	}
@@ -122,7 +143,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if err != nil {
 		return nil, err
 	}
-	m = &Member{Log: log, events: events.NewRecorder(100)}
+	m = &Member{Log: log, events: events.NewRecorder(100), lost: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, m.Stop())
@@ -148,7 +169,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	cc.Log, cc.Supervisor.Log = log, log
 	st, provider := m.chaosHooks(cfg, &cc)
 	m.Controller = controller.New(m.System, cc, limit.Wrap(provider, cfg.CloudLimit), st, m.events)
-	m.Cluster, err = newCluster(m.System, cfg.Etcd, cfg.Prefix, rc, m.Controller.Kinds())
+	m.Cluster, err = newCluster(m.System, cfg.Etcd, cfg.Prefix, rc, m.Controller.Kinds(), cfg.MemberTTL, log, func(err error) { m.lost <- err })
 	if err != nil {
 		return m, err
 	}
@@ -237,10 +258,10 @@ func (m *Member) Stop() error {
 		errs = append(errs, m.Controller.Stop(10*time.Second))
 	}
 	if m.Cluster != nil {
-		// Proto.Actor deregisters the member from etcd without a deadline:
-		// with etcd down that never returns. The registration's lease
-		// lapses on its own (3 s) once this process is gone, so a
-		// shutdown that hangs is abandoned after shutdownGrace.
+		// Leaving revokes the lease within 3 s (membership.Shutdown), but
+		// Proto.Actor's shutdown has more steps without deadlines: a
+		// shutdown that hangs is abandoned after shutdownGrace (the lease
+		// lapses on its own once this process is gone).
 		done := make(chan struct{})
 		go func() {
 			m.Cluster.Shutdown(true)
@@ -285,12 +306,13 @@ func (b Backoff) apply(p *backoff.Policy) {
 }
 
 // newCluster builds tether's cluster on sys, with membership on etcd
-// under prefix; kinds are the actor kinds this process hosts (none for a
+// under prefix (see membership; ttl is a member's lease, lost hears when
+// it lapsed); kinds are the actor kinds this process hosts (none for a
 // client).
-func newCluster(sys *actor.ActorSystem, endpoints []string, prefix string, rc *remote.Config, kinds []*cluster.Kind) (*cluster.Cluster, error) {
-	p, err := etcd.NewWithConfig(prefix+"cluster", clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second})
+func newCluster(sys *actor.ActorSystem, endpoints []string, prefix string, rc *remote.Config, kinds []*cluster.Kind, ttl time.Duration, log *logrus.Logger, lost func(error)) (*cluster.Cluster, error) {
+	p, err := newMembership(endpoints, prefix+"cluster/"+ClusterName+"/", ttl, log, lost)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd: %w", err)
+		return nil, err
 	}
 	cfg := cluster.Configure(ClusterName, p, disthash.New(), rc, cluster.WithKinds(kinds...))
 	return cluster.New(sys, cfg), nil

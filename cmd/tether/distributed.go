@@ -100,13 +100,7 @@ README for a whole cluster by hand.`,
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cfg.LogOutput = cmd.ErrOrStderr()
-			m, err := distributed.StartMember(cfg)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "tether controller member: remote %s, API %s\n", m.System.Address(), m.APIAddr())
-			<-ctx.Done()
-			return m.Stop()
+			return runMember(ctx, cmd.OutOrStdout(), cfg)
 		},
 	}
 	f := cmd.Flags()
@@ -116,6 +110,7 @@ README for a whole cluster by hand.`,
 	f.StringVar(&cfg.APITLS.Cert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
 	f.StringVar(&cfg.APITLS.Key, "tls-key", "", "the key of --tls-cert")
 	f.StringVar(&cfg.APITLS.ClientCA, "tls-client-ca", "", "require API clients to present certificates of this CA")
+	f.DurationVar(&cfg.MemberTTL, "member-ttl", distributed.DefaultMemberTTL, "the lease of this member's place in the cluster: how long after it dies (or loses etcd) the others serve its actors")
 	f.DurationVar(&cfg.Controller.SyncPeriod, "sync-period", cfg.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
