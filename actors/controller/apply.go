@@ -44,7 +44,11 @@ var nameKinds = map[string]string{"volume": names.KindVolume, "node": names.Kind
 func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.validate(changes); err != nil {
+	r, err := c.reader(len(changes))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.validate(r, changes); err != nil {
 		return nil, err
 	}
 	var ops []store.Op
@@ -52,7 +56,7 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	var vols orderedSet[cloud.VolumeID]
 	var nodes orderedSet[cloud.NodeName]
 	for _, ch := range changes {
-		verb, err := c.verb(ch)
+		verb, err := verb(r, ch)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +73,7 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 			nodes.add(n.Name)
 		default:
 			w := *ch.Workload
-			old, _, err := c.env.store.Workload(w.UID)
+			old, _, err := r.Workload(w.UID)
 			if err != nil {
 				return nil, err
 			}
@@ -155,11 +159,15 @@ type batchIndex struct {
 func (c *Controller) Validate(changes []Change) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.validate(changes); err != nil {
+	r, err := c.reader(len(changes))
+	if err != nil {
+		return err
+	}
+	if err := c.validate(r, changes); err != nil {
 		return err
 	}
 	for _, ch := range changes {
-		if _, err := c.verb(ch); err != nil {
+		if _, err := verb(r, ch); err != nil {
 			return err
 		}
 	}
@@ -168,7 +176,7 @@ func (c *Controller) Validate(changes []Change) error {
 
 // validate checks names, duplicates, access modes and references. Caller
 // holds c.mu.
-func (c *Controller) validate(changes []Change) error {
+func (c *Controller) validate(r objects, changes []Change) error {
 	b := batchIndex{volumes: map[cloud.VolumeID]bool{}, nodes: map[cloud.NodeName]bool{}}
 	seen := map[string]int{}
 	for i, ch := range changes {
@@ -189,7 +197,7 @@ func (c *Controller) validate(changes []Change) error {
 			if ch.Volume.Mode != cloud.Exclusive && ch.Volume.Mode != cloud.MultiNode {
 				return fmt.Errorf("%w: document %d: volume %q: unknown access mode", ErrInvalid, i+1, name)
 			}
-			if err := c.checkModeKept(*ch.Volume); err != nil {
+			if err := checkModeKept(r, *ch.Volume); err != nil {
 				return fmt.Errorf("document %d: %w", i+1, err)
 			}
 			b.volumes[ch.Volume.ID] = true
@@ -199,7 +207,7 @@ func (c *Controller) validate(changes []Change) error {
 	}
 	for i, ch := range changes {
 		if ch.Workload != nil {
-			if err := c.checkWorkload(*ch.Workload, b); err != nil {
+			if err := checkWorkload(r, *ch.Workload, b); err != nil {
 				return fmt.Errorf("document %d: %w", i+1, err)
 			}
 		}
@@ -209,8 +217,8 @@ func (c *Controller) validate(changes []Change) error {
 
 // checkModeKept refuses to change an existing volume's access mode: the
 // mode is the disk's, fixed when the cloud created it, like its type.
-func (c *Controller) checkModeKept(v store.VolumeSpec) error {
-	old, ok, err := c.env.store.Volume(v.ID)
+func checkModeKept(r objects, v store.VolumeSpec) error {
+	old, ok, err := r.Volume(v.ID)
 	if err != nil || !ok || old.Mode == v.Mode {
 		return err
 	}
@@ -233,11 +241,11 @@ func ModeName(m cloud.AccessMode) string {
 
 // checkWorkload: its node and volumes exist (in the store or the batch),
 // its volume names are valid and listed once, read-only ones are used.
-func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
+func checkWorkload(r objects, w store.Workload, b batchIndex) error {
 	if err := names.ValidName(names.KindNode, string(w.Node)); err != nil {
 		return fmt.Errorf("%w: workload %q: %w", ErrInvalid, w.UID, err)
 	}
-	if _, ok, err := c.env.store.Node(w.Node); err != nil {
+	if _, ok, err := r.Node(w.Node); err != nil {
 		return err
 	} else if !ok && !b.nodes[w.Node] {
 		return fmt.Errorf("%w: workload %q names unknown node %q", ErrInvalid, w.UID, w.Node)
@@ -249,7 +257,7 @@ func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
 		if slices.Contains(w.Volumes[:i], v) {
 			return fmt.Errorf("%w: workload %q lists volume %q twice", ErrInvalid, w.UID, v)
 		}
-		if _, ok, err := c.env.store.Volume(v); err != nil {
+		if _, ok, err := r.Volume(v); err != nil {
 			return err
 		} else if !ok && !b.volumes[v] {
 			return fmt.Errorf("%w: workload %q names unknown volume %q", ErrInvalid, w.UID, v)
@@ -264,16 +272,16 @@ func (c *Controller) checkWorkload(w store.Workload, b batchIndex) error {
 }
 
 // verb says what applying ch will do.
-func (c *Controller) verb(ch Change) (string, error) {
+func verb(r objects, ch Change) (string, error) {
 	switch {
 	case ch.Volume != nil: // the store's ObjectUID is no part of a document
-		old, ok, err := c.env.store.Volume(ch.Volume.ID)
+		old, ok, err := r.Volume(ch.Volume.ID)
 		return verbOf(ok, ok && old.Mode == ch.Volume.Mode), err
 	case ch.Node != nil:
-		_, ok, err := c.env.store.Node(ch.Node.Name)
+		_, ok, err := r.Node(ch.Node.Name)
 		return verbOf(ok, ok), err
 	}
-	old, ok, err := c.env.store.Workload(ch.Workload.UID)
+	old, ok, err := r.Workload(ch.Workload.UID)
 	same := ok && old.Node == ch.Workload.Node && slices.Equal(old.Volumes, ch.Workload.Volumes) && slices.Equal(old.ReadOnly, ch.Workload.ReadOnly)
 	return verbOf(ok, same), err
 }
@@ -286,4 +294,70 @@ func verbOf(existed, same bool) string {
 		return "configured"
 	}
 	return "created"
+}
+
+// objects is what validating a batch reads: the store itself, or for a big
+// batch a snapshot of it (reader).
+type objects interface {
+	Volume(cloud.VolumeID) (store.VolumeSpec, bool, error)
+	Node(cloud.NodeName) (store.NodeSpec, bool, error)
+	Workload(uid string) (store.Workload, bool, error)
+}
+
+// reader is what a batch of n changes reads the store through: a batch of
+// bulkTell or more reads the volumes, nodes and workloads once (three
+// range reads) instead of up to four reads per document; on etcd each read
+// is a round trip. Caller holds c.mu, so in one process nothing changes
+// the store meanwhile; between members, the store's optimistic Apply is
+// what keeps a batch consistent, as before.
+func (c *Controller) reader(n int) (objects, error) {
+	if n < bulkTell {
+		return c.env.store, nil
+	}
+	vols, err := c.env.store.Volumes()
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := c.env.store.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := c.env.store.Workloads()
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{volumes: make(map[cloud.VolumeID]store.VolumeSpec, len(vols)), nodes: make(map[cloud.NodeName]store.NodeSpec, len(nodes)),
+		workloads: make(map[string]store.Workload, len(ws))}
+	for _, v := range vols {
+		s.volumes[v.ID] = v
+	}
+	for _, n := range nodes {
+		s.nodes[n.Name] = n
+	}
+	for _, w := range ws {
+		s.workloads[w.UID] = w
+	}
+	return s, nil
+}
+
+// snapshot is objects from one read of each kind.
+type snapshot struct {
+	volumes   map[cloud.VolumeID]store.VolumeSpec
+	nodes     map[cloud.NodeName]store.NodeSpec
+	workloads map[string]store.Workload
+}
+
+func (s *snapshot) Volume(id cloud.VolumeID) (store.VolumeSpec, bool, error) {
+	v, ok := s.volumes[id]
+	return v, ok, nil
+}
+
+func (s *snapshot) Node(n cloud.NodeName) (store.NodeSpec, bool, error) {
+	v, ok := s.nodes[n]
+	return v, ok, nil
+}
+
+func (s *snapshot) Workload(uid string) (store.Workload, bool, error) {
+	v, ok := s.workloads[uid]
+	return v, ok, nil
 }

@@ -1,16 +1,13 @@
 package controller
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
-	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
@@ -250,15 +247,7 @@ func (e *env) resyncAll() error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(ws, func(a, b store.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
-	desired := map[cloud.VolumeID][]string{}
-	for _, w := range ws {
-		for _, v := range w.Volumes {
-			if !slices.Contains(desired[v], string(w.Node)) {
-				desired[v] = append(desired[v], string(w.Node))
-			}
-		}
-	}
+	desired := desiredByVolume(ws)
 	e.guard.Send(e.lookup.Sync(), wake)
 	known := make(map[cloud.VolumeID]bool, len(vols))
 	for _, v := range vols {

@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
@@ -88,6 +90,9 @@ func (c *Controller) DeleteWorkload(uid string) error {
 // tellDesired sends each volume actor its desired nodes as the store now
 // has them. Caller holds c.mu.
 func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
+	if len(ids) >= bulkTell {
+		return c.tellDesiredBulk(ids)
+	}
 	for _, id := range ids {
 		// The revision first: the data read after it is at least as new
 		// (members of a cluster apply concurrently; see resyncAll).
@@ -110,6 +115,56 @@ func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
 		c.env.guard.Send(c.env.lookup.Volume(id), msg)
 	}
 	return nil
+}
+
+// bulkTell is how many volumes tellDesired tells from three reads of the
+// whole store (revision, volumes, workloads) instead of three reads each:
+// on etcd every read is a round trip, and a fleet's apply of 10,000
+// volumes spent 21 ms per volume here.
+const bulkTell = 64
+
+// tellDesiredBulk is tellDesired for many volumes at once.
+func (c *Controller) tellDesiredBulk(ids []cloud.VolumeID) error {
+	rev, err := c.env.store.Revision()
+	if err != nil {
+		return err
+	}
+	vols, err := c.env.store.Volumes()
+	if err != nil {
+		return err
+	}
+	ws, err := c.env.store.Workloads()
+	if err != nil {
+		return err
+	}
+	specs := make(map[cloud.VolumeID]store.VolumeSpec, len(vols))
+	for _, v := range vols {
+		specs[v.ID] = v
+	}
+	desired := desiredByVolume(ws)
+	for _, id := range ids {
+		spec, ok := specs[id]
+		c.env.guard.Send(c.env.lookup.Volume(id), &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode),
+			Deleted: !ok, Revision: rev, ObjectUid: spec.ObjectUID, Nodes: desired[id]})
+	}
+	return nil
+}
+
+// desiredByVolume is store.DesiredNodesOf for every volume at once: each
+// volume's nodes in the order of the workloads' Seq (the first claim of an
+// exclusive volume wins).
+func desiredByVolume(ws []store.Workload) map[cloud.VolumeID][]string {
+	ws = slices.Clone(ws)
+	slices.SortFunc(ws, func(a, b store.Workload) int { return cmp.Compare(a.Seq, b.Seq) })
+	desired := map[cloud.VolumeID][]string{}
+	for _, w := range ws {
+		for _, v := range w.Volumes {
+			if !slices.Contains(desired[v], string(w.Node)) {
+				desired[v] = append(desired[v], string(w.Node))
+			}
+		}
+	}
+	return desired
 }
 
 // The node agent's side of the protocol, for embedded agents and tests.

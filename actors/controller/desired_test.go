@@ -1,0 +1,99 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+)
+
+// desiredByVolume (the bulk tell and the resync) must agree with the
+// store's DesiredNodes (the one-volume tell) for every volume, order
+// included: the first claim of an exclusive volume wins.
+func TestDesiredByVolumeMatchesStore(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		st := store.NewMemory()
+		nodes := []cloud.NodeName{"a", "b", "c", "d"}
+		vols := []cloud.VolumeID{"v0", "v1", "v2", "v3", "v4", "v5"}
+		for _, n := range nodes {
+			must(t, st.PutNode(store.NodeSpec{Name: n}))
+		}
+		for _, v := range vols {
+			must(t, st.PutVolume(store.VolumeSpec{ID: v, Mode: cloud.Exclusive}))
+		}
+		for i := range 30 {
+			w := store.Workload{UID: fmt.Sprintf("w%d", rng.IntN(12)), Node: nodes[rng.IntN(len(nodes))]}
+			for _, v := range vols {
+				if rng.IntN(3) == 0 {
+					w.Volumes = append(w.Volumes, v)
+				}
+			}
+			if i%7 == 6 {
+				must(t, st.DeleteWorkload(w.UID))
+				continue
+			}
+			must(t, st.PutWorkload(w))
+		}
+		ws, err := st.Workloads()
+		must(t, err)
+		got := desiredByVolume(ws)
+		for _, v := range vols {
+			want, err := st.DesiredNodes(v)
+			must(t, err)
+			var names []string
+			for _, n := range want {
+				names = append(names, string(n))
+			}
+			if !slices.Equal(got[v], names) {
+				t.Fatalf("seed %d: volume %s: bulk %v, store %v", seed, v, got[v], names)
+			}
+		}
+	}
+}
+
+// A batch of bulkTell documents or more validates against one snapshot of
+// the store (reader): it must refuse and describe exactly what the
+// document-by-document path does.
+func TestBigBatchValidatesLikeSmall(t *testing.T) {
+	r := newRig(t)
+	r.node("n1")
+	batch := func(mode cloud.AccessMode, node cloud.NodeName) []Change {
+		var out []Change
+		for i := range bulkTell {
+			out = append(out, Change{Volume: &store.VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%03d", i)), Mode: cloud.Exclusive}})
+		}
+		out[7].Volume.Mode = mode
+		out = append(out, Change{Workload: &store.Workload{UID: "w1", Node: node, Volumes: []cloud.VolumeID{"v001", "v002"}}})
+		return out
+	}
+	r.cloud.CreateVolume("v001", cloud.Exclusive)
+	r.cloud.CreateVolume("v002", cloud.Exclusive)
+	got, err := r.ctl.ApplyAll(batch(cloud.Exclusive, "n1"))
+	must(t, err)
+	if len(got) != bulkTell+1 || got[0] != "volume/v000 created" || got[bulkTell] != "workload/w1 created" {
+		t.Fatalf("first apply: %d lines, %q ... %q", len(got), got[0], got[len(got)-1])
+	}
+	got, err = r.ctl.ApplyAll(batch(cloud.Exclusive, "n1"))
+	must(t, err)
+	for _, line := range got {
+		if !strings.HasSuffix(line, " unchanged") {
+			t.Fatalf("second apply of the same batch: %q", line)
+		}
+	}
+	if _, err := r.ctl.ApplyAll(batch(cloud.MultiNode, "n1")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `volume "v007" is ReadWriteOnce and cannot become ReadWriteMany`) {
+		t.Fatalf("mode change in a big batch: %v", err)
+	}
+	if _, err := r.ctl.ApplyAll(batch(cloud.Exclusive, "n9")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown node "n9"`) {
+		t.Fatalf("unknown node in a big batch: %v", err)
+	}
+	if err := r.ctl.Validate(batch(cloud.MultiNode, "n1")); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("dry run of a mode change in a big batch: %v", err)
+	}
+	r.eventually("w1's volumes attached", func() bool { return r.settled("v001", "n1")() && r.settled("v002", "n1")() })
+}
