@@ -875,6 +875,58 @@ func (x *SimInstanceRequest) GetInstanceId() string {
 	return ""
 }
 
+type SimConsoleDetachRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	InstanceId    string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimConsoleDetachRequest) Reset() {
+	*x = SimConsoleDetachRequest{}
+	mi := &file_cloud_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimConsoleDetachRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimConsoleDetachRequest) ProtoMessage() {}
+
+func (x *SimConsoleDetachRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cloud_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimConsoleDetachRequest.ProtoReflect.Descriptor instead.
+func (*SimConsoleDetachRequest) Descriptor() ([]byte, []int) {
+	return file_cloud_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SimConsoleDetachRequest) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *SimConsoleDetachRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
 type SimVolumeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
@@ -884,7 +936,7 @@ type SimVolumeRequest struct {
 
 func (x *SimVolumeRequest) Reset() {
 	*x = SimVolumeRequest{}
-	mi := &file_cloud_proto_msgTypes[19]
+	mi := &file_cloud_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +948,7 @@ func (x *SimVolumeRequest) String() string {
 func (*SimVolumeRequest) ProtoMessage() {}
 
 func (x *SimVolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[19]
+	mi := &file_cloud_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +961,7 @@ func (x *SimVolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeRequest.ProtoReflect.Descriptor instead.
 func (*SimVolumeRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{19}
+	return file_cloud_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SimVolumeRequest) GetVolumeId() string {
@@ -928,7 +980,7 @@ type SimVolumesRequest struct {
 
 func (x *SimVolumesRequest) Reset() {
 	*x = SimVolumesRequest{}
-	mi := &file_cloud_proto_msgTypes[20]
+	mi := &file_cloud_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +992,7 @@ func (x *SimVolumesRequest) String() string {
 func (*SimVolumesRequest) ProtoMessage() {}
 
 func (x *SimVolumesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[20]
+	mi := &file_cloud_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1005,7 @@ func (x *SimVolumesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumesRequest.ProtoReflect.Descriptor instead.
 func (*SimVolumesRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{20}
+	return file_cloud_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SimVolumesRequest) GetVolumeIds() []string {
@@ -973,7 +1025,7 @@ type SimInstanceOfResponse struct {
 
 func (x *SimInstanceOfResponse) Reset() {
 	*x = SimInstanceOfResponse{}
-	mi := &file_cloud_proto_msgTypes[21]
+	mi := &file_cloud_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1037,7 @@ func (x *SimInstanceOfResponse) String() string {
 func (*SimInstanceOfResponse) ProtoMessage() {}
 
 func (x *SimInstanceOfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[21]
+	mi := &file_cloud_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1050,7 @@ func (x *SimInstanceOfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimInstanceOfResponse.ProtoReflect.Descriptor instead.
 func (*SimInstanceOfResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{21}
+	return file_cloud_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SimInstanceOfResponse) GetInstanceId() string {
@@ -1024,7 +1076,7 @@ type SimRunningResponse struct {
 
 func (x *SimRunningResponse) Reset() {
 	*x = SimRunningResponse{}
-	mi := &file_cloud_proto_msgTypes[22]
+	mi := &file_cloud_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1088,7 @@ func (x *SimRunningResponse) String() string {
 func (*SimRunningResponse) ProtoMessage() {}
 
 func (x *SimRunningResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[22]
+	mi := &file_cloud_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1101,7 @@ func (x *SimRunningResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimRunningResponse.ProtoReflect.Descriptor instead.
 func (*SimRunningResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{22}
+	return file_cloud_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SimRunningResponse) GetRunning() bool {
@@ -1068,7 +1120,7 @@ type SimAddInstanceResponse struct {
 
 func (x *SimAddInstanceResponse) Reset() {
 	*x = SimAddInstanceResponse{}
-	mi := &file_cloud_proto_msgTypes[23]
+	mi := &file_cloud_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1132,7 @@ func (x *SimAddInstanceResponse) String() string {
 func (*SimAddInstanceResponse) ProtoMessage() {}
 
 func (x *SimAddInstanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[23]
+	mi := &file_cloud_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1145,7 @@ func (x *SimAddInstanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAddInstanceResponse.ProtoReflect.Descriptor instead.
 func (*SimAddInstanceResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{23}
+	return file_cloud_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SimAddInstanceResponse) GetInstanceId() string {
@@ -1113,7 +1165,7 @@ type SimVolumeSpec struct {
 
 func (x *SimVolumeSpec) Reset() {
 	*x = SimVolumeSpec{}
-	mi := &file_cloud_proto_msgTypes[24]
+	mi := &file_cloud_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1177,7 @@ func (x *SimVolumeSpec) String() string {
 func (*SimVolumeSpec) ProtoMessage() {}
 
 func (x *SimVolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[24]
+	mi := &file_cloud_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1190,7 @@ func (x *SimVolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeSpec.ProtoReflect.Descriptor instead.
 func (*SimVolumeSpec) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{24}
+	return file_cloud_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SimVolumeSpec) GetVolumeId() string {
@@ -1164,7 +1216,7 @@ type SimCreateVolumesRequest struct {
 
 func (x *SimCreateVolumesRequest) Reset() {
 	*x = SimCreateVolumesRequest{}
-	mi := &file_cloud_proto_msgTypes[25]
+	mi := &file_cloud_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1228,7 @@ func (x *SimCreateVolumesRequest) String() string {
 func (*SimCreateVolumesRequest) ProtoMessage() {}
 
 func (x *SimCreateVolumesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[25]
+	mi := &file_cloud_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1241,7 @@ func (x *SimCreateVolumesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimCreateVolumesRequest.ProtoReflect.Descriptor instead.
 func (*SimCreateVolumesRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{25}
+	return file_cloud_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SimCreateVolumesRequest) GetVolumes() []*SimVolumeSpec {
@@ -1208,7 +1260,7 @@ type SimUncommittedResponse struct {
 
 func (x *SimUncommittedResponse) Reset() {
 	*x = SimUncommittedResponse{}
-	mi := &file_cloud_proto_msgTypes[26]
+	mi := &file_cloud_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1272,7 @@ func (x *SimUncommittedResponse) String() string {
 func (*SimUncommittedResponse) ProtoMessage() {}
 
 func (x *SimUncommittedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[26]
+	mi := &file_cloud_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1285,7 @@ func (x *SimUncommittedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimUncommittedResponse.ProtoReflect.Descriptor instead.
 func (*SimUncommittedResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{26}
+	return file_cloud_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SimUncommittedResponse) GetUncommitted() bool {
@@ -1254,7 +1306,7 @@ type SimVolumeResponse struct {
 
 func (x *SimVolumeResponse) Reset() {
 	*x = SimVolumeResponse{}
-	mi := &file_cloud_proto_msgTypes[27]
+	mi := &file_cloud_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1318,7 @@ func (x *SimVolumeResponse) String() string {
 func (*SimVolumeResponse) ProtoMessage() {}
 
 func (x *SimVolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[27]
+	mi := &file_cloud_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1331,7 @@ func (x *SimVolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeResponse.ProtoReflect.Descriptor instead.
 func (*SimVolumeResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{27}
+	return file_cloud_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SimVolumeResponse) GetFound() bool {
@@ -1313,7 +1365,7 @@ type SimDeviceSourceRequest struct {
 
 func (x *SimDeviceSourceRequest) Reset() {
 	*x = SimDeviceSourceRequest{}
-	mi := &file_cloud_proto_msgTypes[28]
+	mi := &file_cloud_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1377,7 @@ func (x *SimDeviceSourceRequest) String() string {
 func (*SimDeviceSourceRequest) ProtoMessage() {}
 
 func (x *SimDeviceSourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[28]
+	mi := &file_cloud_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1390,7 @@ func (x *SimDeviceSourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDeviceSourceRequest.ProtoReflect.Descriptor instead.
 func (*SimDeviceSourceRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{28}
+	return file_cloud_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SimDeviceSourceRequest) GetInstanceId() string {
@@ -1364,7 +1416,7 @@ type SimDeviceSourceResponse struct {
 
 func (x *SimDeviceSourceResponse) Reset() {
 	*x = SimDeviceSourceResponse{}
-	mi := &file_cloud_proto_msgTypes[29]
+	mi := &file_cloud_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1428,7 @@ func (x *SimDeviceSourceResponse) String() string {
 func (*SimDeviceSourceResponse) ProtoMessage() {}
 
 func (x *SimDeviceSourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[29]
+	mi := &file_cloud_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1441,7 @@ func (x *SimDeviceSourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDeviceSourceResponse.ProtoReflect.Descriptor instead.
 func (*SimDeviceSourceResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{29}
+	return file_cloud_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SimDeviceSourceResponse) GetDir() string {
@@ -1407,7 +1459,7 @@ type SimContentDirRequest struct {
 
 func (x *SimContentDirRequest) Reset() {
 	*x = SimContentDirRequest{}
-	mi := &file_cloud_proto_msgTypes[30]
+	mi := &file_cloud_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1471,7 @@ func (x *SimContentDirRequest) String() string {
 func (*SimContentDirRequest) ProtoMessage() {}
 
 func (x *SimContentDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[30]
+	mi := &file_cloud_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1484,7 @@ func (x *SimContentDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimContentDirRequest.ProtoReflect.Descriptor instead.
 func (*SimContentDirRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{30}
+	return file_cloud_proto_rawDescGZIP(), []int{31}
 }
 
 type SimContentDirResponse struct {
@@ -1444,7 +1496,7 @@ type SimContentDirResponse struct {
 
 func (x *SimContentDirResponse) Reset() {
 	*x = SimContentDirResponse{}
-	mi := &file_cloud_proto_msgTypes[31]
+	mi := &file_cloud_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1508,7 @@ func (x *SimContentDirResponse) String() string {
 func (*SimContentDirResponse) ProtoMessage() {}
 
 func (x *SimContentDirResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[31]
+	mi := &file_cloud_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1521,7 @@ func (x *SimContentDirResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimContentDirResponse.ProtoReflect.Descriptor instead.
 func (*SimContentDirResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{31}
+	return file_cloud_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SimContentDirResponse) GetDir() string {
@@ -1487,7 +1539,7 @@ type SimAttachmentsRequest struct {
 
 func (x *SimAttachmentsRequest) Reset() {
 	*x = SimAttachmentsRequest{}
-	mi := &file_cloud_proto_msgTypes[32]
+	mi := &file_cloud_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1551,7 @@ func (x *SimAttachmentsRequest) String() string {
 func (*SimAttachmentsRequest) ProtoMessage() {}
 
 func (x *SimAttachmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[32]
+	mi := &file_cloud_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1564,7 @@ func (x *SimAttachmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAttachmentsRequest.ProtoReflect.Descriptor instead.
 func (*SimAttachmentsRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{32}
+	return file_cloud_proto_rawDescGZIP(), []int{33}
 }
 
 type InstanceIDs struct {
@@ -1524,7 +1576,7 @@ type InstanceIDs struct {
 
 func (x *InstanceIDs) Reset() {
 	*x = InstanceIDs{}
-	mi := &file_cloud_proto_msgTypes[33]
+	mi := &file_cloud_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1588,7 @@ func (x *InstanceIDs) String() string {
 func (*InstanceIDs) ProtoMessage() {}
 
 func (x *InstanceIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[33]
+	mi := &file_cloud_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1601,7 @@ func (x *InstanceIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceIDs.ProtoReflect.Descriptor instead.
 func (*InstanceIDs) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{33}
+	return file_cloud_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *InstanceIDs) GetInstanceIds() []string {
@@ -1570,7 +1622,7 @@ type SimAttachmentsResponse struct {
 
 func (x *SimAttachmentsResponse) Reset() {
 	*x = SimAttachmentsResponse{}
-	mi := &file_cloud_proto_msgTypes[34]
+	mi := &file_cloud_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1634,7 @@ func (x *SimAttachmentsResponse) String() string {
 func (*SimAttachmentsResponse) ProtoMessage() {}
 
 func (x *SimAttachmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[34]
+	mi := &file_cloud_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1647,7 @@ func (x *SimAttachmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAttachmentsResponse.ProtoReflect.Descriptor instead.
 func (*SimAttachmentsResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{34}
+	return file_cloud_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SimAttachmentsResponse) GetVolumes() map[string]*InstanceIDs {
@@ -1613,7 +1665,7 @@ type CloudWatchRequest struct {
 
 func (x *CloudWatchRequest) Reset() {
 	*x = CloudWatchRequest{}
-	mi := &file_cloud_proto_msgTypes[35]
+	mi := &file_cloud_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1677,7 @@ func (x *CloudWatchRequest) String() string {
 func (*CloudWatchRequest) ProtoMessage() {}
 
 func (x *CloudWatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[35]
+	mi := &file_cloud_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1690,7 @@ func (x *CloudWatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudWatchRequest.ProtoReflect.Descriptor instead.
 func (*CloudWatchRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{35}
+	return file_cloud_proto_rawDescGZIP(), []int{36}
 }
 
 // CloudChange is one message of a Watch stream. seq numbers the messages
@@ -1668,7 +1720,7 @@ type CloudChange struct {
 
 func (x *CloudChange) Reset() {
 	*x = CloudChange{}
-	mi := &file_cloud_proto_msgTypes[36]
+	mi := &file_cloud_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +1732,7 @@ func (x *CloudChange) String() string {
 func (*CloudChange) ProtoMessage() {}
 
 func (x *CloudChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[36]
+	mi := &file_cloud_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +1745,7 @@ func (x *CloudChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudChange.ProtoReflect.Descriptor instead.
 func (*CloudChange) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{36}
+	return file_cloud_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CloudChange) GetSeq() uint64 {
@@ -1832,6 +1884,10 @@ const file_cloud_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"5\n" +
 	"\x12SimInstanceRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
+	"instanceId\"W\n" +
+	"\x17SimConsoleDetachRequest\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
 	"instanceId\"/\n" +
 	"\x10SimVolumeRequest\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\"2\n" +
@@ -1898,15 +1954,15 @@ const file_cloud_proto_rawDesc = "" +
 	"\x06Detach\x12#.tether.messages.CloudDetachRequest\x1a$.tether.messages.CloudDetachResponse\x12m\n" +
 	"\x12VolumesAreAttached\x12*.tether.messages.VolumesAreAttachedRequest\x1a+.tether.messages.VolumesAreAttachedResponse\x12d\n" +
 	"\x0fInstanceVolumes\x12'.tether.messages.InstanceVolumesRequest\x1a(.tether.messages.InstanceVolumesResponse\x12R\n" +
-	"\tBatchSize\x12!.tether.messages.BatchSizeRequest\x1a\".tether.messages.BatchSizeResponse2\xd5\n" +
-	"\n" +
+	"\tBatchSize\x12!.tether.messages.BatchSizeRequest\x1a\".tether.messages.BatchSizeResponse2\xaa\v\n" +
 	"\bSimAdmin\x12U\n" +
 	"\n" +
 	"InstanceOf\x12\x1f.tether.messages.SimNodeRequest\x1a&.tether.messages.SimInstanceOfResponse\x12S\n" +
 	"\aRunning\x12#.tether.messages.SimInstanceRequest\x1a#.tether.messages.SimRunningResponse\x12J\n" +
 	"\tTerminate\x12#.tether.messages.SimInstanceRequest\x1a\x18.tether.messages.SimDone\x12F\n" +
 	"\x05Start\x12#.tether.messages.SimInstanceRequest\x1a\x18.tether.messages.SimDone\x12G\n" +
-	"\x06Delete\x12#.tether.messages.SimInstanceRequest\x1a\x18.tether.messages.SimDone\x12^\n" +
+	"\x06Delete\x12#.tether.messages.SimInstanceRequest\x1a\x18.tether.messages.SimDone\x12S\n" +
+	"\rConsoleDetach\x12(.tether.messages.SimConsoleDetachRequest\x1a\x18.tether.messages.SimDone\x12^\n" +
 	"\x12AddInstanceChecked\x12\x1f.tether.messages.SimNodeRequest\x1a'.tether.messages.SimAddInstanceResponse\x12^\n" +
 	"\x18CreateVolumesUncommitted\x12(.tether.messages.SimCreateVolumesRequest\x1a\x18.tether.messages.SimDone\x12M\n" +
 	"\rCommitVolumes\x12\".tether.messages.SimVolumesRequest\x1a\x18.tether.messages.SimDone\x12K\n" +
@@ -1932,7 +1988,7 @@ func file_cloud_proto_rawDescGZIP() []byte {
 	return file_cloud_proto_rawDescData
 }
 
-var file_cloud_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_cloud_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_cloud_proto_goTypes = []any{
 	(*InstanceIDRequest)(nil),          // 0: tether.messages.InstanceIDRequest
 	(*InstanceIDResponse)(nil),         // 1: tether.messages.InstanceIDResponse
@@ -1953,47 +2009,48 @@ var file_cloud_proto_goTypes = []any{
 	(*SimDone)(nil),                    // 16: tether.messages.SimDone
 	(*SimNodeRequest)(nil),             // 17: tether.messages.SimNodeRequest
 	(*SimInstanceRequest)(nil),         // 18: tether.messages.SimInstanceRequest
-	(*SimVolumeRequest)(nil),           // 19: tether.messages.SimVolumeRequest
-	(*SimVolumesRequest)(nil),          // 20: tether.messages.SimVolumesRequest
-	(*SimInstanceOfResponse)(nil),      // 21: tether.messages.SimInstanceOfResponse
-	(*SimRunningResponse)(nil),         // 22: tether.messages.SimRunningResponse
-	(*SimAddInstanceResponse)(nil),     // 23: tether.messages.SimAddInstanceResponse
-	(*SimVolumeSpec)(nil),              // 24: tether.messages.SimVolumeSpec
-	(*SimCreateVolumesRequest)(nil),    // 25: tether.messages.SimCreateVolumesRequest
-	(*SimUncommittedResponse)(nil),     // 26: tether.messages.SimUncommittedResponse
-	(*SimVolumeResponse)(nil),          // 27: tether.messages.SimVolumeResponse
-	(*SimDeviceSourceRequest)(nil),     // 28: tether.messages.SimDeviceSourceRequest
-	(*SimDeviceSourceResponse)(nil),    // 29: tether.messages.SimDeviceSourceResponse
-	(*SimContentDirRequest)(nil),       // 30: tether.messages.SimContentDirRequest
-	(*SimContentDirResponse)(nil),      // 31: tether.messages.SimContentDirResponse
-	(*SimAttachmentsRequest)(nil),      // 32: tether.messages.SimAttachmentsRequest
-	(*InstanceIDs)(nil),                // 33: tether.messages.InstanceIDs
-	(*SimAttachmentsResponse)(nil),     // 34: tether.messages.SimAttachmentsResponse
-	(*CloudWatchRequest)(nil),          // 35: tether.messages.CloudWatchRequest
-	(*CloudChange)(nil),                // 36: tether.messages.CloudChange
-	nil,                                // 37: tether.messages.VolumesAreAttachedRequest.QueryEntry
-	nil,                                // 38: tether.messages.AttachedFlags.AttachedEntry
-	nil,                                // 39: tether.messages.VolumesAreAttachedResponse.InstancesEntry
-	nil,                                // 40: tether.messages.DevicePaths.DevicesEntry
-	nil,                                // 41: tether.messages.InstanceVolumesResponse.InstancesEntry
-	nil,                                // 42: tether.messages.SimAttachmentsResponse.VolumesEntry
-	(AccessMode)(0),                    // 43: tether.messages.AccessMode
+	(*SimConsoleDetachRequest)(nil),    // 19: tether.messages.SimConsoleDetachRequest
+	(*SimVolumeRequest)(nil),           // 20: tether.messages.SimVolumeRequest
+	(*SimVolumesRequest)(nil),          // 21: tether.messages.SimVolumesRequest
+	(*SimInstanceOfResponse)(nil),      // 22: tether.messages.SimInstanceOfResponse
+	(*SimRunningResponse)(nil),         // 23: tether.messages.SimRunningResponse
+	(*SimAddInstanceResponse)(nil),     // 24: tether.messages.SimAddInstanceResponse
+	(*SimVolumeSpec)(nil),              // 25: tether.messages.SimVolumeSpec
+	(*SimCreateVolumesRequest)(nil),    // 26: tether.messages.SimCreateVolumesRequest
+	(*SimUncommittedResponse)(nil),     // 27: tether.messages.SimUncommittedResponse
+	(*SimVolumeResponse)(nil),          // 28: tether.messages.SimVolumeResponse
+	(*SimDeviceSourceRequest)(nil),     // 29: tether.messages.SimDeviceSourceRequest
+	(*SimDeviceSourceResponse)(nil),    // 30: tether.messages.SimDeviceSourceResponse
+	(*SimContentDirRequest)(nil),       // 31: tether.messages.SimContentDirRequest
+	(*SimContentDirResponse)(nil),      // 32: tether.messages.SimContentDirResponse
+	(*SimAttachmentsRequest)(nil),      // 33: tether.messages.SimAttachmentsRequest
+	(*InstanceIDs)(nil),                // 34: tether.messages.InstanceIDs
+	(*SimAttachmentsResponse)(nil),     // 35: tether.messages.SimAttachmentsResponse
+	(*CloudWatchRequest)(nil),          // 36: tether.messages.CloudWatchRequest
+	(*CloudChange)(nil),                // 37: tether.messages.CloudChange
+	nil,                                // 38: tether.messages.VolumesAreAttachedRequest.QueryEntry
+	nil,                                // 39: tether.messages.AttachedFlags.AttachedEntry
+	nil,                                // 40: tether.messages.VolumesAreAttachedResponse.InstancesEntry
+	nil,                                // 41: tether.messages.DevicePaths.DevicesEntry
+	nil,                                // 42: tether.messages.InstanceVolumesResponse.InstancesEntry
+	nil,                                // 43: tether.messages.SimAttachmentsResponse.VolumesEntry
+	(AccessMode)(0),                    // 44: tether.messages.AccessMode
 }
 var file_cloud_proto_depIdxs = []int32{
-	37, // 0: tether.messages.VolumesAreAttachedRequest.query:type_name -> tether.messages.VolumesAreAttachedRequest.QueryEntry
-	38, // 1: tether.messages.AttachedFlags.attached:type_name -> tether.messages.AttachedFlags.AttachedEntry
-	39, // 2: tether.messages.VolumesAreAttachedResponse.instances:type_name -> tether.messages.VolumesAreAttachedResponse.InstancesEntry
-	40, // 3: tether.messages.DevicePaths.devices:type_name -> tether.messages.DevicePaths.DevicesEntry
-	41, // 4: tether.messages.InstanceVolumesResponse.instances:type_name -> tether.messages.InstanceVolumesResponse.InstancesEntry
-	43, // 5: tether.messages.SimVolumeSpec.mode:type_name -> tether.messages.AccessMode
-	24, // 6: tether.messages.SimCreateVolumesRequest.volumes:type_name -> tether.messages.SimVolumeSpec
-	43, // 7: tether.messages.SimVolumeResponse.mode:type_name -> tether.messages.AccessMode
-	42, // 8: tether.messages.SimAttachmentsResponse.volumes:type_name -> tether.messages.SimAttachmentsResponse.VolumesEntry
-	43, // 9: tether.messages.CloudChange.mode:type_name -> tether.messages.AccessMode
+	38, // 0: tether.messages.VolumesAreAttachedRequest.query:type_name -> tether.messages.VolumesAreAttachedRequest.QueryEntry
+	39, // 1: tether.messages.AttachedFlags.attached:type_name -> tether.messages.AttachedFlags.AttachedEntry
+	40, // 2: tether.messages.VolumesAreAttachedResponse.instances:type_name -> tether.messages.VolumesAreAttachedResponse.InstancesEntry
+	41, // 3: tether.messages.DevicePaths.devices:type_name -> tether.messages.DevicePaths.DevicesEntry
+	42, // 4: tether.messages.InstanceVolumesResponse.instances:type_name -> tether.messages.InstanceVolumesResponse.InstancesEntry
+	44, // 5: tether.messages.SimVolumeSpec.mode:type_name -> tether.messages.AccessMode
+	25, // 6: tether.messages.SimCreateVolumesRequest.volumes:type_name -> tether.messages.SimVolumeSpec
+	44, // 7: tether.messages.SimVolumeResponse.mode:type_name -> tether.messages.AccessMode
+	43, // 8: tether.messages.SimAttachmentsResponse.volumes:type_name -> tether.messages.SimAttachmentsResponse.VolumesEntry
+	44, // 9: tether.messages.CloudChange.mode:type_name -> tether.messages.AccessMode
 	6,  // 10: tether.messages.VolumesAreAttachedRequest.QueryEntry.value:type_name -> tether.messages.VolumeIDs
 	8,  // 11: tether.messages.VolumesAreAttachedResponse.InstancesEntry.value:type_name -> tether.messages.AttachedFlags
 	11, // 12: tether.messages.InstanceVolumesResponse.InstancesEntry.value:type_name -> tether.messages.DevicePaths
-	33, // 13: tether.messages.SimAttachmentsResponse.VolumesEntry.value:type_name -> tether.messages.InstanceIDs
+	34, // 13: tether.messages.SimAttachmentsResponse.VolumesEntry.value:type_name -> tether.messages.InstanceIDs
 	0,  // 14: tether.messages.Cloud.InstanceID:input_type -> tether.messages.InstanceIDRequest
 	2,  // 15: tether.messages.Cloud.Attach:input_type -> tether.messages.CloudAttachRequest
 	4,  // 16: tether.messages.Cloud.Detach:input_type -> tether.messages.CloudDetachRequest
@@ -2005,41 +2062,43 @@ var file_cloud_proto_depIdxs = []int32{
 	18, // 22: tether.messages.SimAdmin.Terminate:input_type -> tether.messages.SimInstanceRequest
 	18, // 23: tether.messages.SimAdmin.Start:input_type -> tether.messages.SimInstanceRequest
 	18, // 24: tether.messages.SimAdmin.Delete:input_type -> tether.messages.SimInstanceRequest
-	17, // 25: tether.messages.SimAdmin.AddInstanceChecked:input_type -> tether.messages.SimNodeRequest
-	25, // 26: tether.messages.SimAdmin.CreateVolumesUncommitted:input_type -> tether.messages.SimCreateVolumesRequest
-	20, // 27: tether.messages.SimAdmin.CommitVolumes:input_type -> tether.messages.SimVolumesRequest
-	19, // 28: tether.messages.SimAdmin.CommitVolume:input_type -> tether.messages.SimVolumeRequest
-	19, // 29: tether.messages.SimAdmin.Uncommitted:input_type -> tether.messages.SimVolumeRequest
-	19, // 30: tether.messages.SimAdmin.Volume:input_type -> tether.messages.SimVolumeRequest
-	19, // 31: tether.messages.SimAdmin.DeleteVolume:input_type -> tether.messages.SimVolumeRequest
-	28, // 32: tether.messages.SimAdmin.DeviceSource:input_type -> tether.messages.SimDeviceSourceRequest
-	30, // 33: tether.messages.SimAdmin.ContentDir:input_type -> tether.messages.SimContentDirRequest
-	32, // 34: tether.messages.SimAdmin.Attachments:input_type -> tether.messages.SimAttachmentsRequest
-	35, // 35: tether.messages.SimAdmin.Watch:input_type -> tether.messages.CloudWatchRequest
-	1,  // 36: tether.messages.Cloud.InstanceID:output_type -> tether.messages.InstanceIDResponse
-	3,  // 37: tether.messages.Cloud.Attach:output_type -> tether.messages.CloudAttachResponse
-	5,  // 38: tether.messages.Cloud.Detach:output_type -> tether.messages.CloudDetachResponse
-	9,  // 39: tether.messages.Cloud.VolumesAreAttached:output_type -> tether.messages.VolumesAreAttachedResponse
-	12, // 40: tether.messages.Cloud.InstanceVolumes:output_type -> tether.messages.InstanceVolumesResponse
-	14, // 41: tether.messages.Cloud.BatchSize:output_type -> tether.messages.BatchSizeResponse
-	21, // 42: tether.messages.SimAdmin.InstanceOf:output_type -> tether.messages.SimInstanceOfResponse
-	22, // 43: tether.messages.SimAdmin.Running:output_type -> tether.messages.SimRunningResponse
-	16, // 44: tether.messages.SimAdmin.Terminate:output_type -> tether.messages.SimDone
-	16, // 45: tether.messages.SimAdmin.Start:output_type -> tether.messages.SimDone
-	16, // 46: tether.messages.SimAdmin.Delete:output_type -> tether.messages.SimDone
-	23, // 47: tether.messages.SimAdmin.AddInstanceChecked:output_type -> tether.messages.SimAddInstanceResponse
-	16, // 48: tether.messages.SimAdmin.CreateVolumesUncommitted:output_type -> tether.messages.SimDone
-	16, // 49: tether.messages.SimAdmin.CommitVolumes:output_type -> tether.messages.SimDone
-	16, // 50: tether.messages.SimAdmin.CommitVolume:output_type -> tether.messages.SimDone
-	26, // 51: tether.messages.SimAdmin.Uncommitted:output_type -> tether.messages.SimUncommittedResponse
-	27, // 52: tether.messages.SimAdmin.Volume:output_type -> tether.messages.SimVolumeResponse
-	16, // 53: tether.messages.SimAdmin.DeleteVolume:output_type -> tether.messages.SimDone
-	29, // 54: tether.messages.SimAdmin.DeviceSource:output_type -> tether.messages.SimDeviceSourceResponse
-	31, // 55: tether.messages.SimAdmin.ContentDir:output_type -> tether.messages.SimContentDirResponse
-	34, // 56: tether.messages.SimAdmin.Attachments:output_type -> tether.messages.SimAttachmentsResponse
-	36, // 57: tether.messages.SimAdmin.Watch:output_type -> tether.messages.CloudChange
-	36, // [36:58] is the sub-list for method output_type
-	14, // [14:36] is the sub-list for method input_type
+	19, // 25: tether.messages.SimAdmin.ConsoleDetach:input_type -> tether.messages.SimConsoleDetachRequest
+	17, // 26: tether.messages.SimAdmin.AddInstanceChecked:input_type -> tether.messages.SimNodeRequest
+	26, // 27: tether.messages.SimAdmin.CreateVolumesUncommitted:input_type -> tether.messages.SimCreateVolumesRequest
+	21, // 28: tether.messages.SimAdmin.CommitVolumes:input_type -> tether.messages.SimVolumesRequest
+	20, // 29: tether.messages.SimAdmin.CommitVolume:input_type -> tether.messages.SimVolumeRequest
+	20, // 30: tether.messages.SimAdmin.Uncommitted:input_type -> tether.messages.SimVolumeRequest
+	20, // 31: tether.messages.SimAdmin.Volume:input_type -> tether.messages.SimVolumeRequest
+	20, // 32: tether.messages.SimAdmin.DeleteVolume:input_type -> tether.messages.SimVolumeRequest
+	29, // 33: tether.messages.SimAdmin.DeviceSource:input_type -> tether.messages.SimDeviceSourceRequest
+	31, // 34: tether.messages.SimAdmin.ContentDir:input_type -> tether.messages.SimContentDirRequest
+	33, // 35: tether.messages.SimAdmin.Attachments:input_type -> tether.messages.SimAttachmentsRequest
+	36, // 36: tether.messages.SimAdmin.Watch:input_type -> tether.messages.CloudWatchRequest
+	1,  // 37: tether.messages.Cloud.InstanceID:output_type -> tether.messages.InstanceIDResponse
+	3,  // 38: tether.messages.Cloud.Attach:output_type -> tether.messages.CloudAttachResponse
+	5,  // 39: tether.messages.Cloud.Detach:output_type -> tether.messages.CloudDetachResponse
+	9,  // 40: tether.messages.Cloud.VolumesAreAttached:output_type -> tether.messages.VolumesAreAttachedResponse
+	12, // 41: tether.messages.Cloud.InstanceVolumes:output_type -> tether.messages.InstanceVolumesResponse
+	14, // 42: tether.messages.Cloud.BatchSize:output_type -> tether.messages.BatchSizeResponse
+	22, // 43: tether.messages.SimAdmin.InstanceOf:output_type -> tether.messages.SimInstanceOfResponse
+	23, // 44: tether.messages.SimAdmin.Running:output_type -> tether.messages.SimRunningResponse
+	16, // 45: tether.messages.SimAdmin.Terminate:output_type -> tether.messages.SimDone
+	16, // 46: tether.messages.SimAdmin.Start:output_type -> tether.messages.SimDone
+	16, // 47: tether.messages.SimAdmin.Delete:output_type -> tether.messages.SimDone
+	16, // 48: tether.messages.SimAdmin.ConsoleDetach:output_type -> tether.messages.SimDone
+	24, // 49: tether.messages.SimAdmin.AddInstanceChecked:output_type -> tether.messages.SimAddInstanceResponse
+	16, // 50: tether.messages.SimAdmin.CreateVolumesUncommitted:output_type -> tether.messages.SimDone
+	16, // 51: tether.messages.SimAdmin.CommitVolumes:output_type -> tether.messages.SimDone
+	16, // 52: tether.messages.SimAdmin.CommitVolume:output_type -> tether.messages.SimDone
+	27, // 53: tether.messages.SimAdmin.Uncommitted:output_type -> tether.messages.SimUncommittedResponse
+	28, // 54: tether.messages.SimAdmin.Volume:output_type -> tether.messages.SimVolumeResponse
+	16, // 55: tether.messages.SimAdmin.DeleteVolume:output_type -> tether.messages.SimDone
+	30, // 56: tether.messages.SimAdmin.DeviceSource:output_type -> tether.messages.SimDeviceSourceResponse
+	32, // 57: tether.messages.SimAdmin.ContentDir:output_type -> tether.messages.SimContentDirResponse
+	35, // 58: tether.messages.SimAdmin.Attachments:output_type -> tether.messages.SimAttachmentsResponse
+	37, // 59: tether.messages.SimAdmin.Watch:output_type -> tether.messages.CloudChange
+	37, // [37:60] is the sub-list for method output_type
+	14, // [14:37] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -2057,7 +2116,7 @@ func file_cloud_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cloud_proto_rawDesc), len(file_cloud_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

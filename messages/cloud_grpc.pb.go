@@ -324,6 +324,7 @@ const (
 	SimAdmin_Terminate_FullMethodName                = "/tether.messages.SimAdmin/Terminate"
 	SimAdmin_Start_FullMethodName                    = "/tether.messages.SimAdmin/Start"
 	SimAdmin_Delete_FullMethodName                   = "/tether.messages.SimAdmin/Delete"
+	SimAdmin_ConsoleDetach_FullMethodName            = "/tether.messages.SimAdmin/ConsoleDetach"
 	SimAdmin_AddInstanceChecked_FullMethodName       = "/tether.messages.SimAdmin/AddInstanceChecked"
 	SimAdmin_CreateVolumesUncommitted_FullMethodName = "/tether.messages.SimAdmin/CreateVolumesUncommitted"
 	SimAdmin_CommitVolumes_FullMethodName            = "/tether.messages.SimAdmin/CommitVolumes"
@@ -354,6 +355,9 @@ type SimAdminClient interface {
 	Terminate(ctx context.Context, in *SimInstanceRequest, opts ...grpc.CallOption) (*SimDone, error)
 	Start(ctx context.Context, in *SimInstanceRequest, opts ...grpc.CallOption) (*SimDone, error)
 	Delete(ctx context.Context, in *SimInstanceRequest, opts ...grpc.CallOption) (*SimDone, error)
+	// ConsoleDetach detaches a volume from an instance on the cloud's own
+	// account, as an operator in a cloud console would (chaos).
+	ConsoleDetach(ctx context.Context, in *SimConsoleDetachRequest, opts ...grpc.CallOption) (*SimDone, error)
 	AddInstanceChecked(ctx context.Context, in *SimNodeRequest, opts ...grpc.CallOption) (*SimAddInstanceResponse, error)
 	CreateVolumesUncommitted(ctx context.Context, in *SimCreateVolumesRequest, opts ...grpc.CallOption) (*SimDone, error)
 	CommitVolumes(ctx context.Context, in *SimVolumesRequest, opts ...grpc.CallOption) (*SimDone, error)
@@ -424,6 +428,16 @@ func (c *simAdminClient) Delete(ctx context.Context, in *SimInstanceRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SimDone)
 	err := c.cc.Invoke(ctx, SimAdmin_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *simAdminClient) ConsoleDetach(ctx context.Context, in *SimConsoleDetachRequest, opts ...grpc.CallOption) (*SimDone, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SimDone)
+	err := c.cc.Invoke(ctx, SimAdmin_ConsoleDetach_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -566,6 +580,9 @@ type SimAdminServer interface {
 	Terminate(context.Context, *SimInstanceRequest) (*SimDone, error)
 	Start(context.Context, *SimInstanceRequest) (*SimDone, error)
 	Delete(context.Context, *SimInstanceRequest) (*SimDone, error)
+	// ConsoleDetach detaches a volume from an instance on the cloud's own
+	// account, as an operator in a cloud console would (chaos).
+	ConsoleDetach(context.Context, *SimConsoleDetachRequest) (*SimDone, error)
 	AddInstanceChecked(context.Context, *SimNodeRequest) (*SimAddInstanceResponse, error)
 	CreateVolumesUncommitted(context.Context, *SimCreateVolumesRequest) (*SimDone, error)
 	CommitVolumes(context.Context, *SimVolumesRequest) (*SimDone, error)
@@ -606,6 +623,9 @@ func (UnimplementedSimAdminServer) Start(context.Context, *SimInstanceRequest) (
 }
 func (UnimplementedSimAdminServer) Delete(context.Context, *SimInstanceRequest) (*SimDone, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedSimAdminServer) ConsoleDetach(context.Context, *SimConsoleDetachRequest) (*SimDone, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ConsoleDetach not implemented")
 }
 func (UnimplementedSimAdminServer) AddInstanceChecked(context.Context, *SimNodeRequest) (*SimAddInstanceResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AddInstanceChecked not implemented")
@@ -747,6 +767,24 @@ func _SimAdmin_Delete_Handler(srv interface{}, ctx context.Context, dec func(int
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(SimAdminServer).Delete(ctx, req.(*SimInstanceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SimAdmin_ConsoleDetach_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SimConsoleDetachRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SimAdminServer).ConsoleDetach(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SimAdmin_ConsoleDetach_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SimAdminServer).ConsoleDetach(ctx, req.(*SimConsoleDetachRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -968,6 +1006,10 @@ var SimAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Delete",
 			Handler:    _SimAdmin_Delete_Handler,
+		},
+		{
+			MethodName: "ConsoleDetach",
+			Handler:    _SimAdmin_ConsoleDetach_Handler,
 		},
 		{
 			MethodName: "AddInstanceChecked",

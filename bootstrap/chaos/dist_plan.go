@@ -22,12 +22,11 @@ const (
 // distributedWeights: a distributed plan draws about 6.7 actions a second
 // (one every 50-250 ms: a process restart takes about a second, and every
 // action of the runner crosses a process boundary), so weight 1 is about
-// one action a minute. Console detaches are not among them: the cloud's
-// service has no remote control of them.
+// one action a minute.
 var distributedWeights = []weight{
 	{KillVolume, 60}, {KillNode, 20}, {KillSync, 8}, {KillAgent, 15}, {RestartAgent, 6}, {SigkillAgent, 8},
 	{KillMember, 5}, {KillCloud, 5}, {RestartEtcd, 3}, {Partition, 4},
-	{Terminate, 2}, {ReplaceInstance, 2}, {DeleteInstance, 2},
+	{Terminate, 2}, {ReplaceInstance, 2}, {DeleteInstance, 2}, {ConsoleDetach, 3},
 	{CloudErrors, 3}, {LatencySpike, 3}, {Throttle, 3}, {ReplyLoss, 3}, {HangCalls, 3}, {StoreFailures, 3},
 	{CreateWorkload, 110}, {MoveWorkload, 70}, {DeleteWorkload, 55},
 }

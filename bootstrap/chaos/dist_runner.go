@@ -161,6 +161,8 @@ func (r *distRunner) do(a Action) error {
 		r.churn(a)
 	case Terminate, ReplaceInstance, DeleteInstance, StartInstance:
 		return r.machine(a.Kind, n)
+	case ConsoleDetach:
+		return r.consoleDetach(volName(a.Volume))
 	default:
 		return r.cloudFault(a.Kind)
 	}
@@ -292,6 +294,26 @@ func errNote(err error) string {
 
 // cloudFault turns a cloud or store fault on in every running member
 // (until the next CalmCloud), as the embedded chaos does in its cloud.
+// consoleDetach detaches vol from the first instance it is attached to on
+// the cloud's own account (the cloud service's admin side), as an operator
+// in the cloud's console would. The judge sees the removal's reason on
+// the cloud's change stream; the timeline notes it before.
+func (r *distRunner) consoleDetach(vol cloud.VolumeID) error {
+	all, err := r.cloud.Attachments()
+	if err != nil {
+		r.warn(fmt.Errorf("console detach of %s: %w", vol, err)) // the cloud may be down: no fault then
+		return nil
+	}
+	on := all[vol]
+	if len(on) == 0 {
+		return nil
+	}
+	r.count(ConsoleDetach)
+	r.tl.add(record{kind: recNote, vol: vol, text: fmt.Sprintf("console detach from %s", on[0])})
+	r.warn(r.cloud.ConsoleDetach(vol, on[0]))
+	return nil
+}
+
 func (r *distRunner) cloudFault(kind string) error {
 	f := &r.faultsOn
 	switch kind {

@@ -58,6 +58,10 @@ func (a *admin) Delete(_ context.Context, r *messages.SimInstanceRequest) (*mess
 	return done(a.c.Delete(cloud.InstanceID(r.GetInstanceId())))
 }
 
+func (a *admin) ConsoleDetach(_ context.Context, r *messages.SimConsoleDetachRequest) (*messages.SimDone, error) {
+	return done(a.c.ConsoleDetach(cloud.VolumeID(r.GetVolumeId()), cloud.InstanceID(r.GetInstanceId())))
+}
+
 func (a *admin) AddInstanceChecked(_ context.Context, r *messages.SimNodeRequest) (*messages.SimAddInstanceResponse, error) {
 	id, err := a.c.AddInstanceChecked(cloud.NodeName(r.GetNode()))
 	if err != nil {
@@ -153,6 +157,14 @@ func (c *Client) Terminate(inst cloud.InstanceID) error {
 // Start is sim.Cloud.Start.
 func (c *Client) Start(inst cloud.InstanceID) error {
 	return c.instanceCall("start", c.admin.Start, inst)
+}
+
+// ConsoleDetach is sim.Cloud.ConsoleDetach.
+func (c *Client) ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error {
+	_, err := adminCall(c, "console detach", func(ctx context.Context, o ...grpc.CallOption) (*messages.SimDone, error) {
+		return c.admin.ConsoleDetach(ctx, &messages.SimConsoleDetachRequest{VolumeId: string(vol), InstanceId: string(inst)}, o...)
+	})
+	return err
 }
 
 // Delete is sim.Cloud.Delete.

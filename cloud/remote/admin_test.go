@@ -36,6 +36,7 @@ type simCloud interface {
 	Delete(inst cloud.InstanceID) error
 	DeviceSource(inst cloud.InstanceID, devicePath string) (string, error)
 	ContentDir() string
+	ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error
 }
 
 var (
@@ -185,6 +186,7 @@ func TestAdminMatchesSim(t *testing.T) {
 			return s.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "../x", Mode: cloud.Exclusive}})
 		}, []error{names.ErrInvalidName}},
 		{"no volume at that device", func(s simCloud) error { _, err := s.DeviceSource(i1, "/dev/xvdzz"); return err }, []error{cloud.ErrNotFound}},
+		{"console detach of an unknown volume", func(s simCloud) error { return s.ConsoleDetach("nope", i1) }, []error{cloud.ErrNotFound}},
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,6 +204,13 @@ func TestAdminMatchesSim(t *testing.T) {
 			}
 		})
 	}
+
+	// A console detach removes one attachment on the cloud's account.
+	mustNil(t, cl.ConsoleDetach("b", i2))
+	if _, insts, _ := c.Volume("b"); !reflect.DeepEqual(insts, []cloud.InstanceID{i1}) {
+		t.Errorf("after a console detach of b from %s: attached to %v, want [%s]", i2, insts, i1)
+	}
+	mustNil(t, cl.ConsoleDetach("b", i2)) // not attached there: nothing to do
 
 	// What the errors refused did not happen; the rest does.
 	mustNil(t, cl.Detach(ctx, "a", i1))
