@@ -28,8 +28,11 @@ type CloudConfig struct {
 	// Addr is the listen address: loopback unless AllowRemote.
 	Addr        string
 	AllowRemote bool
-	// Sim configures the cloud (latency, throttle, permissive); its
-	// StatePath and ContentDir come from DataDir.
+	// Sim configures the cloud (latency, throttle, permissive, the attach
+	// limit of new instances); its StatePath and ContentDir come from
+	// DataDir. Sim.AttachLimit applies to the instances created while it
+	// serves: an instance of the state already keeps the limit it was
+	// created with (cloud-state.json records each instance's).
 	Sim sim.Config
 	// TLS, if set, serves over TLS; with ClientCA, every client must
 	// present a certificate signed by it (mutual TLS). Beyond loopback
@@ -95,7 +98,11 @@ func ServeCloud(ctx context.Context, cfg CloudConfig, out io.Writer, ready func(
 		return errors.Join(fmt.Errorf("cloud serve: %w", err), cl.Close(), lock.release())
 	}
 	srv := remote.ServeSim(lis, cl, opts...)
-	fmt.Fprintf(out, "tether cloud serving on %s (state in %s)\n", lis.Addr(), cfg.DataDir)
+	limit := sc.AttachLimit
+	if limit <= 0 {
+		limit = sim.DefaultAttachLimit
+	}
+	fmt.Fprintf(out, "tether cloud serving on %s (state in %s; attach limit of new instances %d)\n", lis.Addr(), cfg.DataDir, limit)
 	if ready != nil {
 		ready(lis.Addr().String())
 	}

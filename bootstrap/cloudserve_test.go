@@ -307,3 +307,98 @@ func TestServeCloudAdmin(t *testing.T) {
 		t.Fatal("the watch did not end in 10s once the cloud stopped")
 	}
 }
+
+// tether cloud serve --attach-limit: the instances the served cloud
+// creates take that many volumes, and a third attach to one of limit 2 is
+// refused with the sim's class (cloud.ErrLimitReached, over the wire). An
+// instance keeps the limit it was created with when the cloud is served
+// again with another: the flag applies to instances created from then on.
+func TestServeCloudAttachLimit(t *testing.T) {
+	dir := t.TempDir()
+	serve := func(limit int) (*remote.Client, func()) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		addrs, done := make(chan string, 1), make(chan error, 1)
+		cfg := CloudConfig{DataDir: dir, Addr: "127.0.0.1:0", Sim: sim.Config{AttachLimit: limit}}
+		go func() { done <- ServeCloud(ctx, cfg, io.Discard, func(a string) { addrs <- a }) }()
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			}
+		}
+		t.Cleanup(stop)
+		var addr string
+		select {
+		case addr = <-addrs:
+		case err := <-done:
+			stopped = true
+			cancel()
+			t.Fatalf("cloud serve: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("cloud serve did not start in 10s")
+		}
+		c, err := remote.Dial(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, func() { _ = c.Close(); stop() }
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	attach := func(c *remote.Client, inst cloud.InstanceID, vols ...cloud.VolumeID) error {
+		t.Helper()
+		for _, v := range vols {
+			if _, err := c.Attach(ctx, v, inst); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	c, stop := serve(2)
+	n1, err := c.AddInstanceChecked("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []cloud.VolumeID{"v1", "v2", "v3", "v4", "v5", "v6"}
+	var vols []sim.VolumeSpec
+	for _, v := range ids {
+		vols = append(vols, sim.VolumeSpec{ID: v, Mode: cloud.Exclusive})
+	}
+	if err := c.CreateVolumesUncommitted(vols); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CommitVolumes(ids); err != nil {
+		t.Fatal(err)
+	}
+	if err := attach(c, n1, "v1", "v2"); err != nil {
+		t.Fatalf("two attaches under --attach-limit 2: %v", err)
+	}
+	err = attach(c, n1, "v3")
+	if !errors.Is(err, cloud.ErrLimitReached) || cloud.Classify(err) != cloud.KindLimitReached {
+		t.Fatalf("a third attach under --attach-limit 2: %v, want %v", err, cloud.ErrLimitReached)
+	}
+	stop()
+
+	// Served again with 3: n1 keeps 2, a new instance takes 3.
+	c, stop = serve(3)
+	defer stop()
+	if err := attach(c, n1, "v3"); !errors.Is(err, cloud.ErrLimitReached) {
+		t.Fatalf("a third attach to n1, created under limit 2, served with 3: %v, want %v", err, cloud.ErrLimitReached)
+	}
+	n2, err := c.AddInstanceChecked("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := attach(c, n2, "v3", "v4", "v5"); err != nil {
+		t.Fatalf("three attaches to n2, created under limit 3: %v", err)
+	}
+	if err := attach(c, n2, "v6"); !errors.Is(err, cloud.ErrLimitReached) {
+		t.Fatalf("a fourth attach to n2 under limit 3: %v, want %v", err, cloud.ErrLimitReached)
+	}
+}

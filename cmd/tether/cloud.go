@@ -45,6 +45,7 @@ func cloudServeCommand() *cobra.Command {
 	f.StringVar(&cfg.TLS.ClientCA, "tls-client-ca", "", "require client certificates signed by this CA (mutual TLS)")
 	f.DurationVar(&cfg.Sim.Latency, "sim-latency", 0, "latency the cloud adds to every call")
 	f.Float64Var(&cfg.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the cloud accepts before throttling (0: unlimited; otherwise 0.1 to 1000000)")
+	attachLimitFlag(f, &cfg.Sim.AttachLimit, "attach-limit")
 	f.BoolVar(&cfg.Sim.Permissive, "permissive", false, "accept a second attach of an exclusive volume, as a multi-attach disk would (tether's own checks must hold I1)")
 	return cmd
 }
@@ -55,5 +56,6 @@ func validateCloudServe(fs *pflag.FlagSet) error {
 	v.hostPort("addr")
 	v.atLeast("sim-latency", 0, "latency the cloud adds to each call")
 	v.rate("sim-throttle")
+	v.attachLimit("attach-limit")
 	return v.err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud/limit"
+	"github.com/tether/tether/cloud/sim"
 )
 
 func upCommand() *cobra.Command {
@@ -22,6 +24,10 @@ func upCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateUp(cmd.Flags()); err != nil {
+				return err
+			}
+			v := validator{fs: cmd.Flags()} // validateUp's, here with its flag
+			if err := v.attachLimit("sim-attach-limit"); err != nil {
 				return err
 			}
 			matchSimThrottle(cmd.Flags(), &cfg.Embedded)
@@ -48,6 +54,7 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&cfg.Embedded.Controller.Volume.DisableForceDetach, "disable-force-detach", false, "never force detach from NotReady nodes")
 	f.DurationVar(&cfg.Embedded.Sim.Latency, "sim-latency", 0, "latency the sim cloud adds to every call")
 	f.Float64Var(&cfg.Embedded.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the sim cloud accepts before throttling (0: unlimited; otherwise 0.1 to 1000000)")
+	attachLimitFlag(f, &cfg.Embedded.Sim.AttachLimit, "sim-attach-limit")
 	cl := limit.Defaults()
 	cfg.Embedded.CloudLimit = cl
 	f.Float64Var(&cfg.Embedded.CloudLimit.QPS, "cloud-qps", cl.QPS, "calls per second tether makes to the cloud at most, sustained (0: no limit; default with --sim-throttle: 90% of the sim's rate)")
@@ -77,4 +84,25 @@ func matchSimThrottle(fs *pflag.FlagSet, cfg *bootstrap.Config) {
 	if !given("cloud-burst") {
 		cfg.CloudLimit.Burst = max(1, int(r)) // the sim's default bucket
 	}
+}
+
+// maxAttachLimit bounds the sim's attach limit flags: tether up's
+// --sim-attach-limit, tether cloud serve's --attach-limit (and tether
+// bench's, bench.MaxAttachLimit).
+const maxAttachLimit = 100_000
+
+// attachLimitFlag adds a sim attach limit flag: the limit of every
+// instance the sim creates. An instance keeps the limit it was created
+// with (the sim's durable state records it), so on a data directory that
+// has instances already the flag applies to instances created from then on
+// (new nodes, replacements), not to those.
+func attachLimitFlag(f *pflag.FlagSet, p *int, name string) {
+	f.IntVar(p, name, sim.DefaultAttachLimit, fmt.Sprintf("volumes each sim instance created from now on may have attached (1 to %d); instances the data directory has already keep the limit they were created with", maxAttachLimit))
+}
+
+// attachLimit refuses a sim attach limit flag outside 1..maxAttachLimit;
+// it returns v.err.
+func (v *validator) attachLimit(name string) error {
+	v.count(name, 1, maxAttachLimit, "volumes one sim instance may have attached")
+	return v.err
 }
