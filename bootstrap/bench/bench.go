@@ -53,6 +53,10 @@ type Config struct {
 	Nodes   int
 	// CloudLatency is added to every sim cloud call.
 	CloudLatency time.Duration
+	// AttachLimit is how many volumes each sim instance may have attached
+	// (0: sim.DefaultAttachLimit). Validate wants it at least
+	// PeakPerNode(Volumes, Nodes).
+	AttachLimit int
 	// Mounter: "symlink" (default, no privileges) or "bind" (real bind
 	// mounts, root only; all agents share this host's mount table).
 	Mounter string
@@ -80,6 +84,40 @@ func DefaultConfig() Config {
 	return Config{Volumes: 10000, Nodes: 1000, Mounter: "symlink", SyncPeriod: 5 * time.Second, PhaseTimeout: 10 * time.Minute}
 }
 
+// MaxAttachLimit bounds Config.AttachLimit (--attach-limit).
+const MaxAttachLimit = 100_000
+
+// attachLimit is the sim instances' attach limit of the run.
+func (c Config) attachLimit() int {
+	if c.AttachLimit == 0 {
+		return sim.DefaultAttachLimit
+	}
+	return c.AttachLimit
+}
+
+// PeakPerNode is the most volumes one node has attached at once in a run
+// of volumes over nodes: its share of the fleet start (workload i on node
+// i mod nodes), and, during the churn (every tenth workload to the next
+// node), every volume moving onto it, which may be attached before the
+// volumes moving off it are detached. When nodes is a multiple of 10, every
+// workload of node 0 (and 10, 20, ...) is a tenth one, and all of them move
+// to node 1 (11, 21, ...): twice its share.
+func PeakPerNode(volumes, nodes int) int {
+	if volumes < 1 || nodes < 1 {
+		return 0
+	}
+	on := make([]int, nodes)
+	for i := range volumes {
+		on[i%nodes]++
+	}
+	for i := 0; i < volumes; i += 10 { // as phases.go's churn
+		if to := (i + 1) % nodes; to != i%nodes {
+			on[to]++
+		}
+	}
+	return slices.Max(on)
+}
+
 // Validate names what is wrong with c.
 func (c Config) Validate() error {
 	switch {
@@ -91,8 +129,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bench: --volumes %d: want at most 1000000", c.Volumes)
 	case c.Nodes > 100_000:
 		return fmt.Errorf("bench: --nodes %d: want at most 100000", c.Nodes)
-	case (c.Volumes+c.Nodes-1)/c.Nodes > sim.DefaultAttachLimit-1: // churn adds one
-		return fmt.Errorf("bench: %d volumes over %d nodes is more than a node's attach limit (%d, less one for churn): give more nodes", c.Volumes, c.Nodes, sim.DefaultAttachLimit)
+	case c.AttachLimit < 0 || c.AttachLimit > MaxAttachLimit:
+		return fmt.Errorf("bench: --attach-limit %d: want 1 to %d (0 in a Config: the sim's default, %d)", c.AttachLimit, MaxAttachLimit, sim.DefaultAttachLimit)
+	}
+	// Volumes and Nodes are in range: PeakPerNode's work is bounded.
+	if peak := PeakPerNode(c.Volumes, c.Nodes); peak > c.attachLimit() {
+		return fmt.Errorf("bench: %d volumes over %d nodes put up to %d on one node (its share, and during the churn phase the volumes moving onto it), more than the attach limit %d: give more nodes, or --attach-limit %d",
+			c.Volumes, c.Nodes, peak, c.attachLimit(), peak)
+	}
+	switch {
 	case c.CloudLatency < 0 || c.CloudLatency > 10*time.Second:
 		return fmt.Errorf("bench: --cloud-latency %s: want 0 to 10s", c.CloudLatency)
 	case c.Mounter != "symlink" && c.Mounter != "bind":
@@ -133,6 +178,7 @@ type Phase struct {
 type Result struct {
 	Volumes            int     `json:"volumes"`
 	Nodes              int     `json:"nodes"`
+	AttachLimit        int     `json:"attach_limit"`
 	CloudLatencyMillis float64 `json:"cloud_latency_ms"`
 	Mounter            string  `json:"mounter"`
 	SyncPeriodSeconds  float64 `json:"sync_period_seconds"`
@@ -177,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	r := &run{cfg: cfg, dir: dir, truth: newTruth()}
-	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds()}
+	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, AttachLimit: cfg.attachLimit(), CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds()}
 	defer func() { err = errors.Join(err, r.cleanup()) }()
 	if err := r.start(); err != nil {
 		return nil, err
@@ -269,7 +315,7 @@ func (r *run) start() error {
 		cfg.LogOutput = io.Discard
 	}
 	cfg.DataDir, cfg.Durable, cfg.Nodes = r.dir, true, r.cfg.Nodes
-	cfg.Sim.Latency = r.cfg.CloudLatency
+	cfg.Sim.Latency, cfg.Sim.AttachLimit = r.cfg.CloudLatency, r.cfg.AttachLimit
 	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
 	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {

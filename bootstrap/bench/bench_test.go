@@ -78,26 +78,62 @@ func TestRunSmallFleet(t *testing.T) {
 	}
 }
 
-// Bad configurations are refused before anything starts.
+// Bad configurations are refused before anything starts, naming what is
+// wrong; the attach limit is the configured one (0: the sim's default).
 func TestValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mod  func(*Config)
+		want string // "": accepted
 	}{
-		{"no volumes", func(c *Config) { c.Volumes = 0 }},
-		{"no nodes", func(c *Config) { c.Nodes = 0 }},
-		{"over the attach limit", func(c *Config) { c.Volumes, c.Nodes = 1000, 10 }},
-		{"negative latency", func(c *Config) { c.CloudLatency = -time.Second }},
-		{"unknown mounter", func(c *Config) { c.Mounter = "nfs" }},
-		{"short sync period", func(c *Config) { c.SyncPeriod = time.Millisecond }},
+		{"default", func(*Config) {}, ""},
+		{"no volumes", func(c *Config) { c.Volumes = 0 }, "--volumes 0"},
+		{"no nodes", func(c *Config) { c.Nodes = 0 }, "--nodes 0"},
+		{"over the attach limit", func(c *Config) { c.Volumes, c.Nodes = 1000, 10 },
+			"1000 volumes over 10 nodes put up to 200 on one node (its share, and during the churn phase the volumes moving onto it), more than the attach limit 39: give more nodes, or --attach-limit 200"},
+		// 38 a node fits 39, but node 1 takes all of node 0's in the churn.
+		{"churn over the default limit", func(c *Config) { c.Volumes, c.Nodes = 380, 10 }, "put up to 76 on one node"},
+		{"churn within a given limit", func(c *Config) { c.Volumes, c.Nodes, c.AttachLimit = 380, 10, 76 }, ""},
+		{"a given limit one short", func(c *Config) { c.Volumes, c.Nodes, c.AttachLimit = 10000, 100, 199 }, "more than the attach limit 199: give more nodes, or --attach-limit 200"},
+		{"a given limit that fits", func(c *Config) { c.Volumes, c.Nodes, c.AttachLimit = 10000, 100, 200 }, ""},
+		{"a given limit below the default", func(c *Config) { c.AttachLimit = 19 }, "more than the attach limit 19"},
+		{"a given limit at the default's need", func(c *Config) { c.AttachLimit = 20 }, ""},
+		{"the largest limit", func(c *Config) { c.AttachLimit = MaxAttachLimit }, ""},
+		{"a negative limit", func(c *Config) { c.AttachLimit = -1 }, "--attach-limit -1: want 1 to 100000"},
+		{"a limit over the bound", func(c *Config) { c.AttachLimit = MaxAttachLimit + 1 }, "--attach-limit 100001: want 1 to 100000"},
+		{"negative latency", func(c *Config) { c.CloudLatency = -time.Second }, "--cloud-latency -1s"},
+		{"unknown mounter", func(c *Config) { c.Mounter = "nfs" }, `--mounter "nfs"`},
+		{"short sync period", func(c *Config) { c.SyncPeriod = time.Millisecond }, "--sync-period 1ms"},
 	} {
 		cfg := DefaultConfig()
 		tc.mod(&cfg)
-		if err := cfg.Validate(); err == nil {
-			t.Errorf("%s: accepted", tc.name)
+		err := cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && err == nil:
+			t.Errorf("%s: accepted, want %q", tc.name, tc.want)
+		case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Errorf("default refused: %v", err)
+}
+
+// PeakPerNode is the most volumes one node holds at once: its share, and
+// the volumes the churn moves onto it.
+func TestPeakPerNode(t *testing.T) {
+	for _, tc := range []struct{ volumes, nodes, want int }{
+		{10000, 1000, 20}, // 10 each; node 1 takes node 0's 10
+		{10000, 100, 200}, // 100 each; node 1 takes node 0's 100
+		{380, 10, 76},
+		{10000, 270, 76}, // node 0 has 38, all tenth workloads (270 is a multiple of 10): onto node 1's 38
+		{10000, 271, 41},
+		{5, 1, 5}, // the churn moves nothing: the next node is the same one
+		{3, 10, 2},
+		{0, 10, 0},
+	} {
+		if got := PeakPerNode(tc.volumes, tc.nodes); got != tc.want {
+			t.Errorf("PeakPerNode(%d, %d) = %d, want %d", tc.volumes, tc.nodes, got, tc.want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/bootstrap/bench"
+	"github.com/tether/tether/cloud/sim"
 )
 
 func benchCommand() *cobra.Command {
@@ -78,6 +79,7 @@ Proto.Actor delivering as many messages in the same run.`,
 	f.IntVar(&cfg.Volumes, "volumes", cfg.Volumes, "volumes (and workloads, one volume each)")
 	f.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes, each with its sim instance and node agent")
 	f.DurationVar(&cfg.CloudLatency, "cloud-latency", 0, "latency added to every sim cloud call (0 to 10s)")
+	f.IntVar(&cfg.AttachLimit, "attach-limit", sim.DefaultAttachLimit, "volumes each sim instance may have attached (1 to 100000); a node holds its share of the volumes, and during churn the volumes moving onto it too (a shape that does not fit is refused, naming the limit it needs)")
 	f.StringVar(&cfg.Mounter, "mounter", cfg.Mounter, "symlink (no privileges) or bind (real bind mounts; root; every agent shares this host's mount table)")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period (node loss heals at the next pass)")
 	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of each phase")
@@ -94,13 +96,14 @@ func validateBench(fs *pflag.FlagSet) error {
 	v := validator{fs: fs}
 	v.count("volumes", 1, 1_000_000, "one workload each")
 	v.count("nodes", 1, 100_000, "all in this one process")
+	v.attachLimit("attach-limit") // bench.MaxAttachLimit is maxAttachLimit
 	v.atLeast("sync-period", minSyncPeriod, "as tether up's --sync-period")
 	return v.err
 }
 
 func printBench(out io.Writer, r *bench.Result) {
-	fmt.Fprintf(out, "tether bench: %d volumes over %d nodes, mounter %s, cloud latency %gms, sync period %gs, batch %d\n\n",
-		r.Volumes, r.Nodes, r.Mounter, r.CloudLatencyMillis, r.SyncPeriodSeconds, r.BatchSize)
+	fmt.Fprintf(out, "tether bench: %d volumes over %d nodes, attach limit %d, mounter %s, cloud latency %gms, sync period %gs, batch %d\n\n",
+		r.Volumes, r.Nodes, r.AttachLimit, r.Mounter, r.CloudLatencyMillis, r.SyncPeriodSeconds, r.BatchSize)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "PHASE\tSECONDS\tMESSAGES\tx BARE\tFSYNCS\tCLOUD CALLS\tNOTE")
 	for _, p := range r.Phases {
