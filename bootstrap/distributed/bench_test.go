@@ -32,19 +32,23 @@ import (
 	"github.com/tether/tether/node/mount"
 )
 
-// The number of nodes of BenchmarkFleetStart, the same on both sides, is
-// set by the sim cloud's attach limit, not by this machine: an instance
-// takes at most sim.DefaultAttachLimit (39) volumes, and neither `tether
-// cloud serve` nor bench.Config can raise it. 10,000 volumes need at least
-// ceil(10000/38) = 264 nodes (bench.Validate keeps one slot free for its
-// churn phase), and tether bench's churn (every tenth workload to the next
-// node) must end within 39 on every node, which 264 to 270 do not (a node
-// would end with 46 to 76: the phase then waits out its timeout and the
-// run fails); 271 ends with at most 38. Hence 271 agent processes, about
-// 30 MB each (8 GB). Fewer nodes need an attach limit option outside the
-// tests.
+// BenchmarkFleetStart runs one shape on both sides: V volumes over
+// -fleet.nodes nodes (default 100: 100 agent processes on the distributed
+// side, about 30 MB each, 3 GB), every sim instance with the attach limit
+// fleetAttachLimit gives, the same for every size. The limit is what
+// tether bench needs at the largest size (bench.PeakPerNode, which
+// bench.Validate checks): a node's share of the volumes, and during the
+// embedded side's churn phase (every tenth workload to the next node) the
+// volumes moving onto it. With 100 nodes and 10,000 volumes that is 200:
+// 100 each, and node 1 (11, 21, ...) takes all of node 0's (10's, ...),
+// every one of them a tenth workload. The embedded side gets it through
+// bench.Config.AttachLimit, the distributed side's cloud through `tether
+// cloud serve --attach-limit` (FleetConfig.AttachLimit); the distributed
+// side has no churn, but the same limit keeps the shapes equal. (At the
+// sim's default limit, 39, 10,000 volumes needed 271 nodes: 271 agent
+// processes, 8 GB.)
 var (
-	fleetNodes    = flag.Int("fleet.nodes", 271, "BenchmarkFleetStart: nodes (agent processes) on both sides")
+	fleetNodes    = flag.Int("fleet.nodes", 100, "BenchmarkFleetStart: nodes (agent processes) on both sides")
 	fleetDeadline = flag.Duration("fleet.deadline", 10*time.Minute, "BenchmarkFleetStart: how long the distributed fleet start may take before the benchmark fails")
 	fleetKeep     = flag.Bool("fleet.keep", false, "BenchmarkFleetStart: keep the distributed fleet's directory (every process's log) after a run that succeeded")
 )
@@ -70,12 +74,13 @@ var (
 // under the fleet's directory (logs/, etcd-metrics-end.txt), which a
 // failed run keeps, and -fleet.keep any run.
 func BenchmarkFleetStart(b *testing.B) {
-	for _, v := range []int{1000, 3000, 10000} {
+	limit := fleetAttachLimit()
+	for _, v := range fleetSizes {
 		b.Run(fmt.Sprintf("volumes=%d", v), func(b *testing.B) {
 			var embedded float64
-			b.Run("embedded", func(b *testing.B) { embedded = embeddedStart(b, v) })
+			b.Run("embedded", func(b *testing.B) { embedded = embeddedStart(b, v, limit) })
 			b.Run("distributed", func(b *testing.B) {
-				s := distributedStart(b, v)
+				s := distributedStart(b, v, limit)
 				if embedded > 0 {
 					b.ReportMetric(s/embedded, "ratio_to_embedded")
 				}
@@ -84,11 +89,21 @@ func BenchmarkFleetStart(b *testing.B) {
 	}
 }
 
+// fleetSizes are BenchmarkFleetStart's volume counts.
+var fleetSizes = []int{1000, 3000, 10000}
+
+// fleetAttachLimit is the attach limit of every sim instance of
+// BenchmarkFleetStart, both sides: what tether bench needs for the largest
+// size over -fleet.nodes nodes, churn included.
+func fleetAttachLimit() int {
+	return bench.PeakPerNode(slices.Max(fleetSizes), *fleetNodes)
+}
+
 // embeddedStart runs tether bench (all its phases: it has no option to
 // stop after the first) b.N times and reports its fleet_start seconds.
-func embeddedStart(b *testing.B, volumes int) float64 {
+func embeddedStart(b *testing.B, volumes, attachLimit int) float64 {
 	cfg := bench.DefaultConfig()
-	cfg.Volumes, cfg.Nodes, cfg.Dir = volumes, *fleetNodes, b.TempDir()
+	cfg.Volumes, cfg.Nodes, cfg.AttachLimit, cfg.Dir = volumes, *fleetNodes, attachLimit, b.TempDir()
 	var total float64
 	for range b.N {
 		res, err := bench.Run(context.Background(), cfg)
@@ -99,7 +114,7 @@ func embeddedStart(b *testing.B, volumes int) float64 {
 			b.Logf("embedded: tether bench failed after its fleet start: %v", err)
 		}
 		p := res.Phases[0]
-		b.Logf("embedded, %d volumes over %d nodes: fleet_start %.2fs (%s)", volumes, cfg.Nodes, p.Seconds, p.Note)
+		b.Logf("embedded, %d volumes over %d nodes (attach limit %d): fleet_start %.2fs (%s)", volumes, cfg.Nodes, cfg.AttachLimit, p.Seconds, p.Note)
 		total += p.Seconds
 	}
 	s := total / float64(b.N)
@@ -112,11 +127,11 @@ func embeddedStart(b *testing.B, volumes int) float64 {
 // until every agent is ready, then (timed) applies the volumes and
 // workloads and waits for the ground truth. It reports the mean seconds,
 // and etcd's KV calls per document during the apply (etcd_calls/doc).
-func distributedStart(b *testing.B, volumes int) float64 {
+func distributedStart(b *testing.B, volumes, attachLimit int) float64 {
 	var m fleetStartFigures
 	b.StopTimer()
 	for range b.N {
-		f := startBenchFleet(b, *fleetNodes)
+		f := startBenchFleet(b, *fleetNodes, attachLimit)
 		r := f.fleetStart(b, volumes)
 		if r.err != nil {
 			b.Fatalf("distributed fleet start of %d volumes over %d nodes: %v", volumes, len(f.nodes), r.err)
@@ -226,10 +241,11 @@ type benchFleet struct {
 	stopOnce sync.Once
 }
 
-// startBenchFleet starts 3 members and n agents, applies the n nodes and
-// waits until every node has its instance and its agent has said hello.
-// It is stopped at cleanup if not before.
-func startBenchFleet(tb testing.TB, n int) *benchFleet {
+// startBenchFleet starts 3 members and n agents, the cloud's instances
+// with attachLimit (0: the sim's default), applies the n nodes and waits
+// until every node has its instance and its agent has said hello. It is
+// stopped at cleanup if not before.
+func startBenchFleet(tb testing.TB, n, attachLimit int) *benchFleet {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "tether-bench-fleet-")
 	if err != nil {
@@ -241,12 +257,12 @@ func startBenchFleet(tb testing.TB, n int) *benchFleet {
 	}
 	t0 := time.Now()
 	bf.f, err = distributed.StartFleet(distributed.FleetConfig{Binary: binary, Dir: dir, Controllers: 3, Nodes: bf.nodes,
-		Token: "bench-token", Ready: 2 * time.Minute})
+		Token: "bench-token", Ready: 2 * time.Minute, AttachLimit: attachLimit})
 	if err != nil {
 		tb.Fatalf("starting a fleet of %d agents: %v (its directory: %s)", n, err, dir)
 	}
 	tb.Cleanup(bf.stop)
-	tb.Logf("a fleet of 3 members and %d agents started in %.1fs; its directory: %s", n, time.Since(t0).Seconds(), dir)
+	tb.Logf("a fleet of 3 members and %d agents (attach limit %d) started in %.1fs; its directory: %s", n, attachLimit, time.Since(t0).Seconds(), dir)
 	bf.cloud, err = cloudremote.Dial(bf.f.CloudAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		tb.Fatal(err)

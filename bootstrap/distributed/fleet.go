@@ -41,6 +41,10 @@ type FleetConfig struct {
 	// Permissive: the cloud accepts a second attach of an exclusive volume
 	// (tether alone must hold I1).
 	Permissive bool
+	// AttachLimit is how many volumes each instance the cloud creates may
+	// have attached (tether cloud serve --attach-limit; 0: the sim's
+	// default, 39). Instances already in Dir's cloud state keep theirs.
+	AttachLimit int
 	// Ready bounds the wait for each process to be ready.
 	Ready time.Duration
 	// Chaos: every member and agent reads chaos commands on its stdin
@@ -143,6 +147,9 @@ func (f *Fleet) StartCloud() error {
 	args := []string{"cloud", "serve", "--data-dir", filepath.Join(f.cfg.Dir, "cloud"), "--addr", f.cloudAddr}
 	if f.cfg.Permissive {
 		args = append(args, "--permissive")
+	}
+	if f.cfg.AttachLimit > 0 {
+		args = append(args, "--attach-limit", strconv.Itoa(f.cfg.AttachLimit))
 	}
 	p, _, err := startProc("cloud", f.cfg.Binary, args, f.logPath("cloud"), "tether cloud serving", f.cfg.Ready)
 	if err != nil {
