@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -422,7 +424,85 @@ func TestFleetSurvivesProcessFaults(t *testing.T) {
 	r.f.Partition(1, false)
 	r.converge("member 1 partitioned and healed", 90*time.Second)
 
+	// Every member loses its etcd lease at once (as after an etcd outage
+	// longer than the TTL): the others drop and block each of them, so
+	// each must notice, leave, and join again under a new identity.
+	before := r.memberIDs()
+	r.revokeMemberLeases()
+	r.eventually("every member joined again under a new identity", 90*time.Second, func() bool {
+		now := r.memberIDs()
+		return len(now) == 3 && !slices.ContainsFunc(now, func(id string) bool { return slices.Contains(before, id) })
+	})
+	r.place(map[string]cloud.NodeName{"w-5": r.nodes[0], "w-10": r.nodes[3]})
+	r.converge("every member lost its lease and joined again", 90*time.Second)
+
 	// The judge that watched all this catches a double attach.
 	w := "w-1"
 	r.breakI1(cloud.VolumeID(volumeOf(w)), r.nodes[(slices.Index(r.nodes, r.want[w])+1)%len(r.nodes)])
+}
+
+// etcd is an admin client of the fleet's etcd, closed at the end.
+func (r *rig) etcd() *clientv3.Client {
+	r.t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: r.f.Etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// memberRecords are the members registered in etcd (bootstrap/distributed's
+// membership: under /tether/cluster/tether/, one key per member ID).
+const memberRecords = "/tether/cluster/" + distributed.ClusterName + "/"
+
+// memberIDs lists the registered members' IDs.
+func (r *rig) memberIDs() []string {
+	c := r.etcd()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, memberRecords, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		r.t.Logf("listing members: %v", err)
+		return nil
+	}
+	var ids []string
+	for _, kv := range resp.Kvs {
+		ids = append(ids, strings.TrimPrefix(string(kv.Key), memberRecords))
+	}
+	return ids
+}
+
+// revokeMemberLeases revokes the lease of every registered member.
+func (r *rig) revokeMemberLeases() {
+	r.t.Helper()
+	c := r.etcd()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, memberRecords, clientv3.WithPrefix())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(resp.Kvs) != 3 {
+		r.t.Fatalf("%d members registered, want 3", len(resp.Kvs))
+	}
+	for _, kv := range resp.Kvs {
+		if _, err := c.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+			r.t.Fatalf("revoking %s's lease: %v", kv.Key, err)
+		}
+	}
+}
+
+// eventually polls cond until it holds or d passes.
+func (r *rig) eventually(what string, d time.Duration, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("timed out after %v waiting for: %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+	r.t.Logf("%s after %v", what, time.Since(deadline.Add(-d)).Round(10*time.Millisecond))
 }
