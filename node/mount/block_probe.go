@@ -1,0 +1,226 @@
+package mount
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// The block mounter's decisions, as pure functions of what its tools and
+// the mount table said: what a device holds (blkid), what to do about it,
+// whether e2fsck's answer allows a mount, and which mount a mount point
+// shows. The shell (block_linux.go) runs the tools and the system calls.
+
+// The commands. mkfs.ext4 gets no -F: a single -F would let it format
+// what it otherwise refuses, two a mounted device. It gets no option that
+// keeps it from overwriting a signature either, because it has none: off a
+// terminal it overwrites whatever it finds without asking. The probe before
+// it is the only guard (see planStage).
+func blkidArgs(dev string) []string { return []string{"-p", "-o", "export", "--", dev} }
+func mkfsArgs(dev string) []string  { return []string{"-q", "-m", "0", "--", dev} }
+func fsckArgs(dev string) []string  { return []string{"-p", "--", dev} }
+
+// Exit statuses of blkid -p (blkid(8)).
+const (
+	blkidNothing    = 2 // no signature found
+	blkidAmbivalent = 8 // several signatures that exclude one another
+)
+
+// probe is what blkid -p found on a device.
+type probe struct {
+	Blank      bool   // no signature at all
+	Type       string // TYPE: a filesystem or other content (swap, crypto_LUKS, LVM2_member...)
+	PTType     string // PTTYPE: a partition table
+	UUID       string
+	Ambivalent bool // several signatures
+}
+
+// parseBlkid reads the output of blkid -p -o export. blkid also exits
+// with "nothing found" when it cannot open the device, saying nothing (or,
+// in some versions, a warning): a "nothing found" with anything on
+// standard error is an error, never a blank device.
+func parseBlkid(dev string, out ToolOutput) (probe, error) {
+	switch out.Exit {
+	case 0:
+	case blkidNothing:
+		if msg := strings.TrimSpace(string(out.Stderr)); msg != "" {
+			return probe{}, fmt.Errorf("mount: stage: blkid -p %s found nothing but said %q", dev, msg)
+		}
+		return probe{Blank: true}, nil
+	case blkidAmbivalent:
+		return probe{Ambivalent: true}, nil
+	default:
+		return probe{}, fmt.Errorf("mount: stage: blkid -p %s exited %d: %s", dev, out.Exit, toolMessage(out))
+	}
+	var p probe
+	for line := range strings.SplitSeq(string(out.Stdout), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+		switch k {
+		case "TYPE":
+			p.Type = v
+		case "PTTYPE":
+			p.PTType = v
+		case "UUID":
+			p.UUID = v
+		}
+	}
+	return p, nil
+}
+
+// stageAction is what a stage does to a device before mounting it.
+type stageAction int
+
+const (
+	actFormat stageAction = iota // mkfs.ext4: the device is blank
+	actCheck                     // e2fsck -p: the device holds ext4
+)
+
+// planStage decides from a probe: a blank device is formatted, an ext4
+// one checked, anything else refused (ErrForeignContent). Between the
+// probe and mkfs.ext4 there is a window in which a writer could put a
+// signature on the device; mke2fs refuses a device that is mounted or
+// opened exclusively, so only a raw writer fits in it, and the node agent
+// is the only writer of a device attached for a volume, one operation per
+// volume at a time.
+func planStage(dev string, p probe) (stageAction, error) {
+	var holds string
+	switch {
+	case p.Ambivalent:
+		holds = "several signatures"
+	case p.PTType != "":
+		holds = fmt.Sprintf("a partition table (%s)", p.PTType)
+	case p.Type == "ext4":
+		return actCheck, nil
+	case p.Type != "":
+		holds = fmt.Sprintf("a %s signature", p.Type)
+	case p.Blank:
+		return actFormat, nil
+	default:
+		holds = "a signature blkid does not name"
+	}
+	return 0, fmt.Errorf("mount: stage: %s holds %s: %w", dev, holds, ErrForeignContent)
+}
+
+// fsckVerdict reads the exit status of e2fsck -p (a sum of flags, see
+// e2fsck(8)): 0 (clean) and 1 (errors corrected) allow a mount. 2 (errors
+// corrected, reboot asked) only happens on a mounted filesystem, which a
+// stage never checks: something else has it, so it is refused too. 4 and
+// above (errors left, operational error, cancelled) need an operator.
+func fsckVerdict(dev string, out ToolOutput) error {
+	if out.Exit&^1 == 0 {
+		return nil
+	}
+	what := "found errors it may not fix on its own"
+	if out.Exit < 4 {
+		what = "corrected errors and asks for a reboot"
+	}
+	return fmt.Errorf("mount: stage: e2fsck -p %s exited %d (%s): %s; nothing mounted: run e2fsck %s by hand: %w",
+		dev, out.Exit, what, toolMessage(out), dev, ErrNeedsFsck)
+}
+
+// toolMessage is what a tool said, stderr first, on one line, for an
+// error.
+func toolMessage(out ToolOutput) string {
+	msg := strings.TrimSpace(string(out.Stderr) + "\n" + string(out.Stdout))
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > 400 {
+		msg = msg[:400] + "..."
+	}
+	if msg == "" {
+		return "no message"
+	}
+	return msg
+}
+
+// blockMount is one line of /proc/<pid>/mountinfo with the fields the
+// package's table leaves out: the filesystem type and the mount source
+// (for a block filesystem, the device path given to mount(2)).
+type blockMount struct {
+	Dev    string // "major:minor"
+	Root   string
+	Point  string
+	FSType string
+	Source string
+}
+
+// blockTable is a mount table in the kernel's order (of two mounts on one
+// point, the later is on top).
+type blockTable []blockMount
+
+// parseBlockMounts reads mountinfo lines: six fields, optional fields up
+// to a lone "-", then the filesystem type and the source. Paths are
+// unescaped as parseMountinfo does.
+func parseBlockMounts(r io.Reader) (blockTable, error) {
+	var t blockTable
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for n := 1; sc.Scan(); n++ {
+		var f [][]byte
+		for line := sc.Bytes(); ; {
+			var fl []byte
+			if fl, line = field(line); fl == nil {
+				break
+			}
+			f = append(f, fl)
+		}
+		if len(f) == 0 {
+			continue
+		}
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if string(f[i]) == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+2 >= len(f) {
+			return nil, fmt.Errorf("mount: mountinfo line %d: no filesystem type and source after the separator", n)
+		}
+		t = append(t, blockMount{
+			Dev: string(f[2]), Root: unescaped(f[3]), Point: unescaped(f[4]),
+			FSType: string(f[sep+1]), Source: unescaped(f[sep+2]),
+		})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("mount: mountinfo: %w", err)
+	}
+	return t, nil
+}
+
+func unescaped(b []byte) string {
+	var s strings.Builder
+	appendUnescaped(&s, b)
+	return s.String()
+}
+
+// top returns the mount visible at point (the last one listed there).
+func (t blockTable) top(point string) (blockMount, bool) {
+	for i := len(t) - 1; i >= 0; i-- {
+		if t[i].Point == point {
+			return t[i], true
+		}
+	}
+	return blockMount{}, false
+}
+
+// pointsOf lists the mount points of dev ("major:minor"), in table order.
+func (t blockTable) pointsOf(dev string) []string {
+	var out []string
+	for _, m := range t {
+		if m.Dev == dev {
+			out = append(out, m.Point)
+		}
+	}
+	return out
+}
+
+// shows names what a block stage's mount m shows: the device, for the
+// whole of an ext4 filesystem; ok is false for anything else (a bind
+// mount of a directory, another filesystem), which the bind mounter names.
+func (m blockMount) shows() (dev string, ok bool) {
+	if m.FSType == "ext4" && m.Root == "/" {
+		return m.Source, true
+	}
+	return "", false
+}

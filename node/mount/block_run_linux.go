@@ -1,0 +1,56 @@
+package mount
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+func newBlockConfig(opts []BlockOption) blockConfig {
+	c := blockConfig{run: runTool}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// runTool is the default Runner. Standard input is the null device: mke2fs
+// asks before overwriting a filesystem only on a terminal, and a question
+// nobody answers would hang the stage.
+func runTool(name string, args ...string) (ToolOutput, error) {
+	path, err := findTool(name)
+	if err != nil {
+		return ToolOutput{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() >= 0 {
+		err = nil
+	}
+	if err != nil {
+		return ToolOutput{}, fmt.Errorf("mount: run %s: %w", name, err)
+	}
+	return ToolOutput{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Exit: cmd.ProcessState.ExitCode()}, nil
+}
+
+// findTool looks name up on PATH, then in the system directories a
+// service's PATH sometimes lacks.
+func findTool(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("mount: %s not found (install util-linux and e2fsprogs): %w", name, err)
+}
