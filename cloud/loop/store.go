@@ -1,0 +1,223 @@
+package loop
+
+// The data directory on disk: its layout, the state file and the image
+// files. Every path is built here, from the canonical data directory and
+// names that were checked (names.ValidName) first.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/realdir"
+)
+
+const (
+	stateName  = "state.json"
+	lockName   = "lock"
+	imagesName = "images"
+	tempPrefix = "." + stateName + ".tmp-"
+
+	stateFileMode = 0o600
+	imageMode     = 0o600
+	dirMode       = 0o700
+)
+
+// prepareDir makes the data directory and its images directory if needed
+// and returns the data directory made absolute, with every symlink in it
+// resolved (the kernel shows backing files by such paths), after checking
+// that both are real directories.
+func prepareDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, dirMode); err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	if err := realdir.Check(real); err != nil {
+		return "", err
+	}
+	images := filepath.Join(real, imagesName)
+	if err := os.Mkdir(images, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	if err := realdir.In(real, images); err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// imagePath is the image of a volume whose ID is a valid name.
+func imagePath(images string, id cloud.VolumeID) string {
+	return filepath.Join(images, string(id)+imageSuffix)
+}
+
+// loadWorld reads the state file. A missing one is a new cloud, unless
+// images lie in the images directory: then the state was lost, and
+// starting empty would hand their data to new volumes of the same names.
+// A new cloud's empty state is written at once, so that no image is ever
+// made before the state file exists.
+func (c *Cloud) loadWorld() (*world, error) {
+	data, err := os.ReadFile(c.statePath)
+	if errors.Is(err, fs.ErrNotExist) {
+		if imgs, _ := filepath.Glob(filepath.Join(c.images, "*"+imageSuffix)); len(imgs) > 0 {
+			return nil, fmt.Errorf("loop: %s is missing but %d images lie in %s: refusing to start empty (restore the state file)", c.statePath, len(imgs), c.images)
+		}
+		w := newWorld()
+		if err := c.save(w); err != nil {
+			return nil, err
+		}
+		return w, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loop: %w", err)
+	}
+	w, err := decodeWorld(data)
+	if err != nil {
+		return nil, fmt.Errorf("loop: state file %s: %w", c.statePath, err)
+	}
+	return w, nil
+}
+
+// decodeWorld parses and validates a state file.
+func decodeWorld(data []byte) (*world, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	w := &world{}
+	if err := dec.Decode(w); err != nil {
+		return nil, err
+	}
+	if err := w.validate(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// save writes w to the state file, durably, replacing it atomically.
+func (c *Cloud) save(w *world) error {
+	data, err := json.MarshalIndent(w, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := c.write(c.statePath, append(data, '\n')); err != nil {
+		return fmt.Errorf("loop: write %s: %w", c.statePath, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data: a temporary file in the same
+// directory, written and fsynced, renamed over path, and the directory
+// fsynced, so that a crash leaves the old file or the new one, whole.
+func writeFileAtomic(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = f.Chmod(stateFileMode)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// removeStaleTemps removes (best effort) the temporary state files a
+// process killed while writing left behind.
+func removeStaleTemps(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tempPrefix) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// makeImage creates the sparse image of a new volume, durably. A file
+// left at its path (by a volume deleted before a crash let it remove its
+// image) is replaced: a new volume never sees an old one's data. It never
+// follows a symlink, and refuses to replace anything but a file or a
+// symlink.
+func makeImage(images string, id cloud.VolumeID, size int64) error {
+	path := imagePath(images, id)
+	if err := removeImage(path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, imageMode)
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(images)
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
+}
+
+// removeImage removes the file (or symlink) at path, if any, durably.
+func removeImage(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not an image", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
