@@ -152,12 +152,19 @@ func remount(op, target string, readOnly bool) error {
 	return nil
 }
 
-func (b bind) unmount(op, target string) error {
-	target, err := checkTarget(b.l, op, target)
+func (b bind) unmount(op, target string) error { return unmountAll(b.l, op, target, true) }
+
+// unmountAll unmounts every mount stacked on target (up to maxStack) and
+// removes the then empty directory. A busy mount is detached lazily when
+// lazy (the bind mounter), and otherwise left mounted with an error that
+// wraps ErrBusy and EBUSY (the block mounter: a filesystem must never stay
+// mounted where nobody can see it).
+func unmountAll(l layout.Layout, op, target string, lazy bool) error {
+	target, err := checkTarget(l, op, target)
 	if err != nil {
 		return err
 	}
-	if exist, err := parentsSafe(b.l, op, target); err != nil || !exist {
+	if exist, err := parentsSafe(l, op, target); err != nil || !exist {
 		return err
 	}
 	for range maxStack {
@@ -170,6 +177,9 @@ func (b bind) unmount(op, target string) error {
 		}
 		err = unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
 		if errors.Is(err, unix.EBUSY) {
+			if !lazy {
+				return fmt.Errorf("mount: %s: unmount %q: %w: %w", op, target, ErrBusy, err)
+			}
 			err = unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 		}
 		if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: no longer a mount point

@@ -258,32 +258,7 @@ func (b block) Unpublish(target string) error { return b.unmount("unpublish", ta
 
 // unmount is the bind mounter's unmount without its lazy detach: a busy
 // mount stays and the error wraps ErrBusy (and EBUSY).
-func (b block) unmount(op, target string) error {
-	target, err := checkTarget(b.l, op, target)
-	if err != nil {
-		return err
-	}
-	if exist, err := parentsSafe(b.l, op, target); err != nil || !exist {
-		return err
-	}
-	for range maxStack {
-		mounted, err := isMountPoint(target)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("mount: %s: %w", op, err)
-		}
-		if !mounted {
-			return clearTarget(op, target, false)
-		}
-		err = unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
-		if errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("mount: %s: unmount %q: %w: %w", op, target, ErrBusy, err)
-		}
-		if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: no longer a mount point
-			return fmt.Errorf("mount: %s: unmount %q: %w", op, target, err)
-		}
-	}
-	return fmt.Errorf("mount: %s: %q is still mounted after %d unmounts", op, target, maxStack)
-}
+func (b block) unmount(op, target string) error { return unmountAll(b.l, op, target, false) }
 
 func (b block) Inspect(target string) (State, string, error) {
 	return b.inspect(target, b.bind.Inspect, nil)

@@ -75,7 +75,8 @@ var (
 // parents are created as needed (0750). Sources are directories given by
 // absolute (or cwd-relative) paths, anywhere, but never a symlink: a
 // source that is one is refused (ErrUnsafeSource) and nothing is mounted
-// (the symlink mounter's Publish excepted: its stage is a symlink).
+// (the symlink mounter's Publish excepted: its stage is a symlink; and the
+// block mounter's Stage, whose source is a block device, see NewBlock).
 type Mounter interface {
 	// Stage makes target show source's content. Already staged from the
 	// same source (the same directory): nil. Showing another source:
@@ -93,6 +94,6 @@ type Mounter interface {
 	// Inspect reports the target's state and, when Mounted, the source it
 	// shows.
 	Inspect(target string) (State, string, error)
-	// Name is "symlink" or "bind".
+	// Name is "symlink", "bind" or "block".
 	Name() string
 }
