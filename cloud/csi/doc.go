@@ -1,0 +1,83 @@
+// Package csi is a cloud.Provider over a CSI driver's controller plugin,
+// spoken to on its unix socket with the CSI spec's gRPC (Dial), and the
+// pieces its node side (node/csi) shares: Connect, Capability, the device
+// path encoding and the error mapping. It never retries and imports no
+// actor or node code.
+//
+// # Nodes and instances
+//
+// In CSI the "instance" a volume is published to is the node ID that the
+// node plugin on that node reports (NodeGetInfo); the controller plugin
+// cannot tell which tether node that is. The Provider keeps a registry,
+// seeded by WithNodeIDs and fed by SetNodeID (the node agent reports its
+// plugin's ID; the wiring passes it on), and InstanceID answers from it:
+// cloud.ErrNotFound for a node that has reported none, which tether reads
+// as "no instance, nothing attached". The registry lives in memory: the
+// wiring must keep the reported IDs (with the node's status) and seed
+// WithNodeIDs from them at start, or a controller that restarts would
+// take every node for instance-less until its agent reports again. An ID
+// is live while a node has it; InstanceVolumes leaves other IDs out (for
+// tether, the instance is gone). Unlike a cloud that frees the disks of a deleted
+// instance, a driver keeps volumes published to a node ID that no node
+// reports any more: only a Detach with that ID ends it.
+//
+// # Attach and the device path
+//
+// Attach is ControllerPublishVolume (read-write, with the volume's
+// capability: Capability of its access mode, which WithAccessModes looks
+// up, cloud.Exclusive by default). tether carries one string, the device
+// path, from the controller to the node agent, and the node plugin needs
+// the whole publish context (a device path is at most one driver-chosen
+// key of it), so the device path IS the publish context: DevicePrefix and
+// its JSON in base64 (DevicePath; the node side decodes it with
+// PublishContext). The Provider remembers the device path of each attach
+// it made until its detach, so that InstanceVolumes reports it; after a
+// restart it reports "" (unknown) for attachments it did not make, and
+// tether keeps the path it recorded (an idempotent attach tells it again).
+//
+// Detach is ControllerUnpublishVolume; NOT_FOUND (no such volume or node)
+// counts as done.
+//
+// # Verification
+//
+// VolumesAreAttached and InstanceVolumes read the driver's
+// published_node_ids: with one ListVolumes paging loop per call when the
+// controller offers LIST_VOLUMES and LIST_VOLUMES_PUBLISHED_NODES (ByList),
+// else with one ControllerGetVolume per volume (GET_VOLUME, ByGet: not
+// "one call per batch", GetConcurrency at a time). ByGet cannot list what
+// a node has: InstanceVolumes asks about the volumes WithVolumes lists
+// (tether's own) and those the Provider attached, so a volume published
+// by someone else and unknown to tether is not seen; without WithVolumes
+// it fails. Dial refuses a driver that offers neither.
+//
+// # The Provider contract over CSI
+//
+// A call whose ctx is already done is not sent. A sent call carries ctx's
+// deadline, shortened by DeadlineMargin, so a driver that honours its
+// request's deadline never acts after the caller's (one that ignores it
+// may: CSI gives no stronger promise). Attach and Detach are sent with a
+// context that ctx's cancellation does not reach, so cancelling only stops
+// the wait and the driver carries the call out; reads are cancelled with
+// ctx.
+//
+// # Errors
+//
+// MapError classifies a driver's status code (classOf), keeping its
+// message in the text:
+//
+//	FAILED_PRECONDITION              cloud.ErrAttachedElsewhere
+//	RESOURCE_EXHAUSTED               cloud.ErrLimitReached
+//	NOT_FOUND                        cloud.ErrNotFound
+//	ABORTED                          cloud.ErrRetryable
+//	UNAVAILABLE, DEADLINE_EXCEEDED,
+//	CANCELLED, UNKNOWN, INTERNAL     cloud.ErrRetryable, outcome unknown
+//	anything else (INVALID_ARGUMENT,
+//	ALREADY_EXISTS, UNIMPLEMENTED...) cloud.ErrTerminal
+//
+// An "outcome unknown" error also wraps ErrUnknownOutcome and
+// context.DeadlineExceeded: the contract lets only context errors mean
+// "may have taken effect", and gRPC produces these codes for calls that
+// were (or may have been) carried out, as drivers produce INTERNAL for a
+// cloud call that failed half-way. A call that fails once its ctx is done
+// returns ctx's error.
+package csi

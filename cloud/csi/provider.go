@@ -1,0 +1,177 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+
+	"github.com/tether/tether/cloud"
+)
+
+// Provider is a cloud.Provider over a CSI controller plugin. It is safe
+// for concurrent use. Its only state is the node registry (which the
+// wiring must seed at start, see the package doc) and the device paths of
+// the attaches it made (lost with it: tether then keeps the paths it
+// recorded).
+type Provider struct {
+	cfg    config
+	conn   *grpc.ClientConn
+	ctl    spec.ControllerClient
+	plugin Plugin
+	verify Verification
+
+	mu      sync.Mutex
+	nodes   map[cloud.NodeName]cloud.InstanceID
+	devices map[cloud.VolumeID]map[cloud.InstanceID]string // from Attach, until Detach
+}
+
+var _ cloud.Provider = (*Provider)(nil)
+
+// Close closes the connection; calls in flight fail with an unknown
+// outcome.
+func (p *Provider) Close() error { return p.conn.Close() }
+
+// Plugin is what the driver said about itself at Dial.
+func (p *Provider) Plugin() Plugin { return p.plugin }
+
+// Verification is how VolumesAreAttached and InstanceVolumes ask the
+// driver, chosen at Dial from its capabilities.
+func (p *Provider) Verification() Verification { return p.verify }
+
+// BatchSize implements cloud.Provider (WithBatchSize, DefaultBatchSize).
+func (p *Provider) BatchSize() int { return p.cfg.batch }
+
+// SetNodeID records that node's node plugin reports id (NodeGetInfo's
+// node_id): from now on InstanceID(node) is id. A node whose plugin
+// reports a new ID (the node was replaced) simply gets it: its old ID no
+// longer names a live instance (InstanceVolumes leaves it out). Two nodes
+// never share an ID: naming another node's ID fails until that node is
+// forgotten (ForgetNode) or moves to another ID.
+func (p *Provider) SetNodeID(node cloud.NodeName, id cloud.InstanceID) error {
+	if id == "" {
+		return fmt.Errorf("csi: node %s: empty node ID: %w", node, cloud.ErrTerminal)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n, other := range p.nodes {
+		if other == id && n != node {
+			return fmt.Errorf("csi: node %s: node ID %q is node %s's: %w", node, id, n, cloud.ErrTerminal)
+		}
+	}
+	p.nodes[node] = id
+	return nil
+}
+
+// ForgetNode removes node from the registry (the node was deleted).
+func (p *Provider) ForgetNode(node cloud.NodeName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.nodes, node)
+}
+
+// InstanceID implements cloud.Provider: the node ID registered for node
+// (SetNodeID, WithNodeIDs); ErrNotFound if none is. It asks no driver.
+func (p *Provider) InstanceID(_ context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id, ok := p.nodes[node]; ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("csi: node %s has reported no CSI node ID: %w", node, cloud.ErrNotFound)
+}
+
+// live reports which of insts some registered node currently has.
+func (p *Provider) live(insts []cloud.InstanceID) map[cloud.InstanceID]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	known := make(map[cloud.InstanceID]bool, len(p.nodes))
+	for _, id := range p.nodes {
+		known[id] = true
+	}
+	out := map[cloud.InstanceID]bool{}
+	for _, id := range insts {
+		if known[id] {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// Attach implements cloud.Provider: ControllerPublishVolume of vol to the
+// node inst with the volume's capability (WithAccessModes, Capability),
+// read-write. The device path encodes the publish context (DevicePath).
+func (p *Provider) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
+	op := fmt.Sprintf("ControllerPublishVolume %s to %s", vol, inst)
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("csi: %s: not sent: %w", op, err)
+	}
+	mode := cloud.Exclusive
+	if p.cfg.mode != nil {
+		m, err := p.cfg.mode(ctx, vol)
+		if err != nil {
+			// Nothing was sent: not a context error, whatever err is.
+			return "", fmt.Errorf("csi: %s: reading the access mode, nothing sent: %v: %w", op, err, cloud.ErrRetryable)
+		}
+		mode = m
+	}
+	req := &spec.ControllerPublishVolumeRequest{VolumeId: string(vol), NodeId: string(inst), VolumeCapability: Capability(mode, p.cfg.fsType)}
+	r, err := call(ctx, op, true, func(c context.Context) (*spec.ControllerPublishVolumeResponse, error) {
+		return p.ctl.ControllerPublishVolume(c, req)
+	})
+	if err != nil {
+		return "", err
+	}
+	dev := DevicePath(r.GetPublishContext())
+	p.mu.Lock()
+	if p.devices[vol] == nil {
+		p.devices[vol] = map[cloud.InstanceID]string{}
+	}
+	p.devices[vol][inst] = dev
+	p.mu.Unlock()
+	return dev, nil
+}
+
+// Detach implements cloud.Provider: ControllerUnpublishVolume of vol from
+// the node inst. NOT_FOUND (no such volume or node: nothing published)
+// is success.
+func (p *Provider) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {
+	op := fmt.Sprintf("ControllerUnpublishVolume %s from %s", vol, inst)
+	req := &spec.ControllerUnpublishVolumeRequest{VolumeId: string(vol), NodeId: string(inst)}
+	_, err := call(ctx, op, true, func(c context.Context) (*spec.ControllerUnpublishVolumeResponse, error) {
+		return p.ctl.ControllerUnpublishVolume(c, req)
+	})
+	if err != nil && !errors.Is(err, cloud.ErrNotFound) {
+		return err
+	}
+	p.mu.Lock()
+	delete(p.devices[vol], inst)
+	if len(p.devices[vol]) == 0 {
+		delete(p.devices, vol)
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// device is the device path of the last Attach of vol to inst, "" if
+// this Provider made none since (a restart, another controller): "" is
+// "unknown" to tether, which keeps the one it recorded.
+func (p *Provider) device(vol cloud.VolumeID, inst cloud.InstanceID) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.devices[vol][inst]
+}
+
+// attached lists the volumes this Provider attached and has not detached.
+func (p *Provider) attached() []cloud.VolumeID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]cloud.VolumeID, 0, len(p.devices))
+	for v := range p.devices {
+		out = append(out, v)
+	}
+	return out
+}
