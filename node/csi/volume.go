@@ -1,0 +1,92 @@
+package csi
+
+import (
+	"context"
+	"fmt"
+
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/tether/tether/cloud"
+	cloudcsi "github.com/tether/tether/cloud/csi"
+)
+
+// Stage stages vol at stagingPath (NodeStageVolume), creating the
+// directory first, with the publish context that device (the controller's
+// device path) carries and the capability of mode. A plugin that does not
+// stage: nothing to do. Staging again at the same path succeeds.
+func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPath string, mode cloud.AccessMode) error {
+	if !n.stages {
+		return nil
+	}
+	op := fmt.Sprintf("NodeStageVolume %s at %s", vol, stagingPath)
+	pc, err := cloudcsi.PublishContext(device)
+	if err != nil {
+		return fmt.Errorf("csi: %s: %w", op, err)
+	}
+	if err := mkdir(op, stagingPath); err != nil {
+		return err
+	}
+	req := &spec.NodeStageVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
+		VolumeCapability: cloudcsi.Capability(mode, n.fsType)}
+	return do(ctx, op, func(c context.Context) error {
+		_, err := n.rpc.NodeStageVolume(c, req)
+		return err
+	})
+}
+
+// Publish makes vol show at targetPath (NodePublishVolume), creating the
+// target's parent first (the plugin creates the target), from stagingPath
+// if the plugin stages, with the publish context device carries (the
+// spec wants it here too), read-only if asked. Publishing again at the
+// same target succeeds.
+func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingPath, targetPath string, readOnly bool, mode cloud.AccessMode) error {
+	op := fmt.Sprintf("NodePublishVolume %s at %s", vol, targetPath)
+	pc, err := cloudcsi.PublishContext(device)
+	if err != nil {
+		return fmt.Errorf("csi: %s: %w", op, err)
+	}
+	if !n.stages {
+		stagingPath = ""
+	}
+	if err := mkdir(op, parent(targetPath)); err != nil {
+		return err
+	}
+	req := &spec.NodePublishVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
+		TargetPath: targetPath, VolumeCapability: cloudcsi.Capability(mode, n.fsType), Readonly: readOnly}
+	return do(ctx, op, func(c context.Context) error {
+		_, err := n.rpc.NodePublishVolume(c, req)
+		return err
+	})
+}
+
+// Unpublish undoes Publish (NodeUnpublishVolume) and removes the target
+// if the plugin left it. NOT_FOUND, or nothing published there: success.
+func (n *Node) Unpublish(ctx context.Context, vol cloud.VolumeID, targetPath string) error {
+	op := fmt.Sprintf("NodeUnpublishVolume %s at %s", vol, targetPath)
+	err := notFoundIsDone(do(ctx, op, func(c context.Context) error {
+		_, err := n.rpc.NodeUnpublishVolume(c, &spec.NodeUnpublishVolumeRequest{VolumeId: string(vol), TargetPath: targetPath})
+		return err
+	}))
+	if err != nil {
+		return err
+	}
+	return removeDir(op, targetPath)
+}
+
+// Unstage undoes Stage (NodeUnstageVolume) and removes the staging
+// directory. A plugin that does not stage: nothing to do. NOT_FOUND, or
+// nothing staged there: success.
+func (n *Node) Unstage(ctx context.Context, vol cloud.VolumeID, stagingPath string) error {
+	if !n.stages {
+		return nil
+	}
+	op := fmt.Sprintf("NodeUnstageVolume %s at %s", vol, stagingPath)
+	err := notFoundIsDone(do(ctx, op, func(c context.Context) error {
+		_, err := n.rpc.NodeUnstageVolume(c, &spec.NodeUnstageVolumeRequest{VolumeId: string(vol), StagingTargetPath: stagingPath})
+		return err
+	}))
+	if err != nil {
+		return err
+	}
+	return removeDir(op, stagingPath)
+}
