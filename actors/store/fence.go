@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tether/tether/cloud"
 )
@@ -46,40 +47,61 @@ func fenced(owner string, epoch, latest uint64) error {
 // previous one. Epochs come from one counter, so they increase across
 // owners too.
 //
-// A claim waits for the fenced writes in progress (they hold mu for
-// reading from their check until their write is done), so no write that
-// passed its check can land after a newer claim returned: the new owner's
-// rebuild, which starts after its claim, sees every write of the old one
-// that will ever land.
+// A claim waits for the fenced writes of its owner in progress (they hold
+// the owner's lock for reading from their check until their write is
+// done), so no write that passed its check can land after a newer claim
+// returned: the new owner's rebuild, which starts after its claim, sees
+// every write of the old one that will ever land. Each owner has its own
+// lock: with one lock for all, every volume actor's start waited for every
+// fenced write in progress (each an fsync), and a fleet start of 10,000
+// volumes queued its claims at about 80 a second.
 type localFences struct {
+	last   atomic.Uint64
+	mu     sync.Mutex // guards owners (the map, not the owners)
+	owners map[string]*ownerFence
+}
+
+// ownerFence is one owner's latest claim and the lock its writes hold.
+type ownerFence struct {
 	mu     sync.RWMutex
-	last   uint64
-	latest map[string]uint64
+	latest uint64
+}
+
+func (f *localFences) owner(name string) *ownerFence {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owners == nil {
+		f.owners = map[string]*ownerFence{}
+	}
+	o := f.owners[name]
+	if o == nil {
+		o = &ownerFence{}
+		f.owners[name] = o
+	}
+	return o
 }
 
 // Claim implements Fences.
 func (f *localFences) Claim(owner string) (uint64, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.latest == nil {
-		f.latest = map[string]uint64{}
-	}
-	f.last++
-	f.latest[owner] = f.last
-	return f.last, nil
+	o := f.owner(owner)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.latest = f.last.Add(1)
+	return o.latest, nil
 }
 
 // write runs fn if epoch is 0 (unfenced) or the latest claim of owner, and
-// no claim can happen until fn returns; else it returns an error wrapping
-// ErrFenced and fn does not run.
+// no claim of owner can happen until fn returns; else it returns an error
+// wrapping ErrFenced and fn does not run.
 func (f *localFences) write(owner string, epoch uint64, fn func() error) error {
 	if epoch == 0 {
 		return fn()
 	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if latest := f.latest[owner]; latest != epoch {
-		return fenced(owner, epoch, latest)
+	o := f.owner(owner)
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if o.latest != epoch {
+		return fenced(owner, epoch, o.latest)
 	}
 	return fn()
 }
