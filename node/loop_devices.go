@@ -1,0 +1,87 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/tether/tether/cloud"
+)
+
+// LoopCloud is what LoopDevices asks of the loop cloud (a *loop.Cloud in
+// the same process): which instance backs the node, what the cloud
+// records attached to it, and where a volume's image is.
+type LoopCloud interface {
+	InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool)
+	InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error)
+	ImagePath(vol cloud.VolumeID) (string, error)
+}
+
+// LoopDevices resolves device paths on a node backed by the loop cloud:
+// the device of an attached volume is a loop device bound to the volume's
+// image file. A device path outlives its binding (a released device is
+// bound to the next image that needs one), so before it is handed to the
+// mounter two things are checked, and anything else is an error wrapping
+// cloud.ErrNotFound (the agent backs off, and mounts nothing):
+//   - the cloud records vol attached to this node's instance at exactly
+//     that device;
+//   - the path is a block device (not a symlink) that the kernel says is
+//     bound to the volume's image (/sys/dev/block/MAJ:MIN/loop/backing_file,
+//     found from the device's own number, equals the cloud's ImagePath):
+//     a stale path never mounts another volume's disk.
+//
+// And the image must be bound to no other loop device: its disk carries
+// ext4, which one machine at a time may mount, and on this host a second
+// device of the same image is another machine's view of the same disk (a
+// multi-node volume's other attachment, or a device the cloud released
+// while still mounted, as after a forced detach: the kernel keeps it
+// bound until it is unmounted). Such a device fails with ErrImageShared
+// until the other one is gone.
+type LoopDevices struct {
+	Cloud LoopCloud
+	Node  cloud.NodeName
+}
+
+// Source implements Devices: it returns device itself, checked. Its
+// errors do not repeat the device and the volume (the agent names them).
+func (d LoopDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error) {
+	inst, ok := d.Cloud.InstanceOf(d.Node)
+	if !ok {
+		return "", fmt.Errorf("node %s has no instance: %w", d.Node, cloud.ErrNotFound)
+	}
+	got, err := d.Cloud.InstanceVolumes(ctx, []cloud.InstanceID{inst})
+	if err != nil {
+		return "", fmt.Errorf("node %s: reading what its instance %s has attached: %w", d.Node, inst, err)
+	}
+	if at, ok := got[inst][vol]; !ok || at != device {
+		return "", fmt.Errorf("not attached to node %s's instance %s there (the cloud records %q): %w", d.Node, inst, at, cloud.ErrNotFound)
+	}
+	image, err := d.Cloud.ImagePath(vol)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(device) || filepath.Clean(device) != device {
+		return "", fmt.Errorf("not a clean absolute path: %w", cloud.ErrNotFound)
+	}
+	backing, num, err := loopBacking(device)
+	if err != nil {
+		return "", fmt.Errorf("on node %s: %w", d.Node, err)
+	}
+	if backing != image {
+		return "", fmt.Errorf("bound to %s on node %s, not to the volume's image %s: %w", backing, d.Node, image, cloud.ErrNotFound)
+	}
+	others, err := otherLoops(image, num)
+	if err != nil {
+		return "", fmt.Errorf("on node %s: listing loop devices: %w", d.Node, err)
+	}
+	if len(others) > 0 {
+		return "", fmt.Errorf("on node %s: the volume's image %s is bound to %v too: %w", d.Node, image, others, ErrImageShared)
+	}
+	return device, nil
+}
+
+// ErrImageShared: a loop device's image is bound to another loop device
+// too (LoopDevices). Nothing is mounted; it clears when the other device
+// is released.
+var ErrImageShared = errors.New("node: the volume's image is bound to another loop device too: ext4 is mounted by one machine at a time")

@@ -1,0 +1,79 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tether/tether/cloud"
+)
+
+// loopBacking returns the backing file the kernel shows for the loop
+// device at path (" (deleted)" appended when the file was deleted since)
+// and the device's number ("MAJ:MIN"), found through the device's own
+// number, so that a device node at an unexpected path is judged by what
+// it is. A path that is not a block device (a symlink included), or a
+// device that is not a bound loop device, is an error wrapping
+// cloud.ErrNotFound.
+func loopBacking(path string) (backing, num string, err error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", fmt.Errorf("no such device: %w", cloud.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if fi.Mode().Type() != fs.ModeDevice || !ok {
+		return "", "", fmt.Errorf("not a block device (%s): %w", fi.Mode().Type(), cloud.ErrNotFound)
+	}
+	dev := uint64(st.Rdev) // not a uint64 on every architecture
+	num = fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
+	sys := "/sys/dev/block/" + num + "/loop/backing_file"
+	raw, err := os.ReadFile(sys)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", fmt.Errorf("not a bound loop device (no %s): %w", sys, cloud.ErrNotFound)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return strings.TrimSuffix(string(raw), "\n"), num, nil
+}
+
+// otherLoops returns the loop devices other than the one numbered num
+// that the kernel shows bound to image (a release deferred while the
+// device is in use included).
+func otherLoops(image, num string) ([]string, error) {
+	files, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		dir := filepath.Dir(filepath.Dir(f)) // /sys/block/loopN
+		raw, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSuffix(string(raw), "\n") != image {
+			continue
+		}
+		n, err := os.ReadFile(filepath.Join(dir, "dev"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if strings.TrimSpace(string(n)) != num {
+			out = append(out, "/dev/"+filepath.Base(dir))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,161 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/cloud"
+)
+
+// fakeLoopCloud records one attachment per volume for instance i-n1.
+type fakeLoopCloud struct {
+	images   string                    // directory of the images
+	attached map[cloud.VolumeID]string // volume -> device recorded
+}
+
+func (f fakeLoopCloud) InstanceOf(n cloud.NodeName) (cloud.InstanceID, bool) {
+	return "i-n1", n == "n1"
+}
+
+func (f fakeLoopCloud) InstanceVolumes(_ context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	out := map[cloud.InstanceID]map[cloud.VolumeID]string{}
+	for _, in := range insts {
+		if in == "i-n1" {
+			out[in] = f.attached
+		}
+	}
+	return out, nil
+}
+
+func (f fakeLoopCloud) ImagePath(vol cloud.VolumeID) (string, error) {
+	return filepath.Join(f.images, string(vol)+".img"), nil
+}
+
+// bindLoop binds a free loop device to a new 1 MiB file at image and
+// releases it at cleanup. It fails t (never skips) when it cannot: these
+// tests need root and loop devices.
+func bindLoop(t *testing.T, image string) string {
+	t.Helper()
+	if err := os.WriteFile(image, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cannot get a loop device (these tests need root and /dev/loop-control): losetup --find --show: %v: %s", err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { release(t, dev) })
+	return dev
+}
+
+func release(t *testing.T, dev string) {
+	t.Helper()
+	if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil && !strings.Contains(string(out), "No such device") {
+		t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+	}
+}
+
+// waitReleased waits (bounded) until the kernel has finished releasing
+// dev: a release is deferred while anyone (udev's probe) holds it open.
+func waitReleased(t *testing.T, dev string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, _, err := loopBacking(dev); errors.Is(err, cloud.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still bound 5 s after its release", dev)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A device path is handed to the mounter only when the cloud records the
+// volume attached to this node's instance there and the kernel says the
+// device is bound to the volume's image; a stale path, a released device,
+// a symlink, a file or another node's call is refused with
+// cloud.ErrNotFound.
+func TestLoopDevicesSource(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := bindLoop(t, filepath.Join(dir, "a.img"))
+	b := bindLoop(t, filepath.Join(dir, "b.img"))
+	released := bindLoop(t, filepath.Join(dir, "gone.img"))
+	release(t, released)
+	waitReleased(t, released)
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fc := fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{
+		"a": a, "stale": b, "gone": released, "link": link, "file": file, "null": "/dev/null", "dirty": a + "/../" + filepath.Base(a),
+	}}
+	d := LoopDevices{Cloud: fc, Node: "n1"}
+	ctx := context.Background()
+	if got, err := d.Source(ctx, "a", a); err != nil || got != a {
+		t.Fatalf("Source(a, %s) = %q, %v; want the device", a, got, err)
+	}
+	for _, c := range []struct {
+		name   string
+		node   cloud.NodeName
+		vol    cloud.VolumeID
+		device string
+	}{
+		{"another device than the cloud records", "n1", "a", b},
+		{"a device bound to another volume's image", "n1", "stale", b},
+		{"a released device", "n1", "gone", released},
+		{"a symlink to the right device", "n1", "link", link},
+		{"a regular file", "n1", "file", file},
+		{"a character device", "n1", "null", "/dev/null"},
+		{"an unclean path", "n1", "dirty", a + "/../" + filepath.Base(a)},
+		{"a node without an instance", "n2", "a", a},
+	} {
+		d := LoopDevices{Cloud: fc, Node: c.node}
+		got, err := d.Source(ctx, c.vol, c.device)
+		if !errors.Is(err, cloud.ErrNotFound) {
+			t.Errorf("%s: Source(%s, %s) = %q, %v; want an error wrapping cloud.ErrNotFound", c.name, c.vol, c.device, got, err)
+		}
+		t.Logf("%s: %v", c.name, err)
+	}
+}
+
+// A second loop device bound to the same image (another machine's view of
+// the same ext4 disk) makes Source refuse, with ErrImageShared, until it
+// is released.
+func TestLoopDevicesSourceImageShared(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := filepath.Join(dir, "a.img")
+	a := bindLoop(t, image)
+	out, err := exec.Command("losetup", "--find", "--show", image).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cannot get a second loop device: %v: %s", err, out)
+	}
+	second := strings.TrimSpace(string(out))
+	t.Cleanup(func() { release(t, second) })
+	d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": a}}, Node: "n1"}
+	got, err := d.Source(context.Background(), "a", a)
+	if !errors.Is(err, ErrImageShared) || !strings.Contains(err.Error(), second) {
+		t.Fatalf("Source with %s bound to the image too = %q, %v; want ErrImageShared naming it", second, got, err)
+	}
+	release(t, second)
+	waitReleased(t, second)
+	if got, err := d.Source(context.Background(), "a", a); err != nil || got != a {
+		t.Fatalf("Source once %s is released = %q, %v; want %s", second, got, err, a)
+	}
+}
