@@ -28,8 +28,8 @@ import (
 	"github.com/tether/tether/node/mount"
 )
 
-// Config of an embedded tether: one process with the sim cloud, the
-// controller and its store.
+// Config of an embedded tether: one process with the cloud (the sim, or
+// the loop cloud), the controller and its store.
 type Config struct {
 	LogLevel  string // debug, info, warn, error
 	LogFormat string // text or json
@@ -38,17 +38,27 @@ type Config struct {
 	// instance and served by a node agent.
 	Nodes      int
 	Controller controller.Config
-	Sim        sim.Config
+	// Cloud is CloudSim ("" too) or CloudLoop: the loop cloud under
+	// <data>/loop, whose disks are image files attached as real loop
+	// devices (root only). With it the agents mount with mount.NewBlock
+	// (unless NewMounter says otherwise), resolve devices with
+	// node.LoopDevices and lay their mounts out under LoopPlugin.
+	Cloud string
+	// Sim configures the sim cloud; Loop the loop cloud.
+	Sim  sim.Config
+	Loop LoopConfig
 	// CloudLimit bounds the controller's calls to the cloud on tether's
 	// side (rate with burst, calls in flight); zero limits nothing.
 	CloudLimit limit.Config
 	// DataDir holds everything on disk: the sim cloud's volume content
-	// (cloud/) and each node agent's mounts (nodes/<node>/).
+	// (cloud/) or the loop cloud (loop/, loop-account.json), and each node
+	// agent's mounts (nodes/<node>/).
 	DataDir string
 	Agent   node.Config
 	// Durable keeps the desired state and node statuses in
-	// <data>/tether.db and the sim cloud's state in <data>/cloud-state.json,
-	// so that a restarted process (even after SIGKILL) loses nothing. A
+	// <data>/tether.db and the sim cloud's state in <data>/cloud-state.json
+	// (the loop cloud's state is always durable), so that a restarted
+	// process (even after SIGKILL) loses nothing. A
 	// durable Embedded holds the data directory's lock (LockFile) from
 	// before it reads anything there until Stop, and refuses to start
 	// (ErrUntrusted) on a store it cannot trust (identity.go).
@@ -61,7 +71,8 @@ type Config struct {
 	// WrapMounter, if set, wraps each agent's mounter (invariant checks).
 	WrapMounter func(cloud.NodeName, mount.Mounter) mount.Mounter
 	// NewMounter, if set, makes each node's mounter instead of
-	// mount.Default (whose probe makes a bind mount per node as root).
+	// mount.Default (whose probe makes a bind mount per node as root), or
+	// mount.NewBlock with the loop cloud.
 	NewMounter func(layout.Layout) mount.Mounter
 	// WrapStore, if set, wraps the store (chaos diagnostics).
 	WrapStore func(store.Store) store.Store
@@ -77,7 +88,12 @@ func DefaultConfig() Config {
 
 // Embedded is a running embedded tether.
 type Embedded struct {
-	System     *actor.ActorSystem
+	System *actor.ActorSystem
+	// Account is the cloud, whichever it is.
+	Account Account
+	// Cloud is the sim cloud when the process runs on it (nil with the
+	// loop cloud), for what only the sim has: fault injection, exact call
+	// counters, synchronous observers (chaos, bench, the tests).
 	Cloud      *sim.Cloud
 	Store      store.Store
 	Events     *events.Recorder
@@ -86,6 +102,7 @@ type Embedded struct {
 	NodeNames  []cloud.NodeName
 	Agents     map[cloud.NodeName]*node.Agent
 	cfg        Config
+	kind       string // CloudSim or CloudLoop
 	guardian   actor.SupervisorStrategy
 	guard      *spawn.Guard
 	ctlCfg     controller.Config
@@ -168,7 +185,7 @@ func (e *Embedded) start() error {
 	if err := cfg.CloudLimit.Validate(); err != nil {
 		return err
 	}
-	e.ctlCfg, e.provider = cc, limit.Wrap(metrics.InstrumentProvider(e.Cloud, cfg.Metrics), cfg.CloudLimit)
+	e.ctlCfg, e.provider = cc, limit.Wrap(metrics.InstrumentProvider(e.Account, cfg.Metrics), cfg.CloudLimit)
 	e.Controller = controller.New(e.System, cc, e.provider, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return err
@@ -182,7 +199,7 @@ func (e *Embedded) start() error {
 		e.NodeNames = append(e.NodeNames, n)
 		changes[i] = controller.Change{Node: &store.NodeSpec{Name: n}}
 	}
-	if _, err := e.Cloud.AddInstances(e.NodeNames); err != nil {
+	if err := e.Account.AddInstances(e.NodeNames); err != nil {
 		return err
 	}
 	if _, err := e.Controller.ApplyAll(changes); err != nil {
@@ -211,7 +228,10 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 			return fmt.Errorf("node %s: %w", n, err)
 		}
 	}
-	ac.Devices = node.SimDevices{Cloud: e.Cloud, Node: n}
+	ac.Devices = e.Account.Devices(n)
+	if e.kind == CloudLoop {
+		ac.Plugin = LoopPlugin
+	}
 	if e.cfg.WrapDevices != nil {
 		ac.Devices = e.cfg.WrapDevices(n, ac.Devices)
 	}
@@ -220,7 +240,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		e.calls[n] = node.NewCalls()
 	}
 	ac.Calls = e.calls[n] // a new agent leaves alone what its predecessor's calls still hold
-	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil || e.cfg.NewMounter != nil {
+	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil || e.cfg.NewMounter != nil || e.kind == CloudLoop {
 		m, err := e.Mounter(n)
 		if err != nil {
 			return err
@@ -254,12 +274,25 @@ func (e *Embedded) Mounter(n cloud.NodeName) (mount.Mounter, error) {
 		return nil, err
 	}
 	newMounter := e.cfg.NewMounter
-	if newMounter == nil {
+	switch {
+	case newMounter != nil:
+	case e.kind == CloudLoop:
+		newMounter = func(l layout.Layout) mount.Mounter { return mount.NewBlock(l) }
+	default:
 		newMounter = mount.Default
 	}
 	m := newMounter(l)
 	e.mounters[n] = m
 	return m, nil
+}
+
+// Plugin is the volume plugin in the agents' layout:
+// <node>/plugins/<plugin>/mounts/<volume>, <node>/pods/<uid>/volumes/<plugin>/<volume>.
+func (e *Embedded) Plugin() string {
+	if e.kind == CloudLoop {
+		return LoopPlugin
+	}
+	return e.cfg.Agent.Plugin
 }
 
 // Ctl returns the current controller (RestartController replaces it).
@@ -327,8 +360,8 @@ func (e *Embedded) Stop() error {
 	if e.System != nil {
 		e.System.Shutdown()
 	}
-	if e.Cloud != nil {
-		errs = append(errs, e.Cloud.Close()) // folds the state's log into its snapshot
+	if e.Account != nil {
+		errs = append(errs, e.Account.Close()) // the sim folds its state's log into its snapshot
 	}
 	errs = append(errs, e.closeStore())
 	return errors.Join(errs...)
@@ -343,56 +376,6 @@ func (e *Embedded) closeStore() error {
 	}
 	errs = append(errs, e.lock.release())
 	return errors.Join(errs...)
-}
-
-// open creates the data directory and opens the store and the sim cloud,
-// durable ones when asked.
-func (e *Embedded) open() error {
-	cfg := e.cfg
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("embedded: data directory: %w", err)
-	}
-	sc := cfg.Sim
-	sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
-	if !cfg.Durable {
-		e.Store, e.Cloud = store.NewMemory(), sim.New(sc)
-		return nil
-	}
-	// The lock first: nothing in the directory is read or written before.
-	lock, err := lockDataDir(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	e.lock = lock
-	if err := os.MkdirAll(sc.ContentDir, 0o700); err != nil {
-		return err
-	}
-	sc.StatePath = filepath.Join(cfg.DataDir, "cloud-state.json")
-	cl, err := sim.Open(sc)
-	if err != nil {
-		return err
-	}
-	e.Cloud = cl
-	ev, err := gatherEvidence(cfg.DataDir, cl)
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(cfg.DataDir, StoreFile)
-	var st *store.Bolt
-	var id string
-	if cfg.RebuildStore {
-		var rep RebuildReport
-		st, id, rep, err = rebuildStore(path, cl, ev, e.Mounter)
-		if err != nil {
-			return fmt.Errorf("rebuilding %s: %w", path, err)
-		}
-		e.Rebuilt = &rep
-		e.logRebuild(path, rep)
-	} else if st, id, err = openTrusted(path, cl, ev); err != nil {
-		return err
-	}
-	e.Store, e.bolt, e.identity = st, st, id
-	return claim(cl, ev, id)
 }
 
 // logRebuild tells the operator what --rebuild-store did.

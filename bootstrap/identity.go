@@ -81,7 +81,7 @@ func (ev evidence) String() string {
 
 // gatherEvidence reads the cloud and the node directories; it changes
 // nothing.
-func gatherEvidence(dataDir string, cl *sim.Cloud) (evidence, error) {
+func gatherEvidence(dataDir string, cl owner) (evidence, error) {
 	ev := evidence{tag: cl.Tag(), inventory: cl.Inventory(), nodeIDs: map[string]string{}}
 	nodes := filepath.Join(dataDir, "nodes")
 	entries, err := os.ReadDir(nodes)
@@ -146,7 +146,7 @@ func writeIdentityFile(dir, id string) error {
 // the node directories. A fresh directory gets a new store and identity.
 // Anything else that does not add up is ErrUntrusted, and the store file
 // is left as it was.
-func openTrusted(path string, cl *sim.Cloud, ev evidence) (*store.Bolt, string, error) {
+func openTrusted(path string, ev evidence) (*store.Bolt, string, error) {
 	dataDir := filepath.Dir(path)
 	fi, err := os.Lstat(path)
 	create := false
@@ -233,7 +233,7 @@ func checkIdentity(st *store.Bolt, path string, ev evidence) (string, error) {
 
 // claim tags the cloud and the node directories with the store's identity,
 // after the store has it.
-func claim(cl *sim.Cloud, ev evidence, id string) error {
+func claim(cl owner, ev evidence, id string) error {
 	if ev.tag != id {
 		if err := cl.SetTag(id); err != nil {
 			return err

@@ -44,7 +44,7 @@ type RebuildReport struct {
 // rebuildStore moves the store file at path aside, creates a new one and
 // fills it from the cloud and the node directories. mounter gives the
 // mounter of a node, to read its mounts.
-func rebuildStore(path string, cl *sim.Cloud, ev evidence, mounter func(cloud.NodeName) (mount.Mounter, error)) (*store.Bolt, string, RebuildReport, error) {
+func rebuildStore(path string, cl owner, ev evidence, mounter func(cloud.NodeName) (mount.Mounter, error)) (*store.Bolt, string, RebuildReport, error) {
 	var rep RebuildReport
 	id := ev.tag
 	for _, nid := range ev.nodeIDs {

@@ -71,7 +71,7 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 		}
 		return nil
 	}
-	srv, err := api.ServeTLS(cfg.APIAddr, token, e.Controller, e.Cloud, cfg.AllowRemote, x.api)
+	srv, err := api.ServeTLS(cfg.APIAddr, token, e.Controller, e.Account, cfg.AllowRemote, x.api)
 	if err != nil {
 		return errors.Join(err, e.Stop())
 	}
@@ -87,6 +87,9 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	fmt.Fprintf(out, "tether is up: %d nodes (%v), data in %s\n", len(e.NodeNames), e.NodeNames, ec.DataDir)
 	fmt.Fprintf(out, "  API      %s (%s; bearer token in %s)\n", srv.Addr(), x.apiProtocol(), filepath.Join(ec.DataDir, api.TokenFile))
 	fmt.Fprintf(out, "  metrics  %s://%s/metrics  (and /healthz, /readyz)\n", x.metricsScheme(), msrv.Addr())
+	if e.kind == CloudLoop {
+		fmt.Fprintf(out, "  cloud    loop: disks are image files in %s, attached as loop devices\n", filepath.Join(ec.DataDir, LoopDir, "images"))
+	}
 	fmt.Fprintf(out, "  try      tether get nodes --data-dir %s\n", ec.DataDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "tether: shutting down")

@@ -1,0 +1,322 @@
+package bootstrap
+
+// The loop cloud as an Account. cloud/loop is a cloud.Provider with the
+// sim's administration; what tether asks of a cloud account beyond it is
+// added here, kept in a file of tether's own next to the cloud's directory
+// (<data>/loop-account.json, written whole and atomically before a change
+// returns):
+//
+//   - the owner tag (identity.go);
+//   - the "uncommitted" tag of the disks an apply made before it committed
+//     (bootstrap/api's provisioning): a disk is tagged before it is
+//     created and untagged after its apply committed, so a crash can only
+//     leave a tag on a disk that does not exist (harmless: Uncommitted
+//     reports a disk only) or on a disk that was never committed, never
+//     the other way round;
+//   - a size for the disks tether creates (Config.Loop.VolumeSize), and
+//     the refusal of multi-node ones (errMultiNode);
+//   - counters of the provider calls, and observers of attachment changes
+//     (the demo's invariant checker).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/loop"
+	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node"
+)
+
+// Under the data directory, with the loop cloud.
+const (
+	// LoopDir is the loop cloud's own directory (its state, lock and
+	// images).
+	LoopDir = "loop"
+	// LoopAccountFile holds what tether keeps about the loop cloud's
+	// account: the owner tag and the uncommitted disks.
+	LoopAccountFile = "loop-account.json"
+)
+
+// DefaultLoopVolumeSize is the size of the image of each disk tether
+// creates on the loop cloud: sparse, it takes space only as it is
+// written.
+const DefaultLoopVolumeSize = 64 << 20
+
+// LoopConfig configures the loop cloud.
+type LoopConfig struct {
+	// VolumeSize is the size in bytes of each disk tether creates: a
+	// positive multiple of 512 (0: DefaultLoopVolumeSize).
+	VolumeSize int64
+	// AttachLimit is the attach limit of new instances (0: the loop
+	// cloud's default, as the sim's).
+	AttachLimit int
+}
+
+// accountState is the content of LoopAccountFile.
+type accountState struct {
+	Version     int              `json:"version"`
+	Tag         string           `json:"tag,omitempty"`
+	Uncommitted []cloud.VolumeID `json:"uncommitted,omitempty"` // sorted
+}
+
+// loopAccount is the loop cloud as an Account. The methods it does not
+// define are the loop cloud's own.
+type loopAccount struct {
+	*loop.Cloud
+	size int64
+	path string // LoopAccountFile
+
+	mu    sync.Mutex // guards state and its file; held across disk changes
+	state accountState
+
+	// changes serializes the changes that observers hear of with their
+	// notification (changed).
+	changes   sync.Mutex
+	observers atomic.Pointer[[]func(sim.Change)]
+
+	attach, detach, verify atomic.Int64
+}
+
+var _ Account = (*loopAccount)(nil)
+
+// openLoop opens the loop cloud under dataDir and tether's file about it.
+func openLoop(dataDir string, cfg LoopConfig) (*loopAccount, error) {
+	size := cfg.VolumeSize
+	if size == 0 {
+		size = DefaultLoopVolumeSize
+	}
+	if size < 0 || size%512 != 0 {
+		return nil, fmt.Errorf("loop cloud: volume size %d: want a positive multiple of 512 bytes", size)
+	}
+	a := &loopAccount{size: size, path: filepath.Join(dataDir, LoopAccountFile), state: accountState{Version: 1}}
+	b, err := os.ReadFile(a.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("loop cloud: %w", err)
+	default:
+		if err := json.Unmarshal(b, &a.state); err != nil {
+			return nil, fmt.Errorf("%w: %s is corrupt: %v; restore it from a backup, or remove it if you accept that tether forgets the account's owner tag", ErrUntrusted, a.path, err)
+		}
+	}
+	c, err := loop.Open(loop.Config{Dir: filepath.Join(dataDir, LoopDir), AttachLimit: cfg.AttachLimit})
+	if err != nil {
+		return nil, fmt.Errorf("loop cloud: %w", err)
+	}
+	a.Cloud = c
+	return a, nil
+}
+
+// writeLocked makes next the account's state, durably. Called under mu.
+func (a *loopAccount) writeLocked(next accountState) error {
+	b, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(a.path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("loop cloud: writing %s: %w", a.path, err)
+	}
+	if err := syncDir(filepath.Dir(a.path)); err != nil {
+		return fmt.Errorf("loop cloud: writing %s: %w", a.path, err)
+	}
+	a.state = next
+	return nil
+}
+
+// withTags returns the state with ids tagged uncommitted (tag) or not.
+func (s accountState) withTags(ids []cloud.VolumeID, tag bool) accountState {
+	set := map[cloud.VolumeID]bool{}
+	for _, id := range s.Uncommitted {
+		set[id] = true
+	}
+	for _, id := range ids {
+		set[id] = tag
+	}
+	s.Uncommitted = nil
+	for id, on := range set {
+		if on {
+			s.Uncommitted = append(s.Uncommitted, id)
+		}
+	}
+	slices.Sort(s.Uncommitted)
+	return s
+}
+
+// Tag implements owner.
+func (a *loopAccount) Tag() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state.Tag
+}
+
+// SetTag implements owner: durable before it returns.
+func (a *loopAccount) SetTag(tag string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := a.state
+	next.Tag = tag
+	return a.writeLocked(next)
+}
+
+// Inventory implements owner: the loop cloud's, each attachment named by
+// the node of its instance.
+func (a *loopAccount) Inventory() sim.Inventory {
+	in := a.Cloud.Inventory()
+	var inv sim.Inventory
+	nodes := map[cloud.InstanceID]cloud.NodeName{}
+	for _, i := range in.Instances {
+		nodes[i.ID] = i.Node
+		inv.Instances = append(inv.Instances, sim.InventoryInstance{ID: i.ID, Node: i.Node, Running: i.Running})
+	}
+	for _, v := range in.Volumes {
+		iv := sim.InventoryVolume{ID: v.ID, Mode: v.Mode}
+		for _, inst := range v.Attached {
+			iv.Attached = append(iv.Attached, nodes[inst])
+		}
+		slices.Sort(iv.Attached)
+		inv.Volumes = append(inv.Volumes, iv)
+	}
+	return inv
+}
+
+// AddInstances implements Account, one instance at a time.
+func (a *loopAccount) AddInstances(nodes []cloud.NodeName) error {
+	for _, n := range nodes {
+		if _, err := a.AddInstanceChecked(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errMultiNode refuses a multi-node disk on the loop cloud. Its node
+// agents format a blank disk ext4 and mount it read-write when staging
+// it: two nodes staging one disk would mount one ext4 twice, which
+// corrupts it (and each could format it, the second erasing the first's
+// data). node.LoopDevices refuses such a second mount too; this says so
+// when the volume is applied, not at every failed mount.
+func errMultiNode(id cloud.VolumeID) error {
+	return fmt.Errorf("%w: volume %q is multi-node (ReadWriteMany or ReadOnlyMany), but the loop cloud's disks carry ext4, which one machine at a time may mount: --cloud loop takes ReadWriteOnce volumes only", controller.ErrInvalid, id)
+}
+
+// CreateVolume implements Account: an exclusive disk of the configured
+// size (multi-node ones are refused: errMultiNode), whose uncommitted tag
+// (a leftover of a crash) is removed first.
+func (a *loopAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error {
+	if mode != cloud.Exclusive {
+		return errMultiNode(id)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if slices.Contains(a.state.Uncommitted, id) {
+		if err := a.writeLocked(a.state.withTags([]cloud.VolumeID{id}, false)); err != nil {
+			return err
+		}
+	}
+	return a.Cloud.CreateVolume(id, mode, a.size)
+}
+
+// CreateVolumesUncommitted implements api.Nodes: the disks that do not
+// exist yet are tagged, then created (all or nothing; a multi-node one
+// refuses them all: errMultiNode); those that exist are left as they are,
+// tags included.
+func (a *loopAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
+	for _, v := range vols {
+		if v.Mode != cloud.Exclusive {
+			return errMultiNode(v.ID)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var specs []loop.VolumeSpec
+	var ids []cloud.VolumeID
+	for _, v := range vols {
+		if _, _, ok := a.Volume(v.ID); ok || slices.Contains(ids, v.ID) {
+			continue
+		}
+		specs = append(specs, loop.VolumeSpec{ID: v.ID, Mode: v.Mode, Size: a.size})
+		ids = append(ids, v.ID)
+	}
+	if len(specs) == 0 {
+		return nil
+	}
+	before := a.state
+	if err := a.writeLocked(before.withTags(ids, true)); err != nil {
+		return err
+	}
+	if err := a.Cloud.CreateVolumes(specs); err != nil {
+		// Nothing was created: the tags go again (left behind, they
+		// name no disk, and do no harm).
+		return errors.Join(err, a.writeLocked(before))
+	}
+	return nil
+}
+
+// CommitVolumes implements api.Nodes: the tags of ids go, in one write;
+// an unknown volume fails them all with cloud.ErrNotFound.
+func (a *loopAccount) CommitVolumes(ids []cloud.VolumeID) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tagged := false
+	for _, id := range ids {
+		if _, _, ok := a.Volume(id); !ok {
+			return fmt.Errorf("loop cloud: commit volume %s: %w", id, cloud.ErrNotFound)
+		}
+		tagged = tagged || slices.Contains(a.state.Uncommitted, id)
+	}
+	if !tagged {
+		return nil
+	}
+	return a.writeLocked(a.state.withTags(ids, false))
+}
+
+// CommitVolume implements api.Nodes.
+func (a *loopAccount) CommitVolume(id cloud.VolumeID) error {
+	return a.CommitVolumes([]cloud.VolumeID{id})
+}
+
+// Uncommitted implements api.Nodes: the disk exists and is tagged.
+func (a *loopAccount) Uncommitted(id cloud.VolumeID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, _, ok := a.Volume(id)
+	return ok && slices.Contains(a.state.Uncommitted, id)
+}
+
+// DeleteVolume implements api.Nodes: the disk goes (refused while
+// attached), then its tag.
+func (a *loopAccount) DeleteVolume(id cloud.VolumeID) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.Cloud.DeleteVolume(id); err != nil {
+		return err
+	}
+	if !slices.Contains(a.state.Uncommitted, id) {
+		return nil
+	}
+	return a.writeLocked(a.state.withTags([]cloud.VolumeID{id}, false))
+}
+
+// Devices implements Account: device paths are checked against the cloud
+// and the kernel (node.LoopDevices).
+func (a *loopAccount) Devices(n cloud.NodeName) node.Devices {
+	return node.LoopDevices{Cloud: a.Cloud, Node: n}
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
