@@ -1,13 +1,19 @@
 // Package demo is tether demo: the embedded system through a scripted
-// scenario (attach, lose a node, heal, move, delete), with the chaos
-// checker judging invariants I1-I4 on the timeline of the ground truth.
+// scenario (attach, lose a node, heal, move, delete), on the sim cloud or
+// on the loop cloud (real loop devices, formatted ext4 and mounted), with
+// the chaos checker judging invariants I1-I4 on the timeline of the
+// ground truth.
 package demo
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether/tether/bootstrap"
@@ -29,6 +35,13 @@ type Config struct {
 	DataDir string
 	// Out receives progress lines (nil: none); Log, tether's warnings.
 	Out, Log io.Writer
+	// Cloud is bootstrap.CloudSim ("" too) or bootstrap.CloudLoop (root
+	// only: real loop devices, released at the end with everything the
+	// demo mounted).
+	Cloud string
+	// LoopVolumeSize is the size of each disk on the loop cloud (0:
+	// bootstrap.DefaultLoopVolumeSize).
+	LoopVolumeSize int64
 }
 
 // Run runs the demo.
@@ -40,8 +53,10 @@ func Run(c Config) (Report, error) {
 		cfg.LogOutput = io.Discard
 	}
 	cfg.Controller.SyncPeriod = c.SyncPeriod
-	// A cloud that refuses a second exclusive attach would hide I1.
+	// A cloud that refuses a second exclusive attach would hide I1. (The
+	// loop cloud does refuse one: on it, I1 is the cloud's to keep too.)
 	cfg.Sim.Permissive = true
+	cfg.Cloud, cfg.Loop.VolumeSize = c.Cloud, c.LoopVolumeSize
 	dataDir := c.DataDir
 	if dataDir == "" {
 		tmp, err := os.MkdirTemp("", "tether-demo-")
@@ -56,7 +71,8 @@ func Run(c Config) (Report, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	d := &demo{out: out, timeout: c.StepTimeout, plugin: cfg.Agent.Plugin, chk: &chaos.Checker{}}
+	d := &demo{out: out, timeout: c.StepTimeout, chk: &chaos.Checker{}}
+	d.modes, d.uses = scenario(c.Cloud)
 	return d.run(cfg)
 }
 
@@ -87,6 +103,11 @@ type demo struct {
 	e       *bootstrap.Embedded
 	chk     *chaos.Checker
 	rep     Report
+	modes   map[cloud.VolumeID]cloud.AccessMode // the volumes
+	uses    map[string][]cloud.VolumeID         // workload -> its volumes
+	// replay is the first change of the loop cloud that could not be
+	// replayed for the checker (watchLoop).
+	replay atomic.Pointer[error]
 }
 
 // mounter is a mounter of the kind the agents use (to inspect and tear down).
@@ -100,6 +121,29 @@ func (d *demo) mounter(n cloud.NodeName) mount.Mounter {
 
 var demoModes = map[cloud.VolumeID]cloud.AccessMode{"data-1": cloud.Exclusive, "data-2": cloud.Exclusive, "data-3": cloud.Exclusive, "shared": cloud.MultiNode}
 
+// scenario returns the demo's volumes and what each workload uses: on the
+// loop cloud, without the multi-node volume "shared" (its disks carry
+// ext4, which one machine at a time may mount: tether refuses multi-node
+// volumes there).
+func scenario(kind string) (map[cloud.VolumeID]cloud.AccessMode, map[string][]cloud.VolumeID) {
+	modes, uses := maps.Clone(demoModes), map[string][]cloud.VolumeID{}
+	for uid, vols := range demoUses {
+		uses[uid] = slices.Clone(vols)
+	}
+	if kind != bootstrap.CloudLoop {
+		return modes, uses
+	}
+	for v, m := range modes {
+		if m != cloud.Exclusive {
+			delete(modes, v)
+			for uid := range uses {
+				uses[uid] = slices.DeleteFunc(uses[uid], func(u cloud.VolumeID) bool { return u == v })
+			}
+		}
+	}
+	return modes, uses
+}
+
 // run starts tether with the checker recording the cloud's changes, the
 // agents' mounts and the node status writes, runs the steps and judges.
 func (d *demo) run(cfg bootstrap.Config) (Report, error) {
@@ -109,27 +153,33 @@ func (d *demo) run(cfg bootstrap.Config) (Report, error) {
 	if err != nil {
 		return d.rep, err
 	}
-	d.e = e
+	d.e, d.plugin = e, e.Plugin()
 	defer func() {
 		if err := e.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "tether: stop:", err)
 		}
-		// Whatever a failed step left mounted goes, so the data directory
-		// can be removed.
+		// Whatever a failed step left mounted goes, and every loop device
+		// is released, so the data directory can be removed.
 		for _, n := range e.NodeNames {
 			if err := node.Teardown(e.NodeDir(n), d.mounter(n)); err != nil {
 				fmt.Fprintln(os.Stderr, "tether: teardown:", err)
 			}
 		}
+		if err := bootstrap.ReleaseLoop(cfg.DataDir); err != nil {
+			fmt.Fprintln(os.Stderr, "tether: releasing the loop devices:", err)
+		}
 	}()
-	d.chk.Watch(e)
-	d.rep.Converged = d.steps()
-	c := e.Cloud.Calls()
-	d.rep.CloudCalls = map[string]int{
-		"attach": c.Calls[sim.MethodAttach],
-		"detach": c.Calls[sim.MethodDetach],
-		"verify": c.Calls[sim.MethodInstanceVolumes] + c.Calls[sim.MethodVolumesAreAttached],
+	if e.Cloud != nil {
+		d.chk.Watch(e)
+	} else {
+		d.watchLoop()
 	}
+	d.rep.Converged = d.steps()
+	if err := d.replay.Load(); err != nil {
+		fmt.Fprintln(os.Stderr, "tether: the checker missed a change of the loop cloud:", *err)
+		d.rep.Converged = false
+	}
+	d.rep.CloudCalls = e.Account.CallCounts().Map()
 	d.rep.Found = d.chk.Violations()
 	d.rep.Violations = len(d.rep.Found)
 	for _, v := range d.rep.Found {
@@ -137,4 +187,45 @@ func (d *demo) run(cfg bootstrap.Config) (Report, error) {
 	}
 	d.rep.Seconds = time.Since(t0).Seconds()
 	return d.rep, nil
+}
+
+// watchLoop makes the checker judge the loop cloud. The checker hears of
+// a cloud's changes through a sim cloud's synchronous observer; so each
+// change of the loop cloud, as tether's account of it tells them
+// (bootstrap.Embedded.ObserveSync: right after the change, before the call
+// that made it returns), is replayed on a permissive sim cloud that holds
+// nothing else, whose observer is the checker's: the same instant in the
+// timeline, the same node, volume and access mode. A removal by the cloud
+// itself (a terminated or deleted instance) is replayed as a console
+// detach: the checker tells apart only tether's detaches.
+func (d *demo) watchLoop() {
+	mirror := sim.New(sim.Config{Permissive: true})
+	// Watch reads the Embedded's cloud and events, and nothing else.
+	d.chk.Watch(&bootstrap.Embedded{Cloud: mirror, Events: d.e.Events})
+	d.e.ObserveSync(func(ch sim.Change) {
+		if err := replay(mirror, ch); err != nil {
+			err = fmt.Errorf("%s of %s on %s: %w", ch.Reason, ch.Volume, ch.Node, err)
+			d.replay.CompareAndSwap(nil, &err)
+		}
+	})
+}
+
+// replay makes the change ch on mirror.
+func replay(mirror *sim.Cloud, ch sim.Change) error {
+	inst, err := mirror.AddInstanceChecked(ch.Node)
+	if err != nil {
+		return err
+	}
+	if err := mirror.CreateVolumeChecked(ch.Volume, ch.Mode); err != nil {
+		return err
+	}
+	switch {
+	case ch.Attached:
+		_, err = mirror.Attach(context.Background(), ch.Volume, inst)
+	case ch.Reason == sim.ReasonDetach:
+		err = mirror.Detach(context.Background(), ch.Volume, inst)
+	default:
+		err = mirror.ConsoleDetach(ch.Volume, inst)
+	}
+	return err
 }

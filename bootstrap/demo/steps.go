@@ -36,18 +36,20 @@ type demoStepDef struct {
 // is down, which each step's convergence check compares with.
 func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 	ctl, e := d.e.Controller, d.e
-	inst1, _ := e.Cloud.InstanceOf("n1")
+	inst1, _ := e.Account.InstanceOf("n1")
 	var ids map[string]string // n2's mounts on disk before its agent restarts
 	return []demoStepDef{
 		{"workloads on three nodes: volumes attached and mounted", func() error {
-			for v, mode := range demoModes {
-				e.Cloud.CreateVolume(v, mode)
+			for v, mode := range d.modes {
+				if err := e.Account.CreateVolume(v, mode); err != nil {
+					return err
+				}
 				if err := ctl.ApplyVolume(store.VolumeSpec{ID: v, Mode: mode}); err != nil {
 					return err
 				}
 			}
 			for uid, n := range at {
-				if err := ctl.ApplyWorkload(store.Workload{UID: uid, Node: n, Volumes: demoUses[uid]}); err != nil {
+				if err := ctl.ApplyWorkload(store.Workload{UID: uid, Node: n, Volumes: d.uses[uid]}); err != nil {
 					return err
 				}
 			}
@@ -58,11 +60,11 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 			if err := chaos.PowerOff(e, d.chk, "n1", "terminate"); err != nil {
 				return err
 			}
-			return e.Cloud.Terminate(inst1)
+			return e.Account.Terminate(inst1)
 		}, nil},
 		{"n1's instance started again: volumes attached again, mounts redone", func() error {
 			*down = ""
-			return chaos.PowerOn(e, "n1")
+			return d.powerOn("n1")
 		}, nil},
 		{"n2's agent restarted: mounts read back from disk, none redone (same mount identities on disk)", func() error {
 			var err error
@@ -76,7 +78,7 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 		}, func() error { return d.sameMounts("n2", ids) }},
 		{"app-1 moved to n2: data-1 detached from n1, attached to n2, data intact", func() error {
 			at["app-1"] = "n2"
-			return ctl.ApplyWorkload(store.Workload{UID: "app-1", Node: "n2", Volumes: demoUses["app-1"]})
+			return ctl.ApplyWorkload(store.Workload{UID: "app-1", Node: "n2", Volumes: d.uses["app-1"]})
 		}, func() error { return d.readFile("n2", "app-1", "data-1") }},
 		{"everything deleted: unmounted and detached", func() error {
 			for uid := range at {
@@ -85,7 +87,7 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 				}
 			}
 			clear(at)
-			for v := range demoModes {
+			for v := range d.modes {
 				if err := ctl.DeleteVolume(v); err != nil {
 					return err
 				}
@@ -93,6 +95,29 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 			return nil
 		}, nil},
 	}
+}
+
+// powerOn boots node n again, as chaos.PowerOn does on the sim, on either
+// cloud: its instance runs (started if stopped, a new one if it has none)
+// and its agent starts, reconstructing from the workload directories
+// whose mounts vanished.
+func (d *demo) powerOn(n cloud.NodeName) error {
+	a := d.e.Account
+	inst, ok := a.InstanceOf(n)
+	switch {
+	case !ok:
+		if _, err := a.AddInstanceChecked(n); err != nil {
+			return err
+		}
+	case !a.Running(inst):
+		if err := a.Start(inst); err != nil {
+			return err
+		}
+	}
+	if _, ok := d.e.Agents[n]; ok {
+		return nil
+	}
+	return d.e.StartAgent(n)
 }
 
 // steps runs the script, each step until it converged or timed out.
@@ -146,13 +171,13 @@ func (d *demo) until(diff func() string) error {
 func (d *demo) diff(at placement, down cloud.NodeName) string {
 	want := map[cloud.VolumeID][]cloud.NodeName{}
 	for uid, n := range at {
-		for _, v := range demoUses[uid] {
+		for _, v := range d.uses[uid] {
 			if n != down && !slices.Contains(want[v], n) {
 				want[v] = append(want[v], n)
 			}
 		}
 	}
-	for v := range demoModes {
+	for v := range d.modes {
 		slices.Sort(want[v])
 		if got := d.attachedTo(v); !slices.Equal(got, want[v]) {
 			return fmt.Sprintf("%s attached to %v, want %v", v, got, want[v])
@@ -171,9 +196,9 @@ func (d *demo) diff(at placement, down cloud.NodeName) string {
 
 func (d *demo) attachedTo(v cloud.VolumeID) []cloud.NodeName {
 	var got []cloud.NodeName
-	for _, inst := range d.e.Cloud.Attachments()[v] {
+	for _, inst := range d.e.Account.Attachments()[v] {
 		for _, n := range d.e.NodeNames {
-			if i, _ := d.e.Cloud.InstanceOf(n); i == inst {
+			if i, _ := d.e.Account.InstanceOf(n); i == inst {
 				got = append(got, n)
 			}
 		}
@@ -191,7 +216,7 @@ func (d *demo) diffStatus(n cloud.NodeName, want map[cloud.VolumeID][]cloud.Node
 	for _, a := range st.VolumesAttached {
 		listed = append(listed, cloud.VolumeID(a.VolumeId))
 	}
-	for v := range demoModes {
+	for v := range d.modes {
 		if slices.Contains(want[v], n) != slices.Contains(listed, v) {
 			return fmt.Sprintf("node %s reports %v attached", n, listed)
 		}
@@ -213,7 +238,7 @@ func (d *demo) diffMounts(n cloud.NodeName, at placement, down bool) string {
 		if on != n || down {
 			continue
 		}
-		for _, v := range demoUses[uid] {
+		for _, v := range d.uses[uid] {
 			want = append(want, "publish "+uid+"/"+string(v))
 			if !slices.Contains(want, "stage "+string(v)) {
 				want = append(want, "stage "+string(v))

@@ -21,6 +21,9 @@ func demoCommand() *cobra.Command {
 			if err := validateDemo(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := (&validator{fs: cmd.Flags()}).checkCloud(); err != nil {
+				return err
+			}
 			cfg.Log = cmd.ErrOrStderr()
 			if !asJSON {
 				cfg.Out = cmd.OutOrStdout()
@@ -51,5 +54,6 @@ func demoCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&cfg.SyncPeriod, "sync-period", 2*time.Second, "how often the sync actor asks the cloud for the truth (at least 1s: each sync is one cloud call per node)")
 	cmd.Flags().DurationVar(&cfg.StepTimeout, "step-timeout", 30*time.Second, "how long each step may take to converge (at least 1s)")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "where volumes' content and mounts live (default: a temporary directory, removed afterwards)")
+	cloudFlags(cmd.Flags(), &cfg.Cloud, &cfg.LoopVolumeSize)
 	return cmd
 }

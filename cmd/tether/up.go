@@ -20,7 +20,7 @@ func upCommand() *cobra.Command {
 	cfg := bootstrap.UpConfig{Embedded: bootstrap.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run tether embedded: sim cloud, controller, node agents, durable store, API and metrics",
+		Short: "Run tether embedded: a cloud (sim, or loop devices), controller, node agents, durable store, API and metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateUp(cmd.Flags()); err != nil {
@@ -28,6 +28,9 @@ func upCommand() *cobra.Command {
 			}
 			v := validator{fs: cmd.Flags()} // validateUp's, here with its flag
 			if err := v.attachLimit("sim-attach-limit"); err != nil {
+				return err
+			}
+			if err := v.checkCloud(); err != nil {
 				return err
 			}
 			matchSimThrottle(cmd.Flags(), &cfg.Embedded)
@@ -47,6 +50,7 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses (the API then needs --tls-cert and --tls-key)")
 	registerUpTLS(f, &cfg)
 	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)")
+	cloudFlags(f, &cfg.Embedded.Cloud, &cfg.Embedded.Loop.VolumeSize)
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")
 	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth (at least 1s: each sync is one cloud call per node)")
 	f.DurationVar(&cfg.Embedded.Controller.CloudTimeout, "cloud-timeout", cfg.Embedded.Controller.CloudTimeout, "bound of every cloud call; a restarted controller keeps away from a node where an operation of its predecessor may land for up to this long")
