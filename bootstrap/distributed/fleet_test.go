@@ -84,8 +84,10 @@ func startRig(t *testing.T, controllers, nodes int) *rig {
 		if err := f.Stop(); err != nil {
 			t.Errorf("stopping the fleet: %v", err)
 		}
-		if t.Failed() {
-			r.dumpLogs(dir)
+		if t.Failed() || os.Getenv("TETHER_FLEET_KEEP") != "" {
+			if t.Failed() {
+				r.dumpLogs(dir)
+			}
 			t.Logf("the fleet's directory, logs included, is kept: %s", dir)
 			return
 		}
@@ -435,6 +437,24 @@ func TestFleetSurvivesProcessFaults(t *testing.T) {
 	})
 	r.place(map[string]cloud.NodeName{"w-5": r.nodes[0], "w-10": r.nodes[3]})
 	r.converge("every member lost its lease and joined again", 90*time.Second)
+
+	// etcd is down for longer than a member's lease: every member loses
+	// its place, and its first attempts to join again fail (nothing
+	// answers): each keeps trying until etcd is back.
+	before = r.memberIDs()
+	if err := r.f.Etcd.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(distributed.DefaultMemberTTL + 3*time.Second) // the outage's length, not a synchronization
+	if err := r.f.Etcd.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	r.eventually("every member joined again after an etcd outage longer than its lease", 120*time.Second, func() bool {
+		now := r.memberIDs()
+		return len(now) == 3 && !slices.ContainsFunc(now, func(id string) bool { return slices.Contains(before, id) })
+	})
+	r.place(map[string]cloud.NodeName{"w-11": r.nodes[2]})
+	r.converge("etcd down longer than the members' leases", 90*time.Second)
 
 	// The judge that watched all this catches a double attach.
 	w := "w-1"

@@ -45,7 +45,7 @@ func startProc(name, bin string, args []string, logPath, ready string, timeout t
 		_ = logf.Close()
 		return nil, "", err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = fleetProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, "", fmt.Errorf("%s: %w", name, err)

@@ -10,34 +10,52 @@ import (
 	"github.com/tether/tether/bootstrap/distributed"
 )
 
+// calmAfter: a member that kept its place this long starts its rejoin pause
+// curve over.
+const calmAfter = 5 * time.Minute
+
 // runMember runs a controller member until ctx ends. A member that lost its
 // place in the cluster (its etcd lease lapsed: the others took its actors
 // over and block its identity) stops and joins again as a new member, after
-// a pause that grows while that keeps happening. With a chaos control on
-// stdin it exits instead (the control cannot be handed on).
+// a pause that grows while that keeps happening; a join that fails then
+// (etcd still too slow to answer) is tried again the same way, for as long
+// as it takes. Only the first start's failure ends the command: that is a
+// configuration the operator must see. With a chaos control on stdin a lost
+// member exits instead (the control cannot be handed on).
 func runMember(ctx context.Context, out io.Writer, cfg distributed.MemberConfig) error {
-	pause := time.Second
+	m, err := distributed.StartMember(cfg)
+	if err != nil {
+		return err
+	}
+	pause, started := time.Second, time.Now()
 	for {
-		m, err := distributed.StartMember(cfg)
-		if err != nil {
-			return err
-		}
 		fmt.Fprintf(out, "tether controller member: remote %s, API %s\n", m.System.Address(), m.APIAddr())
 		select {
 		case <-ctx.Done():
 			return m.Stop()
 		case lost := <-m.Lost():
+			if time.Since(started) > calmAfter {
+				pause = time.Second // a loss long after the last one starts the curve again
+			}
 			stopErr := m.Stop()
 			if cfg.Control != nil {
 				return errors.Join(lost, stopErr)
 			}
-			m.Log.WithError(stopErr).Warnf("joining the cluster again as a new member in %v", pause)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(pause): // a restart delay, not a synchronization
+			log := m.Log
+			for {
+				log.WithError(stopErr).Warnf("joining the cluster again as a new member in %v", pause)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(pause): // a restart delay, not a synchronization
+				}
+				pause = min(2*pause, 30*time.Second)
+				if m, err = distributed.StartMember(cfg); err == nil {
+					started = time.Now()
+					break
+				}
+				stopErr = err
 			}
-			pause = min(2*pause, 30*time.Second)
 		}
 	}
 }
