@@ -38,6 +38,13 @@
 // Detach is ControllerUnpublishVolume; NOT_FOUND (no such volume or node)
 // counts as done.
 //
+// # Volumes
+//
+// The Provider never creates or deletes a volume: they are the driver's.
+// Validate (ValidateVolumeCapabilities) tells whether the driver has a
+// volume and confirms the capability of an access mode, for a wiring
+// that checks a volume before it takes it on.
+//
 // # Verification
 //
 // VolumesAreAttached and InstanceVolumes read the driver's

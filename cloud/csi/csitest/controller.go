@@ -46,6 +46,7 @@ func (s controller) ControllerGetCapabilities(ctx context.Context, _ *spec.Contr
 }
 
 func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequest) (*spec.CreateVolumeResponse, error) {
+	s.d.record("CreateVolume", req.GetName(), "", "")
 	if err := s.d.before(ctx, "CreateVolume"); err != nil {
 		return nil, err
 	}
@@ -81,6 +82,7 @@ func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequ
 }
 
 func (s controller) DeleteVolume(ctx context.Context, req *spec.DeleteVolumeRequest) (*spec.DeleteVolumeResponse, error) {
+	s.d.record("DeleteVolume", req.GetVolumeId(), "", "")
 	if err := s.d.before(ctx, "DeleteVolume"); err != nil {
 		return nil, err
 	}
@@ -103,6 +105,7 @@ func (s controller) DeleteVolume(ctx context.Context, req *spec.DeleteVolumeRequ
 }
 
 func (s controller) ValidateVolumeCapabilities(ctx context.Context, req *spec.ValidateVolumeCapabilitiesRequest) (*spec.ValidateVolumeCapabilitiesResponse, error) {
+	s.d.record("ValidateVolumeCapabilities", req.GetVolumeId(), "", "")
 	if err := s.d.before(ctx, "ValidateVolumeCapabilities"); err != nil {
 		return nil, err
 	}
@@ -150,6 +153,7 @@ func (d *Driver) publishContext(v *volume, node string) map[string]string {
 }
 
 func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.ControllerPublishVolumeRequest) (*spec.ControllerPublishVolumeResponse, error) {
+	s.d.record("ControllerPublishVolume", req.GetVolumeId(), req.GetNodeId(), "")
 	if err := s.d.before(ctx, "ControllerPublishVolume"); err != nil {
 		return nil, err
 	}
@@ -201,6 +205,7 @@ func (d *Driver) count(node string) int64 {
 }
 
 func (s controller) ControllerUnpublishVolume(ctx context.Context, req *spec.ControllerUnpublishVolumeRequest) (*spec.ControllerUnpublishVolumeResponse, error) {
+	s.d.record("ControllerUnpublishVolume", req.GetVolumeId(), req.GetNodeId(), "")
 	if err := s.d.before(ctx, "ControllerUnpublishVolume"); err != nil {
 		return nil, err
 	}
@@ -265,6 +270,7 @@ func (s controller) ListVolumes(ctx context.Context, req *spec.ListVolumesReques
 }
 
 func (s controller) ControllerGetVolume(ctx context.Context, req *spec.ControllerGetVolumeRequest) (*spec.ControllerGetVolumeResponse, error) {
+	s.d.record("ControllerGetVolume", req.GetVolumeId(), "", "")
 	if err := s.d.before(ctx, "ControllerGetVolume"); err != nil {
 		return nil, err
 	}

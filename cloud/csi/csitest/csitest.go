@@ -5,7 +5,10 @@
 // package. It checks requests as the CSI spec asks (csi-test's sanity
 // suite passes against it, see sanity_test.go) and answers with the spec's
 // codes, which is what tether's CSI client is tested against. "Mounting"
-// creates and removes the target directory, nothing more.
+// creates and removes the target directory, nothing more. Calls logs the
+// calls about volumes it received, the ground truth of what a CO asked.
+// Listen serves it outside a test (csifake, a command to run tether up
+// against by hand).
 //
 // csi-test v5 no longer ships its stateful mock driver (mock/service), only
 // the server plumbing (driver) and gomock stubs; this package stands in for
@@ -64,6 +67,7 @@ type Driver struct {
 	vols   map[string]*volume
 	byName map[string]string // CreateVolume name -> volume ID
 	next   int
+	calls  []Call
 }
 
 type volume struct {
@@ -186,9 +190,21 @@ func (d *Driver) Serve(t testing.TB, nodeID string) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	socket := filepath.Join(dir, "csi.sock")
-	lis, err := net.Listen("unix", socket)
+	stop, err := d.Listen(socket, nodeID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return socket
+}
+
+// Listen serves as Serve does, on a new unix socket at socket, outside a
+// test (a fake driver run by hand). stop stops the server; the socket
+// file is the caller's to remove.
+func (d *Driver) Listen(socket, nodeID string) (stop func(), err error) {
+	lis, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, err
 	}
 	servers := &driver.CSIDriverServers{Identity: identity{d: d}, Controller: controller{d: d}}
 	if nodeID != "" {
@@ -197,8 +213,7 @@ func (d *Driver) Serve(t testing.TB, nodeID string) string {
 	srv := driver.NewCSIDriver(servers)
 	if err := srv.Start(lis); err != nil {
 		_ = lis.Close()
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(srv.Stop)
-	return socket
+	return srv.Stop, nil
 }

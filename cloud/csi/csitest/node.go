@@ -61,6 +61,7 @@ func isDir(path string) bool {
 }
 
 func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequest) (*spec.NodeStageVolumeResponse, error) {
+	s.d.record("NodeStageVolume", req.GetVolumeId(), s.id, req.GetStagingTargetPath())
 	if err := s.d.before(ctx, "NodeStageVolume"); err != nil {
 		return nil, err
 	}
@@ -96,6 +97,7 @@ func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequ
 }
 
 func (s node) NodeUnstageVolume(ctx context.Context, req *spec.NodeUnstageVolumeRequest) (*spec.NodeUnstageVolumeResponse, error) {
+	s.d.record("NodeUnstageVolume", req.GetVolumeId(), s.id, req.GetStagingTargetPath())
 	if err := s.d.before(ctx, "NodeUnstageVolume"); err != nil {
 		return nil, err
 	}
@@ -119,6 +121,7 @@ func (s node) NodeUnstageVolume(ctx context.Context, req *spec.NodeUnstageVolume
 }
 
 func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolumeRequest) (*spec.NodePublishVolumeResponse, error) {
+	s.d.record("NodePublishVolume", req.GetVolumeId(), s.id, req.GetTargetPath())
 	if err := s.d.before(ctx, "NodePublishVolume"); err != nil {
 		return nil, err
 	}
@@ -166,6 +169,7 @@ func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolume
 }
 
 func (s node) NodeUnpublishVolume(ctx context.Context, req *spec.NodeUnpublishVolumeRequest) (*spec.NodeUnpublishVolumeResponse, error) {
+	s.d.record("NodeUnpublishVolume", req.GetVolumeId(), s.id, req.GetTargetPath())
 	if err := s.d.before(ctx, "NodeUnpublishVolume"); err != nil {
 		return nil, err
 	}

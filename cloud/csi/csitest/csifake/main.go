@@ -1,0 +1,87 @@
+// Command csifake serves csitest's fake CSI driver on two unix sockets,
+// its controller plugin and one node plugin, to run tether up against by
+// hand:
+//
+//	go run ./cloud/csi/csitest/csifake --dir /tmp/csi --volumes data-1,data-2 &
+//	go run ./cmd/tether up --csi-controller-socket /tmp/csi/controller.sock --csi-node-socket /tmp/csi/node.sock
+//
+// It prints the driver's state every --every (and at exit, with every
+// call it received) until SIGINT or SIGTERM. It is a test tool: the fake
+// mounts nothing and forgets everything when it exits.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tether/tether/cloud/csi/csitest"
+)
+
+func main() {
+	dir := flag.String("dir", "", "directory for controller.sock and node.sock (created; required)")
+	vols := flag.String("volumes", "", "comma-separated IDs of the volumes the driver has")
+	nodeID := flag.String("node-id", "node-1", "the node plugin's node ID")
+	maxVols := flag.Int64("max-volumes", 0, "the node's max_volumes_per_node (0: none)")
+	every := flag.Duration("every", 5*time.Second, "how often to print the driver's state (0: at exit only)")
+	flag.Parse()
+	if err := run(*dir, *vols, *nodeID, *maxVols, *every); err != nil {
+		fmt.Fprintln(os.Stderr, "csifake:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, vols, nodeID string, maxVols int64, every time.Duration) error {
+	if dir == "" {
+		return fmt.Errorf("--dir is required")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	d := csitest.New(csitest.Config{Nodes: map[string]int64{nodeID: maxVols}, List: true, ListPublished: true, StageUnstage: true})
+	for _, v := range strings.Split(vols, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			d.AddVolume(v)
+		}
+	}
+	ctl, nd := filepath.Join(dir, "controller.sock"), filepath.Join(dir, "node.sock")
+	stopCtl, err := d.Listen(ctl, "")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(ctl)
+	defer stopCtl()
+	stopNode, err := d.Listen(nd, nodeID)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(nd)
+	defer stopNode()
+	fmt.Printf("csifake: controller plugin at %s, node plugin (node ID %s) at %s\n", ctl, nodeID, nd)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	var tick <-chan time.Time
+	if every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-tick:
+			fmt.Printf("csifake: %s", d.Describe())
+		case <-sig:
+			fmt.Println("csifake: calls received:")
+			for _, c := range d.Calls() {
+				fmt.Println("  " + c.String())
+			}
+			fmt.Printf("csifake: state at exit:\n%s", d.Describe())
+			return nil
+		}
+	}
+}
