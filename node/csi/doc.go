@@ -15,4 +15,16 @@
 // Unstage are idempotent: NOT_FOUND is success. Errors are classified as
 // on the controller side (cloud/csi.MapError). It never retries and
 // imports no actor code.
+//
+// The node agent uses it through two adapters. Mounter is a mount.Mounter
+// whose stage, publish, unpublish and unstage are the plugin's, at the
+// agent's layout paths; since a CO cannot ask a plugin what it has
+// mounted (and a plugin may mount nothing visible), the Mounter records
+// every call in StateFile, under the node's data directory, before it is
+// sent and after it succeeded, and answers Inspect (the agent's
+// reconstruction after a restart) from those records, trusting them only
+// within the boot they were written in. Devices is the agent's
+// node.Devices: it hands the controller's device path (the publish
+// context) to the Mounter once the controller side says the volume is
+// published to this node.
 package csi

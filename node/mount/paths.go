@@ -186,3 +186,16 @@ func sameDir(a, b string) bool {
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
 }
+
+// MakeParents creates the data directory and every directory between it
+// and target (not target itself), refusing (ErrOutside) a target that is
+// not strictly below the root and any existing component that is not a
+// real directory: what a mounter that hands its targets to someone else
+// (a CSI node plugin) does before it asks.
+func MakeParents(l layout.Layout, target string) error {
+	clean, err := checkTarget(l, "prepare", target)
+	if err != nil {
+		return err
+	}
+	return makeParents(l, "prepare", clean)
+}
