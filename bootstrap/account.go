@@ -22,6 +22,8 @@ import (
 const (
 	CloudSim  = "sim"
 	CloudLoop = "loop"
+	// CloudCSI is a CSI driver (Config.CSI): account_csi.go.
+	CloudCSI = "csi"
 )
 
 // LoopPlugin is the volume plugin in the node agents' layout with the loop
@@ -83,10 +85,10 @@ func cloudKind(kind string) (string, error) {
 	switch kind {
 	case "", CloudSim:
 		return CloudSim, nil
-	case CloudLoop:
-		return CloudLoop, nil
+	case CloudLoop, CloudCSI:
+		return kind, nil
 	}
-	return "", fmt.Errorf("embedded: unknown cloud %q: want %s or %s", kind, CloudSim, CloudLoop)
+	return "", fmt.Errorf("embedded: unknown cloud %q: want %s, %s or %s", kind, CloudSim, CloudLoop, CloudCSI)
 }
 
 // simAccount is the sim cloud as an Account.
@@ -120,19 +122,35 @@ func (s simAccount) CallCounts() CallCounts {
 // (with its log, simStateFile + ".log").
 const simStateFile = "cloud-state.json"
 
+// cloudMarks are the files that show which cloud a data directory ran
+// with, and how tether up is told to run it.
+var cloudMarks = []struct{ kind, file, what, flag string }{
+	{CloudSim, simStateFile, "the sim cloud's state", "--cloud sim"},
+	{CloudLoop, filepath.Join(LoopDir, "state.json"), "the loop cloud's state", "--cloud loop"},
+	{CloudCSI, CSIAccountFile, "tether's record of a CSI driver", "--csi-controller-socket and --csi-node-socket"},
+}
+
 // checkCloudKind refuses to start a durable tether on a data directory
-// that holds the other cloud's state: its store names disks and
+// that holds another cloud's state: its store names disks and
 // attachments that this cloud does not have.
 func checkCloudKind(dataDir, kind string) error {
-	other, flag, what := filepath.Join(dataDir, simStateFile), CloudSim, "the sim cloud's state"
-	if kind == CloudSim {
-		other, flag, what = filepath.Join(dataDir, LoopDir, "state.json"), CloudLoop, "the loop cloud's state"
+	flag := ""
+	for _, m := range cloudMarks {
+		if m.kind == kind {
+			flag = m.flag
+		}
 	}
-	if _, err := os.Lstat(other); err == nil {
-		return fmt.Errorf("%w: %s holds %s: this data directory was run with --cloud %s; start it with --cloud %s, or use another --data-dir for --cloud %s",
-			ErrUntrusted, other, what, flag, flag, kind)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("data directory %s: %w", dataDir, err)
+	for _, m := range cloudMarks {
+		if m.kind == kind {
+			continue
+		}
+		other := filepath.Join(dataDir, m.file)
+		if _, err := os.Lstat(other); err == nil {
+			return fmt.Errorf("%w: %s holds %s: this data directory was run with %s; start it with %s, or use another --data-dir for %s",
+				ErrUntrusted, other, m.what, m.flag, m.flag, flag)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("data directory %s: %w", dataDir, err)
+		}
 	}
 	return nil
 }

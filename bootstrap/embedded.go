@@ -42,11 +42,15 @@ type Config struct {
 	// <data>/loop, whose disks are image files attached as real loop
 	// devices (root only). With it the agents mount with mount.NewBlock
 	// (unless NewMounter says otherwise), resolve devices with
-	// node.LoopDevices and lay their mounts out under LoopPlugin.
+	// node.LoopDevices and lay their mounts out under LoopPlugin. Or
+	// CloudCSI: a CSI driver (account_csi.go), one node (Nodes 1) whose
+	// agent mounts through the node plugin (node/csi.Mounter) under
+	// CSIPlugin.
 	Cloud string
-	// Sim configures the sim cloud; Loop the loop cloud.
+	// Sim configures the sim cloud; Loop the loop cloud; CSI the driver.
 	Sim  sim.Config
 	Loop LoopConfig
+	CSI  CSIConfig
 	// CloudLimit bounds the controller's calls to the cloud on tether's
 	// side (rate with burst, calls in flight); zero limits nothing.
 	CloudLimit limit.Config
@@ -102,7 +106,7 @@ type Embedded struct {
 	NodeNames  []cloud.NodeName
 	Agents     map[cloud.NodeName]*node.Agent
 	cfg        Config
-	kind       string // CloudSim or CloudLoop
+	kind       string // CloudSim, CloudLoop or CloudCSI
 	guardian   actor.SupervisorStrategy
 	guard      *spawn.Guard
 	ctlCfg     controller.Config
@@ -164,6 +168,9 @@ func (e *Embedded) start() error {
 	cfg, log := e.cfg, e.Log
 	if cfg.WrapStore != nil {
 		e.Store = cfg.WrapStore(e.Store)
+	}
+	if a, ok := e.Account.(*csiAccount); ok {
+		a.useStore(e.Store) // before anything asks it a volume's mode
 	}
 	opts := []actor.ConfigOption{actor.WithLoggerFactory(slogrus.LoggerFactory(log))}
 	if cfg.Metrics != nil {
@@ -229,9 +236,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		}
 	}
 	ac.Devices = e.Account.Devices(n)
-	if e.kind == CloudLoop {
-		ac.Plugin = LoopPlugin
-	}
+	ac.Plugin = e.Plugin()
 	if e.cfg.WrapDevices != nil {
 		ac.Devices = e.cfg.WrapDevices(n, ac.Devices)
 	}
@@ -240,7 +245,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		e.calls[n] = node.NewCalls()
 	}
 	ac.Calls = e.calls[n] // a new agent leaves alone what its predecessor's calls still hold
-	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil || e.cfg.NewMounter != nil || e.kind == CloudLoop {
+	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil || e.cfg.NewMounter != nil || e.kind != CloudSim {
 		m, err := e.Mounter(n)
 		if err != nil {
 			return err
@@ -276,6 +281,13 @@ func (e *Embedded) Mounter(n cloud.NodeName) (mount.Mounter, error) {
 	newMounter := e.cfg.NewMounter
 	switch {
 	case newMounter != nil:
+	case e.kind == CloudCSI:
+		m, err := e.Account.(*csiAccount).mounter(l.Root(), e.cfg.Agent.OpTimeout)
+		if err != nil {
+			return nil, err
+		}
+		e.mounters[n] = m
+		return m, nil
 	case e.kind == CloudLoop:
 		newMounter = func(l layout.Layout) mount.Mounter { return mount.NewBlock(l) }
 	default:
@@ -289,8 +301,11 @@ func (e *Embedded) Mounter(n cloud.NodeName) (mount.Mounter, error) {
 // Plugin is the volume plugin in the agents' layout:
 // <node>/plugins/<plugin>/mounts/<volume>, <node>/pods/<uid>/volumes/<plugin>/<volume>.
 func (e *Embedded) Plugin() string {
-	if e.kind == CloudLoop {
+	switch e.kind {
+	case CloudLoop:
 		return LoopPlugin
+	case CloudCSI:
+		return CSIPlugin
 	}
 	return e.cfg.Agent.Plugin
 }

@@ -42,9 +42,10 @@ func (e *Embedded) open() error {
 		return err
 	}
 	if err := e.openStore(); err != nil {
-		if e.kind == CloudLoop {
-			// The loop cloud's directory is released for the next start;
-			// the sim is left as it is (a refused start changes nothing).
+		if e.kind != CloudSim {
+			// The loop cloud's directory is released for the next start,
+			// a CSI driver's connections closed; the sim is left as it is
+			// (a refused start changes nothing).
 			return errors.Join(err, e.Account.Close())
 		}
 		return err
@@ -53,16 +54,19 @@ func (e *Embedded) open() error {
 }
 
 // openCloud opens the cloud of e.kind (the sim's state is durable only
-// when the Embedded is; the loop cloud's always is).
+// when the Embedded is; the loop cloud's and a CSI driver's always are).
 func (e *Embedded) openCloud() error {
 	cfg := e.cfg
-	if e.kind == CloudLoop {
+	switch e.kind {
+	case CloudLoop:
 		a, err := openLoop(cfg.DataDir, cfg.Loop)
 		if err != nil {
 			return err
 		}
 		e.Account = a
 		return nil
+	case CloudCSI:
+		return e.openCSI()
 	}
 	sc := cfg.Sim
 	sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
@@ -107,4 +111,20 @@ func (e *Embedded) openStore() error {
 	}
 	e.Store, e.bolt, e.identity = st, st, id
 	return claim(e.Account, ev, id)
+}
+
+// openCSI dials the CSI driver of Config.CSI, for the one node it serves.
+func (e *Embedded) openCSI() error {
+	if e.cfg.Nodes != 1 {
+		return fmt.Errorf("embedded: a CSI node plugin serves one node: Nodes must be 1, not %d", e.cfg.Nodes)
+	}
+	a, warn, err := openCSI(e.cfg.DataDir, e.cfg.CSI, csiNode)
+	if err != nil {
+		return err
+	}
+	if warn != "" {
+		e.Log.Warn(warn)
+	}
+	e.Account = a
+	return nil
 }

@@ -90,6 +90,9 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	if e.kind == CloudLoop {
 		fmt.Fprintf(out, "  cloud    loop: disks are image files in %s, attached as loop devices\n", filepath.Join(ec.DataDir, LoopDir, "images"))
 	}
+	if a, ok := e.Account.(*csiAccount); ok {
+		fmt.Fprintf(out, "  cloud    %s\n", a.describe())
+	}
 	fmt.Fprintf(out, "  try      tether get nodes --data-dir %s\n", ec.DataDir)
 	<-ctx.Done()
 	fmt.Fprintln(out, "tether: shutting down")

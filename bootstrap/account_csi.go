@@ -1,0 +1,312 @@
+package bootstrap
+
+// Any CSI driver as the cloud of an embedded tether: its controller
+// plugin is the controller's provider (cloud/csi), its node plugin mounts
+// for the one node (node/csi). What a CSI driver cannot do as a cloud
+// account does, it refuses clearly:
+//
+//   - Volumes are the driver's. tether never calls CreateVolume or
+//     DeleteVolume: an operator (or the driver's own tooling) provisions
+//     a volume, whose CSI volume ID is its tether name, and an apply of
+//     a volume tether does not know yet is accepted only if the driver
+//     has it and confirms its capability (ValidateVolumeCapabilities),
+//     otherwise refused, saying so. Deleting it in tether forgets it.
+//   - Nodes are the node plugin's. One node plugin serves one machine:
+//     the embedded runtime runs one node (n1), whose instance is the
+//     plugin's node ID (NodeGetInfo), given to the controller's provider
+//     before the controller starts (so a restarted process, or
+//     controller, never takes the node for instance-less). Terminating,
+//     starting or adding instances is refused: the node is the machine
+//     the plugin runs on.
+//   - The plugin's max_volumes_per_node is tether's to respect (the spec
+//     makes it the CO's job, and many controllers do not check it): an
+//     attach that would exceed it is refused as cloud.ErrLimitReached
+//     before anything is sent, counting what is published to the node
+//     and the attaches in flight.
+//
+// tether's own file about the account, <data>/csi-account.json, holds
+// the owner tag (identity.go), the driver's name (a data directory keeps
+// its driver: another one is refused) and the node ID last seen (a new
+// one is logged: volumes still published to the old ID stay so until
+// unpublished).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+	cloudcsi "github.com/tether/tether/cloud/csi"
+	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node"
+	nodecsi "github.com/tether/tether/node/csi"
+	"github.com/tether/tether/node/layout"
+)
+
+const (
+	// CSIPlugin is the volume plugin in the node agent's layout with a
+	// CSI driver (<node>/plugins/tether-csi/mounts/<volume>), whatever
+	// the driver's name.
+	CSIPlugin = "tether-csi"
+	// CSIAccountFile, under the data directory, holds what tether keeps
+	// about a CSI driver: the owner tag, the driver's name, the node ID.
+	CSIAccountFile = "csi-account.json"
+	// DefaultCSIDialTimeout bounds the wait for both plugins at start.
+	DefaultCSIDialTimeout = time.Minute
+	// csiNode is the one node of a CSI driver (start names nodes n1..nN).
+	csiNode = cloud.NodeName("n1")
+	// csiCallTimeout bounds the calls the account makes outside the
+	// controller (an apply's checks, the start-up inventory).
+	csiCallTimeout = 30 * time.Second
+)
+
+// CSIConfig configures a CSI driver as the cloud (Config.Cloud CloudCSI).
+type CSIConfig struct {
+	// ControllerSocket and NodeSocket are the unix sockets of the
+	// driver's controller plugin and of the node plugin of the machine
+	// tether runs on (they may be the same).
+	ControllerSocket, NodeSocket string
+	// DialTimeout bounds the wait for both plugins to answer and be
+	// ready at start (0: DefaultCSIDialTimeout).
+	DialTimeout time.Duration
+}
+
+// csiState is the content of CSIAccountFile.
+type csiState struct {
+	Version int              `json:"version"`
+	Tag     string           `json:"tag,omitempty"`
+	Driver  string           `json:"driver"`
+	NodeID  cloud.InstanceID `json:"node_id"`
+}
+
+// csiAccount is a CSI driver as an Account.
+type csiAccount struct {
+	p    *cloudcsi.Provider
+	node *nodecsi.Node
+	name cloud.NodeName // the one node
+	id   cloud.InstanceID
+	path string // CSIAccountFile
+
+	mu    sync.Mutex // guards state and its file
+	state csiState
+
+	inventory sim.Inventory // read at open
+	store     atomic.Pointer[storeRef]
+
+	limitMu  sync.Mutex
+	inflight map[cloud.VolumeID]int // attaches to the node in flight
+
+	attach, detach, verify atomic.Int64
+}
+
+// storeRef holds the store once it is open.
+type storeRef struct{ store.Store }
+
+var _ Account = (*csiAccount)(nil)
+
+// openCSI dials the driver's node plugin, then its controller plugin
+// with the node's ID (nodes must be [name]), checks them against
+// CSIAccountFile and reads the inventory. warn, if not "", is for the
+// log.
+func openCSI(dataDir string, cfg CSIConfig, name cloud.NodeName) (a *csiAccount, warn string, err error) {
+	if cfg.ControllerSocket == "" || cfg.NodeSocket == "" {
+		return nil, "", errors.New("embedded: a CSI driver needs both its controller plugin's socket and its node plugin's")
+	}
+	a = &csiAccount{name: name, path: filepath.Join(dataDir, CSIAccountFile), inflight: map[cloud.VolumeID]int{}, state: csiState{Version: 1}}
+	b, err := os.ReadFile(a.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, "", fmt.Errorf("csi: %w", err)
+	default:
+		if err := json.Unmarshal(b, &a.state); err != nil {
+			return nil, "", fmt.Errorf("%w: %s is corrupt: %v; restore it from a backup, or remove it if you accept that tether forgets the account's owner tag", ErrUntrusted, a.path, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cmpDuration(cfg.DialTimeout, DefaultCSIDialTimeout))
+	defer cancel()
+	if a.node, err = nodecsi.DialNode(ctx, cfg.NodeSocket); err != nil {
+		return nil, "", fmt.Errorf("csi node plugin at %s: %w", cfg.NodeSocket, err)
+	}
+	a.id = a.node.ID()
+	a.p, err = cloudcsi.Dial(ctx, cfg.ControllerSocket,
+		cloudcsi.WithNodeIDs(map[cloud.NodeName]cloud.InstanceID{name: a.id}),
+		cloudcsi.WithAccessModes(a.modeOf), cloudcsi.WithVolumes(a.volumeIDs))
+	if err != nil {
+		return nil, "", errors.Join(fmt.Errorf("csi controller plugin at %s: %w", cfg.ControllerSocket, err), a.node.Close())
+	}
+	if warn, err = a.check(ctx); err != nil {
+		return nil, "", errors.Join(err, a.Close())
+	}
+	return a, warn, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// check compares the plugins with CSIAccountFile, records them there and
+// reads the inventory.
+func (a *csiAccount) check(ctx context.Context) (warn string, err error) {
+	driver := a.p.Plugin().Name
+	if nd := a.node.Plugin().Name; nd != driver {
+		return "", fmt.Errorf("csi: the controller socket serves driver %q but the node socket serves %q: give both plugins of one driver", driver, nd)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := a.state
+	switch {
+	case next.Driver != "" && next.Driver != driver:
+		return "", fmt.Errorf("%w: %s says this data directory ran with CSI driver %q, but the sockets serve %q: its volumes and attachments are another driver's; use the sockets of %q, or another --data-dir", ErrUntrusted, a.path, next.Driver, driver, next.Driver)
+	case next.NodeID != "" && next.NodeID != a.id:
+		warn = fmt.Sprintf("csi: the node plugin reports node ID %q, was %q: the machine was replaced; volumes still published to %q stay so until unpublished (ControllerUnpublishVolume with that node ID)", a.id, next.NodeID, next.NodeID)
+	}
+	next.Driver, next.NodeID = driver, a.id
+	if next != a.state {
+		if err := a.writeLocked(next); err != nil {
+			return "", err
+		}
+	}
+	vols, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{a.id})
+	if err != nil {
+		return "", fmt.Errorf("csi: listing what is published to node %s: %w", a.id, err)
+	}
+	for _, v := range sortedKeys(vols[a.id]) {
+		// The mode is the driver's secret: a rebuilt store takes the
+		// volume as ReadWriteOnce.
+		a.inventory.Volumes = append(a.inventory.Volumes, sim.InventoryVolume{ID: v, Mode: cloud.Exclusive, Attached: []cloud.NodeName{a.name}})
+	}
+	return warn, nil
+}
+
+func sortedKeys[V any](m map[cloud.VolumeID]V) []cloud.VolumeID {
+	out := make([]cloud.VolumeID, 0, len(m))
+	for v := range m {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writeLocked makes next the account's state, durably. Called under mu.
+func (a *csiAccount) writeLocked(next csiState) error {
+	b, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(a.path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("csi: writing %s: %w", a.path, err)
+	}
+	if err := syncDir(filepath.Dir(a.path)); err != nil {
+		return fmt.Errorf("csi: writing %s: %w", a.path, err)
+	}
+	a.state = next
+	return nil
+}
+
+// useStore gives the account the store, once it is open: the volumes'
+// access modes and the list of tether's volumes come from it.
+func (a *csiAccount) useStore(st store.Store) { a.store.Store(&storeRef{st}) }
+
+// modeOf is a volume's access mode as tether's store has it; a volume
+// the store does not have is exclusive (the safer capability).
+func (a *csiAccount) modeOf(_ context.Context, vol cloud.VolumeID) (cloud.AccessMode, error) {
+	ref := a.store.Load()
+	if ref == nil {
+		return 0, errors.New("the store is not open yet")
+	}
+	spec, ok, err := ref.Volume(vol)
+	if err != nil || !ok {
+		return cloud.Exclusive, err
+	}
+	return spec.Mode, nil
+}
+
+// volumeIDs lists tether's volumes (a driver without
+// LIST_VOLUMES_PUBLISHED_NODES is asked about each); none before the
+// store is open.
+func (a *csiAccount) volumeIDs(context.Context) ([]cloud.VolumeID, error) {
+	ref := a.store.Load()
+	if ref == nil {
+		return nil, nil
+	}
+	specs, err := ref.Volumes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cloud.VolumeID, len(specs))
+	for i, s := range specs {
+		out[i] = s.ID
+	}
+	return out, nil
+}
+
+// Tag implements owner.
+func (a *csiAccount) Tag() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state.Tag
+}
+
+// SetTag implements owner: durable before it returns.
+func (a *csiAccount) SetTag(tag string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	next := a.state
+	next.Tag = tag
+	return a.writeLocked(next)
+}
+
+// Inventory implements owner: what was published to the node when the
+// account was opened (the start-up checks and --rebuild-store read it
+// then). The driver's other volumes are no sign of a tether: they were
+// there before it, and so is the node plugin (no instance is listed). A
+// driver that cannot list what is published (no
+// LIST_VOLUMES_PUBLISHED_NODES) shows nothing here.
+func (a *csiAccount) Inventory() sim.Inventory { return a.inventory }
+
+// Devices implements Account: the agent's device paths are CSI publish
+// contexts, handed to the mounter once the controller plugin says the
+// volume is published to the node (node/csi.Devices).
+func (a *csiAccount) Devices(cloud.NodeName) node.Devices {
+	return nodecsi.Devices{Node: a.node, Published: a.published}
+}
+
+// published asks the controller plugin whether vol is published to inst.
+func (a *csiAccount) published(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (bool, error) {
+	got, err := a.p.VolumesAreAttached(ctx, map[cloud.InstanceID][]cloud.VolumeID{inst: {vol}})
+	return got[inst][vol], err
+}
+
+// mounter is node n's mounter: the node plugin's, at the layout's paths.
+func (a *csiAccount) mounter(root string, timeout time.Duration) (*nodecsi.Mounter, error) {
+	l, err := layout.New(root)
+	if err != nil {
+		return nil, err
+	}
+	return nodecsi.NewMounter(a.node, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.modeOf, Timeout: timeout})
+}
+
+// describe is what tether up prints about the driver.
+func (a *csiAccount) describe() string {
+	limit := "no volume limit"
+	if n := a.node.MaxVolumes(); n > 0 {
+		limit = fmt.Sprintf("at most %d volumes", n)
+	}
+	return fmt.Sprintf("csi: driver %s (verifies by %s); node %s is its node ID %s, %s", a.p.Plugin().Name, a.p.Verification(), a.name, a.id, limit)
+}
+
+// Close closes both connections (nothing is unpublished).
+func (a *csiAccount) Close() error { return errors.Join(a.p.Close(), a.node.Close()) }

@@ -1,0 +1,238 @@
+package bootstrap
+
+// The CSI account's provider calls (counted; attaches held to the node
+// plugin's max_volumes_per_node) and its administration: what an apply
+// and the API ask of a cloud account, done where a CSI driver can and
+// refused where it cannot (see account_csi.go).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/sim"
+)
+
+// InstanceID implements cloud.Provider.
+func (a *csiAccount) InstanceID(ctx context.Context, n cloud.NodeName) (cloud.InstanceID, error) {
+	return a.p.InstanceID(ctx, n)
+}
+
+// BatchSize implements cloud.Provider.
+func (a *csiAccount) BatchSize() int { return a.p.BatchSize() }
+
+// Attach implements cloud.Provider (counted): ControllerPublishVolume,
+// unless the node would exceed its plugin's max_volumes_per_node.
+func (a *csiAccount) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
+	a.attach.Add(1)
+	release, err := a.reserve(ctx, vol, inst)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	return a.p.Attach(ctx, vol, inst)
+}
+
+// reserve counts vol among the volumes of the node inst while its attach
+// is in flight, or refuses it (cloud.ErrLimitReached, nothing sent) if
+// the node's published volumes and attaches in flight already reach its
+// plugin's max_volumes_per_node. A volume already published there, or
+// in flight, takes no new room (an attach again is idempotent).
+func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (release func(), err error) {
+	limit := a.node.MaxVolumes()
+	if inst != a.id || limit == 0 {
+		return func() {}, nil
+	}
+	a.limitMu.Lock()
+	defer a.limitMu.Unlock()
+	got, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{inst})
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: %w", vol, inst, cerr)
+		}
+		// Not the call's own error: nothing was sent, whatever it says.
+		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: counting the node's volumes first, nothing sent: %v: %w", vol, inst, err, cloud.ErrRetryable)
+	}
+	used := map[cloud.VolumeID]bool{}
+	for v := range got[inst] {
+		used[v] = true
+	}
+	for v := range a.inflight {
+		used[v] = true
+	}
+	if !used[vol] && int64(len(used)) >= limit {
+		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: the node has %d volumes published or being published, its plugin's max_volumes_per_node is %d: %w",
+			vol, inst, len(used), limit, cloud.ErrLimitReached)
+	}
+	a.inflight[vol]++
+	return func() {
+		a.limitMu.Lock()
+		defer a.limitMu.Unlock()
+		if a.inflight[vol]--; a.inflight[vol] == 0 {
+			delete(a.inflight, vol)
+		}
+	}, nil
+}
+
+// Detach implements cloud.Provider (counted).
+func (a *csiAccount) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {
+	a.detach.Add(1)
+	return a.p.Detach(ctx, vol, inst)
+}
+
+// VolumesAreAttached implements cloud.Provider (counted).
+func (a *csiAccount) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	a.verify.Add(1)
+	return a.p.VolumesAreAttached(ctx, q)
+}
+
+// InstanceVolumes implements cloud.Provider (counted).
+func (a *csiAccount) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	a.verify.Add(1)
+	return a.p.InstanceVolumes(ctx, insts)
+}
+
+// CallCounts implements Account.
+func (a *csiAccount) CallCounts() CallCounts {
+	return CallCounts{Attach: int(a.attach.Load()), Detach: int(a.detach.Load()), Verify: int(a.verify.Load())}
+}
+
+// Attachments implements Account: what is published to the node (other
+// node IDs are the driver's business); nil if the driver does not answer.
+func (a *csiAccount) Attachments() map[cloud.VolumeID][]cloud.InstanceID {
+	ctx, cancel := context.WithTimeout(context.Background(), csiCallTimeout)
+	defer cancel()
+	got, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{a.id})
+	if err != nil {
+		return nil
+	}
+	out := map[cloud.VolumeID][]cloud.InstanceID{}
+	for v := range got[a.id] {
+		out[v] = []cloud.InstanceID{a.id}
+	}
+	return out
+}
+
+// errNoInstances refuses instance administration: with a CSI driver the
+// node is the machine its node plugin runs on.
+func errNoInstances(what string) error {
+	return fmt.Errorf("%w: %s: a CSI driver has no instances to administer: the node is the machine its node plugin runs on (stop, start or replace that machine yourself; tether follows the node ID its plugin reports)", controller.ErrInvalid, what)
+}
+
+// AddInstances implements Account: the one node has the plugin's node ID
+// already; any other node has no node plugin.
+func (a *csiAccount) AddInstances(nodes []cloud.NodeName) error {
+	for _, n := range nodes {
+		if _, err := a.AddInstanceChecked(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddInstanceChecked implements api.Nodes: the one node's instance is its
+// plugin's node ID; another node is refused.
+func (a *csiAccount) AddInstanceChecked(n cloud.NodeName) (cloud.InstanceID, error) {
+	if n != a.name {
+		return "", fmt.Errorf("%w: node %q: tether runs one node, %s, with a CSI node plugin (node ID %q): another node has no plugin to mount with", controller.ErrInvalid, n, a.name, a.id)
+	}
+	return a.id, nil
+}
+
+// InstanceOf implements api.Nodes.
+func (a *csiAccount) InstanceOf(n cloud.NodeName) (cloud.InstanceID, bool) {
+	return a.id, n == a.name
+}
+
+// Running implements api.Nodes: the node plugin's machine runs (tether
+// runs on it).
+func (a *csiAccount) Running(inst cloud.InstanceID) bool { return inst == a.id }
+
+// Terminate implements api.Nodes: refused.
+func (a *csiAccount) Terminate(inst cloud.InstanceID) error {
+	return errNoInstances("terminate " + string(inst))
+}
+
+// Start implements api.Nodes: refused.
+func (a *csiAccount) Start(inst cloud.InstanceID) error {
+	return errNoInstances("start " + string(inst))
+}
+
+// Delete implements api.Nodes: refused.
+func (a *csiAccount) Delete(inst cloud.InstanceID) error {
+	return errNoInstances("delete " + string(inst))
+}
+
+// validate checks that the driver has each volume and confirms its
+// mode's capability; nothing is created. A refusal wraps
+// controller.ErrInvalid and says what to do.
+func (a *csiAccount) validate(vols []sim.VolumeSpec) error {
+	ctx, cancel := context.WithTimeout(context.Background(), csiCallTimeout)
+	defer cancel()
+	driver := a.p.Plugin().Name
+	for _, v := range vols {
+		err := a.p.Validate(ctx, v.ID, v.Mode)
+		switch cloud.Classify(err) {
+		case cloud.KindNone:
+		case cloud.KindNotFound:
+			return fmt.Errorf("%w: volume %q: CSI driver %q has no volume with that ID: tether does not create CSI volumes; provision it with the driver (its volume ID is the tether volume's name), then apply again", controller.ErrInvalid, v.ID, driver)
+		case cloud.KindTerminal:
+			return fmt.Errorf("%w: volume %q cannot be used %s: %v", controller.ErrInvalid, v.ID, controller.ModeName(v.Mode), err)
+		default:
+			return fmt.Errorf("volume %q: could not ask CSI driver %q about it (apply again): %w", v.ID, driver, err)
+		}
+	}
+	return nil
+}
+
+// CreateVolume implements Account: the driver must have the volume (see
+// validate); nothing is created.
+func (a *csiAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error {
+	return a.validate([]sim.VolumeSpec{{ID: id, Mode: mode}})
+}
+
+// CreateVolumesUncommitted implements api.Nodes: the volumes an apply
+// names that tether does not know yet (Volume) must exist in the driver
+// with their mode's capability (validate); nothing is created, so nothing
+// is tagged.
+func (a *csiAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error { return a.validate(vols) }
+
+// CommitVolumes implements api.Nodes: nothing was tagged.
+func (a *csiAccount) CommitVolumes([]cloud.VolumeID) error { return nil }
+
+// CommitVolume implements api.Nodes: nothing was tagged.
+func (a *csiAccount) CommitVolume(cloud.VolumeID) error { return nil }
+
+// Uncommitted implements api.Nodes: tether creates no CSI volume.
+func (a *csiAccount) Uncommitted(cloud.VolumeID) bool { return false }
+
+// Volume implements api.Nodes from tether's store: a volume tether knows
+// was checked in the driver when it was applied, with the mode it has
+// there. One it does not know is reported missing, so that an apply of
+// it is checked (CreateVolumesUncommitted). The driver is not asked: a
+// listing of volumes would ask it once per volume.
+func (a *csiAccount) Volume(id cloud.VolumeID) (cloud.AccessMode, []cloud.InstanceID, bool) {
+	ref := a.store.Load()
+	if ref == nil {
+		return 0, nil, false
+	}
+	spec, ok, err := ref.Volume(id)
+	if err != nil || !ok {
+		return 0, nil, false
+	}
+	return spec.Mode, nil, true
+}
+
+// DeleteVolume implements api.Nodes: the volume is the driver's, and
+// stays (an apply that failed only forgets the volumes it checked).
+func (a *csiAccount) DeleteVolume(cloud.VolumeID) error { return nil }
+
+// ConsoleDetach unpublishes vol from inst behind tether's back, as an
+// operator would with the driver's own tooling (ControllerUnpublishVolume,
+// not counted): for fault injection.
+func (a *csiAccount) ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), csiCallTimeout)
+	defer cancel()
+	return a.p.Detach(ctx, vol, inst)
+}
