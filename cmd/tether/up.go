@@ -20,7 +20,7 @@ func upCommand() *cobra.Command {
 	cfg := bootstrap.UpConfig{Embedded: bootstrap.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Run tether embedded: a cloud (sim, or loop devices), controller, node agents, durable store, API and metrics",
+		Short: "Run tether embedded: a cloud (sim, loop devices, or a CSI driver), controller, node agents, durable store, API and metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateUp(cmd.Flags()); err != nil {
@@ -30,8 +30,12 @@ func upCommand() *cobra.Command {
 			if err := v.attachLimit("sim-attach-limit"); err != nil {
 				return err
 			}
-			if err := v.checkCloud(); err != nil {
+			if csi, err := v.checkCSI(&cfg.Embedded); err != nil {
 				return err
+			} else if !csi {
+				if err := v.checkCloud(); err != nil {
+					return err
+				}
 			}
 			matchSimThrottle(cmd.Flags(), &cfg.Embedded)
 			if err := checkUpExposure(cfg); err != nil {
@@ -51,6 +55,7 @@ func upCommand() *cobra.Command {
 	registerUpTLS(f, &cfg)
 	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)")
 	cloudFlags(f, &cfg.Embedded.Cloud, &cfg.Embedded.Loop.VolumeSize)
+	csiFlags(f, &cfg.Embedded.CSI)
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")
 	f.DurationVar(&cfg.Embedded.Controller.SyncPeriod, "sync-period", cfg.Embedded.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth (at least 1s: each sync is one cloud call per node)")
 	f.DurationVar(&cfg.Embedded.Controller.CloudTimeout, "cloud-timeout", cfg.Embedded.Controller.CloudTimeout, "bound of every cloud call; a restarted controller keeps away from a node where an operation of its predecessor may land for up to this long")

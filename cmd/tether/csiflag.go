@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tether/tether/bootstrap"
+)
+
+// csiFlags adds tether up's --csi-controller-socket and --csi-node-socket.
+func csiFlags(f *pflag.FlagSet, c *bootstrap.CSIConfig) {
+	f.StringVar(&c.ControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin: the driver is the cloud, instead of --cloud (with --csi-node-socket; one node, n1; volumes must exist in the driver)")
+	f.StringVar(&c.NodeSocket, "csi-node-socket", "", "unix socket of that CSI driver's node plugin on this machine: n1, whose instance is the plugin's node ID, mounts through it (with --csi-controller-socket)")
+}
+
+// csiConflicts are tether up's flags that configure another cloud.
+var csiConflicts = append([]string{"cloud", "loop-volume-size"}, simOnlyFlags...)
+
+// checkCSI refuses, before anything starts, one CSI socket without the
+// other, a socket path that exists and is no socket, another cloud's
+// flags with them, and --nodes other than 1 (one node plugin serves one
+// node). With both sockets it makes cfg a CSI tether of one node and
+// reports true.
+func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
+	ctl, nd := v.given("csi-controller-socket"), v.given("csi-node-socket")
+	switch {
+	case !ctl && !nd:
+		return false, nil
+	case !nd:
+		v.refuse("csi-controller-socket", "needs --csi-node-socket too: tether drives a CSI driver through both its plugins")
+	case !ctl:
+		v.refuse("csi-node-socket", "needs --csi-controller-socket too: tether drives a CSI driver through both its plugins")
+	}
+	for _, name := range []string{"csi-controller-socket", "csi-node-socket"} {
+		path := v.fs.Lookup(name).Value.String()
+		if path == "" {
+			v.refuse(name, "want the path of a unix socket")
+			continue
+		}
+		// A socket not there yet is waited for (the driver may start
+		// after tether); anything else there is a mistake.
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+			v.refuse(name, "is not a unix socket ("+fi.Mode().Type().String()+"): want the socket a CSI plugin listens on")
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			v.refuse(name, err.Error())
+		}
+	}
+	for _, name := range csiConflicts {
+		if v.fs.Lookup(name) != nil && v.given(name) {
+			v.refuse(name, "applies to the sim or loop cloud, not with --csi-controller-socket and --csi-node-socket (the CSI driver is the cloud)")
+		}
+	}
+	if v.given("nodes") {
+		if n, _ := v.fs.GetInt("nodes"); n != 1 {
+			v.refuse("nodes", "want 1 with --csi-node-socket: a CSI node plugin serves one node, the machine it runs on")
+		}
+	}
+	cfg.Cloud, cfg.Nodes = bootstrap.CloudCSI, 1
+	return true, v.err
+}
