@@ -159,8 +159,9 @@ func checkCloudKind(dataDir, kind string) error {
 // the cloud, synchronously and in order, as sim.Cloud.ObserveSync does
 // (its rules hold: f must be quick and must not call the cloud). With the
 // loop cloud these are the changes made through the Account (tether's
-// attaches and detaches, Terminate and Delete), each heard right after it
-// was made, before the call that made it returns.
+// attaches and detaches, Terminate, Replace, Delete and ConsoleDetach),
+// each heard right after it was made, before the call that made it
+// returns.
 func (e *Embedded) ObserveSync(f func(sim.Change)) {
 	switch a := e.Account.(type) {
 	case simAccount:

@@ -65,9 +65,27 @@ func (a *loopAccount) Delete(inst cloud.InstanceID) error {
 	return a.changed(sim.ReasonDelete, func() error { return a.Cloud.Delete(inst) })
 }
 
+// Replace gives node a new instance, the old one deleted (observed: its
+// attachments removed as the sim's Replace reports them, ReasonTerminate).
+func (a *loopAccount) Replace(node cloud.NodeName) (cloud.InstanceID, error) {
+	var id cloud.InstanceID
+	err := a.changed(sim.ReasonTerminate, func() error {
+		var err error
+		id, err = a.Cloud.Replace(node)
+		return err
+	})
+	return id, err
+}
+
+// ConsoleDetach detaches vol from inst from the cloud's side (observed,
+// ReasonConsole).
+func (a *loopAccount) ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error {
+	return a.changed(sim.ReasonConsole, func() error { return a.Cloud.ConsoleDetach(vol, inst) })
+}
+
 // ObserveSync registers f, called with every attachment change made
-// through the account (tether's attaches and detaches, terminations and
-// deletions of instances), in order, synchronously, right after the
+// through the account (tether's attaches and detaches, terminations,
+// replacements and deletions of instances, console detaches), in order, synchronously, right after the
 // change and before the call that made it returns, while no other change
 // can be made through the account: a timeline as the sim's ObserveSync
 // gives (with the sim's Reasons). f must be quick and

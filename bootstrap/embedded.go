@@ -54,6 +54,10 @@ type Config struct {
 	// CloudLimit bounds the controller's calls to the cloud on tether's
 	// side (rate with burst, calls in flight); zero limits nothing.
 	CloudLimit limit.Config
+	// WrapProvider, if set, wraps the cloud as the controller calls it,
+	// next to the cloud (under the metrics and CloudLimit): chaos puts
+	// its faults there on a cloud without fault knobs of its own.
+	WrapProvider func(cloud.Provider) cloud.Provider
 	// DataDir holds everything on disk: the sim cloud's volume content
 	// (cloud/) or the loop cloud (loop/, loop-account.json), and each node
 	// agent's mounts (nodes/<node>/).
@@ -192,7 +196,11 @@ func (e *Embedded) start() error {
 	if err := cfg.CloudLimit.Validate(); err != nil {
 		return err
 	}
-	e.ctlCfg, e.provider = cc, limit.Wrap(metrics.InstrumentProvider(e.Account, cfg.Metrics), cfg.CloudLimit)
+	var p cloud.Provider = e.Account
+	if cfg.WrapProvider != nil {
+		p = cfg.WrapProvider(p)
+	}
+	e.ctlCfg, e.provider = cc, limit.Wrap(metrics.InstrumentProvider(p, cfg.Metrics), cfg.CloudLimit)
 	e.Controller = controller.New(e.System, cc, e.provider, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return err
