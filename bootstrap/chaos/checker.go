@@ -1,16 +1,18 @@
 // Package chaos runs tether under faults and proves it keeps its promises.
 //
-// Checker judges ground truth — the sim cloud's real attachments, the
-// mounts the agents make, the durable node statuses — never tether's own
-// beliefs, and judges each change at the moment it happened: every source
-// records what happens where it happens (the cloud under its lock at each
+// Checker judges ground truth — the cloud's real attachments (the sim's,
+// or the loop cloud's), the mounts the agents make (on the loop cloud,
+// with the disk each one shows), the durable node statuses — never
+// tether's own beliefs, and judges each change at the moment it happened:
+// every source records what happens where it happens (the cloud at each
 // change, the mounter before and after each mount(2), the store after each
 // durable write, the runner before it pulls a machine's plug), one
 // sequencer stamps the records, and the verdicts replay them in stamp
 // order. No verdict reads the disk or the store later, so none depends on
-// load. Run drives an embedded tether through a seeded fault plan while
-// workloads churn, then stops the faults and checks convergence (I5) on
-// the disk and the cloud, which nothing moves any more. RunDistributed
+// load. Run drives an embedded tether, on the sim or on real loop devices
+// (loop.go), through a seeded fault plan while workloads churn, then stops
+// the faults and checks convergence (I5) on the disk and the cloud, which
+// nothing moves any more. RunDistributed
 // does the same to a distributed tether, one process per part, and
 // judges the timeline merged from what each process recorded (the
 // cloud's watch, the journals of agents and members).
@@ -58,13 +60,21 @@ type Checker struct {
 	pending []record // stamped, not yet judged, in stamp order
 	j       judge
 	store   storeFaults
+	images  func(cloud.VolumeID) (string, error) // CheckImages; nil: no check
 }
 
-// Watch subscribes the checker to e's cloud (every attachment change, at
-// the change) and events (ForceDetach permits, and history).
+// Watch subscribes the checker to e's cloud, whichever it is (every
+// attachment change: the sim's at the change, under its lock; the loop
+// cloud's right after it, before the call that made it returns, see
+// bootstrap.Embedded.ObserveSync) and to e's events (ForceDetach permits,
+// and history). On the loop cloud it checks the disk each mount shows
+// too (CheckImages). Call it before any volume exists.
 func (c *Checker) Watch(e *bootstrap.Embedded) {
-	e.Cloud.ObserveSync(c.onChange)
+	e.ObserveSync(c.onChange)
 	e.Events.Subscribe(c.onEvent)
+	if im, ok := e.Account.(imager); ok {
+		c.CheckImages(im.ImagePath)
+	}
 }
 
 // add stamps r and appends it to the timeline: the stamp order is the
@@ -153,6 +163,14 @@ func (c *Checker) MountCalls() int {
 	defer c.mu.Unlock()
 	c.judgeLocked()
 	return c.j.mountCalls
+}
+
+// DisksChecked counts the mounts whose disk CheckImages checked.
+func (c *Checker) DisksChecked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.judgeLocked()
+	return c.j.diskChecks
 }
 
 // History returns a volume's recent history, oldest first.

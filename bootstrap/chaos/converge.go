@@ -50,11 +50,11 @@ func waitConverged(ctx context.Context, limit time.Duration, diff func() []Viola
 func (r *runner) diff() []Violation {
 	nodeOf := map[cloud.InstanceID]cloud.NodeName{}
 	for _, n := range r.e.NodeNames {
-		if in, ok := r.e.Cloud.InstanceOf(n); ok {
+		if in, ok := r.acct.InstanceOf(n); ok {
 			nodeOf[in] = n
 		}
 	}
-	return diffTruth(r.wls, r.cfg.Volumes, r.e.NodeNames, r.e.Cloud.Attachments(), nodeOf, r.diskMounts)
+	return diffTruth(r.wls, r.cfg.Volumes, r.e.NodeNames, r.acct.Attachments(), nodeOf, r.diskMounts)
 }
 
 func (r *runner) diskMounts(n cloud.NodeName) ([]found, error) {

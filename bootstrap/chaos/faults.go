@@ -11,30 +11,60 @@ import (
 // cloudMethods are the provider calls cloud faults apply to.
 var cloudMethods = []sim.Method{sim.MethodAttach, sim.MethodDetach, sim.MethodInstanceVolumes, sim.MethodVolumesAreAttached}
 
+// knobs make the cloud fail, as Faulty's methods do: the sim's own knobs
+// (simKnobs) or a Faulty in front of the loop cloud. Each setting lasts
+// until the next one; zero turns it off.
+type knobs interface {
+	SetErrorRate(p float64)
+	SetLatency(d time.Duration)
+	SetThrottle(rate float64, burst int)
+	SetReplyLoss(p float64)
+	SetHangRate(p float64)
+}
+
+// simKnobs are the sim's knobs, set for cloudMethods (hangs: attaches and
+// detaches).
+type simKnobs struct{ cl *sim.Cloud }
+
+func (k simKnobs) SetErrorRate(p float64) {
+	for _, m := range cloudMethods {
+		k.cl.SetErrorRate(m, p, cloud.KindRetryable)
+	}
+}
+
+func (k simKnobs) SetReplyLoss(p float64) {
+	for _, m := range cloudMethods {
+		k.cl.SetReplyLoss(m, p)
+	}
+}
+
+func (k simKnobs) SetHangRate(p float64) {
+	for _, m := range []sim.Method{sim.MethodAttach, sim.MethodDetach} {
+		k.cl.SetHangRate(m, p)
+	}
+}
+
+func (k simKnobs) SetLatency(d time.Duration)          { k.cl.SetLatency(d) }
+func (k simKnobs) SetThrottle(rate float64, burst int) { k.cl.SetThrottle(rate, burst) }
+
 // fault turns on a cloud or store fault (until the next CalmCloud), or
 // detaches a volume from the cloud's side.
 func (r *runner) fault(a Action) error {
-	cl := r.e.Cloud
+	k := r.knobs
 	if a.Kind != CalmCloud {
 		r.count(a.Kind)
 	}
 	switch a.Kind {
 	case CloudErrors:
-		for _, m := range cloudMethods {
-			cl.SetErrorRate(m, 0.3, cloud.KindRetryable)
-		}
+		k.SetErrorRate(0.3)
 	case LatencySpike:
-		cl.SetLatency(30 * time.Millisecond)
+		k.SetLatency(30 * time.Millisecond)
 	case Throttle:
-		cl.SetThrottle(30, 5)
+		k.SetThrottle(30, 5)
 	case ReplyLoss:
-		for _, m := range cloudMethods {
-			cl.SetReplyLoss(m, 0.2)
-		}
+		k.SetReplyLoss(0.2)
 	case HangCalls:
-		for _, m := range []sim.Method{sim.MethodAttach, sim.MethodDetach} {
-			cl.SetHangRate(m, 0.2)
-		}
+		k.SetHangRate(0.2)
 	case StoreFailures:
 		r.chk.SetStoreFailRate(0.5, r.cfg.Seed)
 	case ConsoleDetach:
@@ -55,23 +85,21 @@ func (r *runner) count(kind string) {
 // consoleDetach detaches vol from the first instance it is attached to, as
 // an operator in the cloud's console would. The runner notes it BEFORE.
 func (r *runner) consoleDetach(vol cloud.VolumeID) error {
-	on := r.e.Cloud.Attachments()[vol]
+	on := r.acct.Attachments()[vol]
 	if len(on) == 0 {
 		return nil
 	}
 	r.chk.Note(vol, "console detach from %s", on[0])
-	return r.e.Cloud.ConsoleDetach(vol, on[0])
+	return r.acct.ConsoleDetach(vol, on[0])
 }
 
 func (r *runner) calmCloud() {
-	cl := r.e.Cloud
-	for _, m := range cloudMethods {
-		cl.SetErrorRate(m, 0, cloud.KindRetryable)
-		cl.SetReplyLoss(m, 0)
-		cl.SetHangRate(m, 0)
-	}
-	cl.SetLatency(0)
-	cl.SetThrottle(0, 0)
+	k := r.knobs
+	k.SetErrorRate(0)
+	k.SetReplyLoss(0)
+	k.SetHangRate(0)
+	k.SetLatency(0)
+	k.SetThrottle(0, 0)
 	r.chk.SetStoreFailRate(0, r.cfg.Seed)
 }
 
@@ -96,19 +124,19 @@ func (r *runner) machine(kind string, n cloud.NodeName) error {
 	if err := PowerOff(r.e, r.chk, n, kind); err != nil {
 		return err
 	}
-	cl := r.e.Cloud
-	inst, ok := cl.InstanceOf(n)
+	a := r.acct
+	inst, ok := a.InstanceOf(n)
 	if !ok {
 		return nil
 	}
 	switch kind {
 	case Terminate:
-		return cl.Terminate(inst)
+		return a.Terminate(inst)
 	case ReplaceInstance:
-		_, err := cl.Replace(n)
+		_, err := a.Replace(n)
 		return err
 	default:
-		return cl.Delete(inst)
+		return a.Delete(inst)
 	}
 }
 

@@ -43,7 +43,10 @@ type record struct {
 	// epoch fenced the status write (recStatus; 0: unfenced or read).
 	epoch    uint64
 	snapshot []sim.Change // recRebase: sorted by volume, then instance
-	text     string       // recNote, recForce, recNodeDown, recStatusFailed
+	text     string       // recNote, recForce, recNodeDown, recStatusFailed; recMountEnd: why held is unknown
+	// recMountEnd with CheckImages: the volume's image file (want) and
+	// the one bound to the device mounted at target (held; "": unknown).
+	want, held string
 }
 
 // statusRec is what a durable node status says about volumes.
@@ -92,6 +95,7 @@ type judge struct {
 	forced     map[volNode]bool
 	forceCount int
 	mountCalls int // stages and publishes started
+	diskChecks int // mounts whose disk was checked (CheckImages)
 	history    map[cloud.VolumeID][]string
 	violations []Violation
 }
@@ -121,6 +125,9 @@ func (j *judge) step(r record) {
 	case recMountEnd, recUnmountEnd:
 		j.note(r, r.vol, "%s on %s done: err=%q mounted=%v", r.op, r.node, r.err, r.mounted)
 		j.setMounted(r.node, r.target, r.vol, r.mounted)
+		if r.kind == recMountEnd && r.mounted {
+			j.onImage(r)
+		}
 		if !r.mounted && (r.op == "stage" || r.op == "unstage") {
 			delete(j.staged, volNode{r.vol, r.node})
 		}

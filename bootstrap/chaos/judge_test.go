@@ -73,6 +73,14 @@ func statusAt(epoch uint64, n cloud.NodeName, attached, inUse []cloud.VolumeID) 
 	return r
 }
 
+// showing is a stage's end on the loop cloud: the device it mounted is
+// bound to image held (CheckImages); "" with why: not read.
+func showing(v cloud.VolumeID, n cloud.NodeName, held, why string) record {
+	r := staged(v, n, true)
+	r.want, r.held, r.text = "/img/"+string(v), held, why
+	return r
+}
+
 func TestJudgeTimelines(t *testing.T) {
 	up := []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), device("v", "n1"), stage("v", "n1"), staged("v", "n1", true)}
 	down := []record{unstaged("v", "n1"), status("n1", vs, nil), status("n1", nil, nil), detach("v", "n1", sim.ReasonDetach)}
@@ -115,6 +123,10 @@ func TestJudgeTimelines(t *testing.T) {
 		{"a new watch shows an attachment made meanwhile", []record{rebase(map[cloud.VolumeID][]cloud.NodeName{"v": {"n1"}}), status("n1", vs, vs), device("v", "n1"), stage("v", "n1")}, nil},
 		{"a status of an older epoch recorded late", []record{attach("v", "n1", cloud.Exclusive), statusAt(5, "n1", vs, nil), statusAt(3, "n1", nil, nil),
 			detach("v", "n1", sim.ReasonDetach)}, []string{"I4"}},
+		{"a stage showing the volume's own disk", append(slices.Clone(up), showing("v", "n1", "/img/v", "")), nil},
+		{"a stage showing another volume's disk", append(slices.Clone(up), showing("v", "n1", "/img/w", "")), []string{"I3"}},
+		{"a stage showing a device that is no loop device", append(slices.Clone(up), showing("v", "n1", "device 8:1, not a bound loop device", "")), []string{"I3"}},
+		{"a stage whose disk could not be read", append(slices.Clone(up), showing("v", "n1", "", "no mount at the target")), nil},
 		{"lost on another node", []record{attach("v", "n2", cloud.MultiNode), detach("v", "n2", sim.ReasonConsole), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,16 +29,19 @@ func PowerOff(e *bootstrap.Embedded, chk *Checker, n cloud.NodeName, why string)
 	return nil
 }
 
-// PowerOn boots node n again: its instance runs (started if stopped, a new
-// one if it has none) and its agent starts, reconstructing from the
-// workload directories whose mounts vanished.
+// PowerOn boots node n again, on either cloud: its instance runs (started
+// if stopped, a new one if it has none) and its agent starts,
+// reconstructing from the workload directories whose mounts vanished.
 func PowerOn(e *bootstrap.Embedded, n cloud.NodeName) error {
-	inst, ok := e.Cloud.InstanceOf(n)
+	a := e.Account
+	inst, ok := a.InstanceOf(n)
 	switch {
 	case !ok:
-		e.Cloud.AddInstance(n)
-	case !e.Cloud.Running(inst):
-		if err := e.Cloud.Start(inst); err != nil {
+		if _, err := a.AddInstanceChecked(n); err != nil {
+			return err
+		}
+	case !a.Running(inst):
+		if err := a.Start(inst); err != nil {
 			return err
 		}
 	}

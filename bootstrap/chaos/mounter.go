@@ -15,7 +15,8 @@ import (
 // target is inspected at once, by the goroutine that ran it (the agent
 // serializes operations per target, so nothing else moves it), and what it
 // shows is recorded: a failed mount that left nothing mounted is not a
-// mount, a failed unmount that left one still is.
+// mount, a failed unmount that left one still is; with CheckImages, so is
+// the image of the device a mount shows.
 func (c *Checker) WrapMounter(n cloud.NodeName, m mount.Mounter) mount.Mounter {
 	return &recMounter{Mounter: m, c: c, node: n}
 }
@@ -49,6 +50,9 @@ func (m *recMounter) mount(op, target string, f func() error) error {
 	r.kind, r.mounted = recMountEnd, err == nil || m.shows(target)
 	if err != nil {
 		r.err = err.Error()
+	}
+	if r.mounted {
+		m.c.readImages(&r)
 	}
 	m.c.add(r)
 	return err

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,11 +38,20 @@ type Config struct {
 	// CloudLimit, if set, puts tether's client-side limit (cloud/limit)
 	// between the controller and the faulty cloud.
 	CloudLimit limit.Config
+	// Cloud is bootstrap.CloudSim ("" too) or bootstrap.CloudLoop: real
+	// loop devices (root only), exclusive volumes only, the cloud's faults
+	// injected by a Faulty in front of it, every mount and loop device
+	// released at the end (loop.go).
+	Cloud string
+	// LoopVolumeSize is the size of each disk on the loop cloud (0:
+	// bootstrap.DefaultLoopVolumeSize).
+	LoopVolumeSize int64
 }
 
 // Report of a run; tether chaos --json prints it.
 type Report struct {
 	Seed            uint64         `json:"seed"`
+	Cloud           string         `json:"cloud,omitempty"` // sim or loop (embedded runs)
 	Kills           int            `json:"kills"`
 	Restarts        int            `json:"restarts"`
 	Faults          int            `json:"faults"`
@@ -52,6 +62,9 @@ type Report struct {
 	FaultsByKind    map[string]int `json:"faults_by_kind"`
 	ForcedDetaches  int            `json:"forced_detaches"`
 	MountCalls      int            `json:"mount_calls"` // stages and publishes started
+	// DisksChecked counts the mounts whose disk the checker read (the
+	// loop cloud: Checker.CheckImages).
+	DisksChecked int `json:"disks_checked,omitempty"`
 	// Found lists the violations: I1-I4 judged on the timeline, I5 from
 	// the ground truth after the convergence wait.
 	Found []Violation `json:"violation_details"`
@@ -72,9 +85,11 @@ func Deadline() time.Duration {
 	return syncPeriod + 2*opBackoff.Max + cloudTimout + 30*time.Second
 }
 
-// embeddedConfig: short timings, a permissive cloud, chk recording, and
-// the breaks asked for.
-func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker) bootstrap.Config {
+// embeddedConfig: short timings, a permissive sim (the loop cloud is
+// strict: see checkLoop), chk recording, and the breaks asked for. On the
+// loop cloud, the controller calls it through a Faulty, which *faulty is
+// set to.
+func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker, faulty **Faulty) bootstrap.Config {
 	ec := bootstrap.DefaultConfig()
 	ec.DataDir, ec.Nodes, ec.LogLevel = dir, cfg.Nodes, "error"
 	if cfg.Log != nil {
@@ -94,12 +109,27 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 	ec.CloudLimit = cfg.CloudLimit
 	chk.Wire(&ec)
 	breakRule(&ec, cfg.Break)
-	if cfg.Break == "I3-device" {
-		ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices {
-			return chk.WrapDevices(n, trustingDevices{content: filepath.Join(dir, "cloud")})
+	if cfg.Cloud == bootstrap.CloudLoop {
+		ec.Cloud, ec.Loop.VolumeSize = bootstrap.CloudLoop, cfg.LoopVolumeSize
+		ec.WrapProvider = func(p cloud.Provider) cloud.Provider {
+			*faulty = NewFaulty(p, cfg.Seed)
+			return *faulty
 		}
 	}
+	if cfg.Break == "I3-device" {
+		breakDevices(&ec, cfg.Cloud, dir, chk)
+	}
 	return ec
+}
+
+// breakDevices makes the agents trust device paths without a check
+// (Break "I3-device"), still recorded by chk.
+func breakDevices(ec *bootstrap.Config, kind, dir string, chk *Checker) {
+	var trusting node.Devices = trustingDevices{content: filepath.Join(dir, "cloud")}
+	if kind == bootstrap.CloudLoop {
+		trusting = trustingLoopDevices{}
+	}
+	ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices { return chk.WrapDevices(n, trusting) }
 }
 
 // Breaks are what Config.Break can break: a rule, through the test-only
@@ -125,59 +155,137 @@ func breakRule(ec *bootstrap.Config, inv string) {
 }
 
 // Run executes one chaos run: faults from the seed's plan while workloads
-// churn, then calm, then a bounded wait for convergence.
-func Run(ctx context.Context, cfg Config) (Report, error) {
-	rep := Report{Seed: cfg.Seed, KillsByKind: map[string]int{}, FaultsByKind: map[string]int{}}
-	if cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
-		return rep, fmt.Errorf("chaos: cannot break %q: want one of %v", cfg.Break, Breaks)
+// churn, then calm, then a bounded wait for convergence. On the loop
+// cloud every mount and loop device of the run is released before it
+// returns, whatever happened (a failure to release is an error, and a
+// temporary data directory then stays, for the README's cleanup).
+func Run(ctx context.Context, cfg Config) (rep Report, err error) {
+	rep = Report{Seed: cfg.Seed, KillsByKind: map[string]int{}, FaultsByKind: map[string]int{}}
+	if rep.Cloud, err = checkConfig(cfg); err != nil {
+		return rep, err
 	}
-	dir := cfg.DataDir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "tether-chaos-")
-		if err != nil {
-			return rep, err
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, removeDir, err := runDir(cfg.DataDir, rep.Cloud)
+	if err != nil {
+		return rep, err
 	}
 	var restarts atomic.Int64
+	var faulty *Faulty
 	chk := &Checker{}
-	e, err := bootstrap.StartEmbedded(embeddedConfig(cfg, dir, &restarts, chk))
+	e, err := bootstrap.StartEmbedded(embeddedConfig(cfg, dir, &restarts, chk, &faulty))
+	defer func() {
+		ferr := finish(e, dir, rep.Cloud)
+		if ferr == nil {
+			removeDir()
+		}
+		err = errors.Join(err, ferr)
+	}()
 	if err != nil {
 		return rep, err
 	}
 	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep}
-	defer r.teardown()
-	chk.Watch(e)
-	if err := r.setup(); err != nil {
+	if err := r.wire(faulty); err != nil {
 		return rep, err
+	}
+	chk.Watch(e)
+	if err := r.run(ctx); err != nil {
+		return rep, err
+	}
+	rep.Restarts = int(restarts.Load())
+	return rep, nil
+}
+
+// checkConfig returns the run's cloud, or why cfg cannot run.
+func checkConfig(cfg Config) (string, error) {
+	if cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
+		return "", fmt.Errorf("chaos: cannot break %q: want one of %v", cfg.Break, Breaks)
+	}
+	switch cfg.Cloud {
+	case "", bootstrap.CloudSim:
+		return bootstrap.CloudSim, nil
+	case bootstrap.CloudLoop:
+		return bootstrap.CloudLoop, checkLoop(cfg)
+	}
+	return "", fmt.Errorf("chaos: unknown cloud %q: want %s or %s", cfg.Cloud, bootstrap.CloudSim, bootstrap.CloudLoop)
+}
+
+// runDir returns the run's data directory (dir, or a temporary one) and
+// what removes it afterwards (a temporary one only); on the loop cloud
+// with its symlinks resolved (loopDir).
+func runDir(dir, kind string) (string, func(), error) {
+	remove := func() {}
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "tether-chaos-")
+		if err != nil {
+			return "", nil, err
+		}
+		dir, remove = tmp, func() { os.RemoveAll(tmp) }
+	}
+	if kind == bootstrap.CloudLoop {
+		resolved, err := loopDir(dir)
+		if err != nil {
+			remove()
+			return "", nil, fmt.Errorf("chaos: data directory: %w", err)
+		}
+		dir = resolved
+	}
+	return dir, remove, nil
+}
+
+// finish stops e (nil: it did not start) and removes the mounts it left;
+// on the loop cloud it releases every loop device of the run too, and
+// says what it could not release.
+func finish(e *bootstrap.Embedded, dir, kind string) error {
+	if kind == bootstrap.CloudLoop {
+		return releaseLoop(e, dir)
+	}
+	if e != nil {
+		e.Stop()
+		unmountNodes(e) // a throw-away directory: what stays goes with it
+	}
+	return nil
+}
+
+// run sets up the volumes, runs the plan, calms everything and waits for
+// convergence, filling the report.
+func (r *runner) run(ctx context.Context) error {
+	if err := r.setup(); err != nil {
+		return err
 	}
 	if err := r.faults(ctx); err != nil {
-		return rep, err
+		return err
 	}
 	if err := r.calm(); err != nil {
-		return rep, err
+		return err
 	}
-	limit := cfg.Converge
+	limit := r.cfg.Converge
 	if limit <= 0 {
 		limit = Deadline()
 	}
 	t0 := time.Now()
 	i5 := r.converge(ctx, limit)
+	rep, chk := r.rep, r.chk
 	rep.Converged, rep.ConvergeSeconds = len(i5) == 0, time.Since(t0).Seconds()
-	rep.Restarts = int(restarts.Load())
-	rep.ForcedDetaches, rep.MountCalls = chk.ForcedDetaches(), chk.MountCalls()
+	rep.ForcedDetaches, rep.MountCalls, rep.DisksChecked = chk.ForcedDetaches(), chk.MountCalls(), chk.DisksChecked()
 	rep.Found = append(chk.Violations(), i5...)
 	rep.Violations = len(rep.Found)
-	return rep, nil
+	return nil
 }
 
-// teardown stops everything and removes the mounts the run left.
-func (r *runner) teardown() {
-	r.e.Stop()
-	for _, n := range r.e.NodeNames {
-		if m, err := r.e.Mounter(n); err == nil {
-			node.Teardown(r.e.NodeDir(n), m)
-		}
+// wire gives the runner its cloud's account and fault knobs: the sim's
+// own, or faulty in front of the loop cloud.
+func (r *runner) wire(faulty *Faulty) error {
+	a, ok := r.e.Account.(account)
+	if !ok {
+		return fmt.Errorf("chaos: the %s cloud's account cannot replace instances or detach from its console", r.rep.Cloud)
 	}
+	r.acct = a
+	switch {
+	case r.e.Cloud != nil:
+		r.knobs = simKnobs{r.e.Cloud}
+	case faulty != nil:
+		r.knobs = faulty
+	default:
+		return fmt.Errorf("chaos: the %s cloud has no fault knobs", r.rep.Cloud)
+	}
+	return nil
 }

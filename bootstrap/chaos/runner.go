@@ -19,6 +19,8 @@ import (
 type runner struct {
 	cfg   Config
 	e     *bootstrap.Embedded
+	acct  account // e's cloud
+	knobs knobs   // how the cloud is made to fail
 	chk   *Checker
 	rep   *Report
 	owner map[cloud.VolumeID]string // exclusive volume -> its workload
@@ -36,13 +38,23 @@ func volMode(i int) cloud.AccessMode {
 	return cloud.Exclusive
 }
 
+// mode is volume i's access mode: every fourth volume is multi-node on
+// the sim; the loop cloud's disks are all exclusive (it refuses
+// multi-node ones: ext4 is mounted by one machine at a time).
+func (r *runner) mode(i int) cloud.AccessMode {
+	if r.cfg.Cloud == bootstrap.CloudLoop {
+		return cloud.Exclusive
+	}
+	return volMode(i)
+}
+
 func (r *runner) setup() error {
 	r.owner, r.wls, r.down = map[cloud.VolumeID]string{}, map[string]store.Workload{}, map[cloud.NodeName]bool{}
 	for i := 0; i < r.cfg.Volumes; i++ {
-		if err := r.e.Cloud.CreateVolumeChecked(volName(i), volMode(i)); err != nil {
+		if err := r.acct.CreateVolume(volName(i), r.mode(i)); err != nil {
 			return err
 		}
-		if err := r.e.Ctl().ApplyVolume(store.VolumeSpec{ID: volName(i), Mode: volMode(i)}); err != nil {
+		if err := r.e.Ctl().ApplyVolume(store.VolumeSpec{ID: volName(i), Mode: r.mode(i)}); err != nil {
 			return err
 		}
 	}
@@ -149,7 +161,7 @@ func (r *runner) churn(a Action) {
 		if ctl.ApplyWorkload(w) == nil {
 			r.chk.Note(v, "workload %s created on %s", w.UID, w.Node)
 			r.wls[w.UID] = w
-			if volMode(a.Volume) == cloud.Exclusive {
+			if r.mode(a.Volume) == cloud.Exclusive {
 				r.owner[v] = w.UID
 			}
 		}

@@ -6,20 +6,17 @@
 package demo
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/chaos"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/mount"
 )
@@ -105,9 +102,6 @@ type demo struct {
 	rep     Report
 	modes   map[cloud.VolumeID]cloud.AccessMode // the volumes
 	uses    map[string][]cloud.VolumeID         // workload -> its volumes
-	// replay is the first change of the loop cloud that could not be
-	// replayed for the checker (watchLoop).
-	replay atomic.Pointer[error]
 }
 
 // mounter is a mounter of the kind the agents use (to inspect and tear down).
@@ -169,16 +163,8 @@ func (d *demo) run(cfg bootstrap.Config) (Report, error) {
 			fmt.Fprintln(os.Stderr, "tether: releasing the loop devices:", err)
 		}
 	}()
-	if e.Cloud != nil {
-		d.chk.Watch(e)
-	} else {
-		d.watchLoop()
-	}
+	d.chk.Watch(e)
 	d.rep.Converged = d.steps()
-	if err := d.replay.Load(); err != nil {
-		fmt.Fprintln(os.Stderr, "tether: the checker missed a change of the loop cloud:", *err)
-		d.rep.Converged = false
-	}
 	d.rep.CloudCalls = e.Account.CallCounts().Map()
 	d.rep.Found = d.chk.Violations()
 	d.rep.Violations = len(d.rep.Found)
@@ -187,45 +173,4 @@ func (d *demo) run(cfg bootstrap.Config) (Report, error) {
 	}
 	d.rep.Seconds = time.Since(t0).Seconds()
 	return d.rep, nil
-}
-
-// watchLoop makes the checker judge the loop cloud. The checker hears of
-// a cloud's changes through a sim cloud's synchronous observer; so each
-// change of the loop cloud, as tether's account of it tells them
-// (bootstrap.Embedded.ObserveSync: right after the change, before the call
-// that made it returns), is replayed on a permissive sim cloud that holds
-// nothing else, whose observer is the checker's: the same instant in the
-// timeline, the same node, volume and access mode. A removal by the cloud
-// itself (a terminated or deleted instance) is replayed as a console
-// detach: the checker tells apart only tether's detaches.
-func (d *demo) watchLoop() {
-	mirror := sim.New(sim.Config{Permissive: true})
-	// Watch reads the Embedded's cloud and events, and nothing else.
-	d.chk.Watch(&bootstrap.Embedded{Cloud: mirror, Events: d.e.Events})
-	d.e.ObserveSync(func(ch sim.Change) {
-		if err := replay(mirror, ch); err != nil {
-			err = fmt.Errorf("%s of %s on %s: %w", ch.Reason, ch.Volume, ch.Node, err)
-			d.replay.CompareAndSwap(nil, &err)
-		}
-	})
-}
-
-// replay makes the change ch on mirror.
-func replay(mirror *sim.Cloud, ch sim.Change) error {
-	inst, err := mirror.AddInstanceChecked(ch.Node)
-	if err != nil {
-		return err
-	}
-	if err := mirror.CreateVolumeChecked(ch.Volume, ch.Mode); err != nil {
-		return err
-	}
-	switch {
-	case ch.Attached:
-		_, err = mirror.Attach(context.Background(), ch.Volume, inst)
-	case ch.Reason == sim.ReasonDetach:
-		err = mirror.Detach(context.Background(), ch.Volume, inst)
-	default:
-		err = mirror.ConsoleDetach(ch.Volume, inst)
-	}
-	return err
 }

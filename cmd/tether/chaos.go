@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/chaos"
 )
 
@@ -27,13 +28,20 @@ Embedded (the default): one process, actors killed, the cloud and the store
 failing. --distributed: a whole distributed tether on this machine, each part
 in its own process (etcd, the cloud, --controllers members, one agent per
 node), with the same kinds of faults where they apply across processes, and
-processes SIGKILLed, restarted and partitioned besides.`,
+processes SIGKILLed, restarted and partitioned besides.
+
+--cloud loop (embedded, root only): the same on real loop devices, formatted
+ext4 and mounted, with smaller defaults (6 volumes, all ReadWriteOnce, 3
+nodes, 30s); every mount and loop device is released at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateChaos(cmd.Flags()); err != nil {
 				return err
 			}
 			if err := validateDistributedChaos(cmd.Flags(), dist); err != nil {
+				return err
+			}
+			if err := validateLoopChaos(cmd.Flags(), &cfg, dist); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -69,9 +77,9 @@ processes SIGKILLed, restarted and partitioned besides.`,
 	}
 	f := cmd.Flags()
 	f.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()%1e6), "seed of the fault plan (the same seed gives the same plan)")
-	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long faults are injected (at least 1s)")
-	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes, at least 1 (every fourth is multi-node)")
-	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes (2 to 1000)")
+	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long faults are injected (at least 1s; with --cloud loop default 30s)")
+	f.IntVar(&cfg.Volumes, "volumes", 24, "how many volumes, at least 1 (every fourth is multi-node; with --cloud loop all are ReadWriteOnce, 1 to 32, default 6)")
+	f.IntVar(&cfg.Nodes, "nodes", 4, "how many nodes (2 to 1000; with --cloud loop 2 to 8, default 3)")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "data directory (default: a temporary one, removed afterwards)")
 	f.Float64Var(&cfg.CloudLimit.QPS, "cloud-qps", 0, "put tether's client-side cloud limit in the way: calls per second (0: none)")
 	f.IntVar(&cfg.CloudLimit.Burst, "cloud-burst", 10, "with --cloud-qps: calls at once after a quiet spell")
@@ -79,7 +87,51 @@ processes SIGKILLed, restarted and partitioned besides.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (counts, and each violation with its history)")
 	f.BoolVar(&dist, "distributed", false, "run distributed tether, each part in its own process of this binary")
 	f.IntVar(&controllers, "controllers", 3, "with --distributed: how many controller members")
+	cloudFlags(f, &cfg.Cloud, &cfg.LoopVolumeSize)
 	return cmd
+}
+
+// Chaos on the loop cloud: smaller defaults and bounds (each volume is a
+// loop device and an ext4 filesystem on this host, formatted, checked and
+// mounted again each time a workload moves; each node an agent mounting
+// them).
+const (
+	loopChaosVolumes  = 6
+	loopChaosNodes    = 3
+	loopChaosDuration = 30 * time.Second
+	maxLoopVolumes    = 32
+	maxLoopNodes      = 8
+)
+
+// validateLoopChaos checks --cloud (loop: root only, embedded only, within
+// the loop bounds) and gives the loop cloud its defaults where the flags
+// were not given.
+func validateLoopChaos(fs *pflag.FlagSet, cfg *chaos.Config, dist bool) error {
+	v := validator{fs: fs}
+	if err := v.checkCloud(); err != nil {
+		return err
+	}
+	if cfg.Cloud != bootstrap.CloudLoop {
+		return nil
+	}
+	if dist {
+		v.refuse("cloud", "not with --distributed (its agents and the cloud service run on the sim); run chaos on the loop cloud embedded")
+		return v.err
+	}
+	if v.given("volumes") {
+		v.count("volumes", 1, maxLoopVolumes, "with --cloud loop: each is a loop device and an ext4 filesystem on this host")
+	} else {
+		cfg.Volumes = loopChaosVolumes
+	}
+	if v.given("nodes") {
+		v.count("nodes", 2, maxLoopNodes, "with --cloud loop: each node's agent formats and mounts on this host")
+	} else {
+		cfg.Nodes = loopChaosNodes
+	}
+	if !v.given("duration") {
+		cfg.Duration = loopChaosDuration
+	}
+	return v.err
 }
 
 // validateDistributedChaos checks the flags that --distributed changes.
@@ -113,6 +165,9 @@ func printChaos(cmd *cobra.Command, rep chaos.Report, deadline time.Duration) {
 		for _, k := range keys {
 			fmt.Fprintf(out, "  %-24s %d\n", k, m[k])
 		}
+	}
+	if rep.DisksChecked > 0 {
+		fmt.Fprintf(out, "disks checked (the device each mount shows holds the volume's image): %d\n", rep.DisksChecked)
 	}
 	fmt.Fprintf(out, "violations: %d\n", rep.Violations)
 	for _, v := range rep.Found {
