@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -201,6 +202,7 @@ func (c *Controller) Resync() {
 	e.resync.running = true
 	go func() {
 		for {
+			start := e.clock.Now()
 			if err := e.resyncAll(); err != nil && e.ctx.Err() == nil {
 				e.log.Warnf("resync: %v", err)
 			}
@@ -212,8 +214,38 @@ func (c *Controller) Resync() {
 			}
 			e.resync.again = false
 			e.resync.mu.Unlock()
+			// Paced: the next pass waits as long as this one took, so
+			// resyncs take at most half of this member's store reads. A
+			// loaded etcd makes leases lapse, each lapse changes the
+			// topology, and back-to-back resyncs of every identity fed
+			// that load (a fleet start of 10,000 volumes never settled).
+			// What is asked meanwhile is in the next pass: it reads after
+			// the wait.
+			if !e.wait(e.clock.Now().Sub(start)) {
+				e.resync.mu.Lock()
+				e.resync.running = false
+				e.resync.mu.Unlock()
+				return
+			}
 		}
 	}()
+}
+
+// wait returns after d on the controller's clock, or false at once if the
+// controller stops first.
+func (e *env) wait(d time.Duration) bool {
+	if d <= 0 {
+		return e.ctx.Err() == nil
+	}
+	done := make(chan struct{})
+	t := e.clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-e.ctx.Done():
+		return false
+	}
 }
 
 // resyncState coalesces Resync calls.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
@@ -96,4 +97,35 @@ func TestBigBatchValidatesLikeSmall(t *testing.T) {
 		t.Fatalf("dry run of a mode change in a big batch: %v", err)
 	}
 	r.eventually("w1's volumes attached", func() bool { return r.settled("v001", "n1")() && r.settled("v002", "n1")() })
+}
+
+// The resync's pacing wait runs on the controller's clock and gives up
+// when the controller stops.
+func TestResyncWaitFollowsClockAndStop(t *testing.T) {
+	r := newRig(t)
+	e := r.ctl.env
+	done := make(chan bool, 1)
+	go func() { done <- e.wait(3 * time.Second) }()
+	r.eventually("the wait armed its timer", func() bool {
+		r.clk.Advance(time.Second) // steps: the timer may be armed after any of them
+		select {
+		case ok := <-done:
+			if !ok {
+				t.Fatal("wait returned false while the controller runs")
+			}
+			return true
+		default:
+			return false
+		}
+	})
+	go func() { done <- e.wait(time.Hour) }()
+	r.ctl.cancel()
+	select {
+	case ok := <-done:
+		if ok {
+			t.Fatal("wait returned true after the controller stopped")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("wait did not return when the controller stopped")
+	}
 }
