@@ -43,10 +43,11 @@ import (
 // Keys: prefix + member ID, the value the protobuf cluster.Member; a
 // member's key lives as long as its lease.
 type membership struct {
-	client *clientv3.Client
-	prefix string
-	ttl    time.Duration
-	log    *logrus.Logger
+	endpoints []string
+	client    *clientv3.Client // from StartMember or StartClient on
+	prefix    string
+	ttl       time.Duration
+	log       *logrus.Logger
 	// lost is called at most once, when a member's lease is gone.
 	lost func(error)
 
@@ -59,23 +60,51 @@ type membership struct {
 	once   sync.Once
 }
 
-// newMembership connects to etcd; the cluster starts it.
+// newMembership checks the configuration; the cluster starts it, and
+// only then does it connect to etcd: Proto.Actor's remote sets gRPC's
+// global logger when it starts, which races with any gRPC connection
+// already running.
 func newMembership(endpoints []string, prefix string, ttl time.Duration, log *logrus.Logger, lost func(error)) (*membership, error) {
 	if ttl < 2*time.Second {
 		return nil, fmt.Errorf("cluster: member TTL %v: want at least 2s (etcd leases are whole seconds)", ttl)
 	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: etcd: %w", err)
+	if len(endpoints) == 0 {
+		return nil, errors.New("cluster: no etcd endpoint")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &membership{client: c, prefix: prefix, ttl: ttl, log: log, lost: lost, ctx: ctx, cancel: cancel}, nil
+	return &membership{endpoints: endpoints, prefix: prefix, ttl: ttl, log: log, lost: lost, ctx: ctx, cancel: cancel}, nil
+}
+
+// closeOnError undoes a start that failed (the cluster never calls
+// Shutdown then): its goroutines end and the client closes.
+func (p *membership) closeOnError(err *error) {
+	if *err == nil {
+		return
+	}
+	p.cancel()
+	p.wg.Wait()
+	_ = p.client.Close()
+	p.client = nil
+}
+
+// connect makes the etcd client.
+func (p *membership) connect() error {
+	c, err := clientv3.New(clientv3.Config{Endpoints: p.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("cluster: etcd: %w", err)
+	}
+	p.client = c
+	return nil
 }
 
 // StartMember registers this member under a lease and publishes the
 // members etcd lists, itself always among them.
-func (p *membership) StartMember(cl *cluster.Cluster) error {
+func (p *membership) StartMember(cl *cluster.Cluster) (err error) {
 	p.cl = cl
+	if err := p.connect(); err != nil {
+		return err
+	}
+	defer p.closeOnError(&err)
 	self, err := memberOf(cl)
 	if err != nil {
 		return err
@@ -105,8 +134,12 @@ func (p *membership) StartMember(cl *cluster.Cluster) error {
 }
 
 // StartClient publishes the members without registering (agents).
-func (p *membership) StartClient(cl *cluster.Cluster) error {
+func (p *membership) StartClient(cl *cluster.Cluster) (err error) {
 	p.cl = cl
+	if err := p.connect(); err != nil {
+		return err
+	}
+	defer p.closeOnError(&err)
 	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
 	defer cancel()
 	return p.startWatch(ctx)
@@ -127,7 +160,10 @@ func (p *membership) Shutdown(bool) error {
 			err = fmt.Errorf("cluster: leaving (the lease lapses in %v): %w", p.ttl, err)
 		}
 	}
-	return errors.Join(err, p.client.Close())
+	if p.client != nil {
+		err = errors.Join(err, p.client.Close())
+	}
+	return err
 }
 
 // keepAlive drains the lease's keep-alive answers; the channel closes when

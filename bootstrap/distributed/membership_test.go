@@ -46,11 +46,10 @@ func TestMembershipFollowsEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	self := sys.ID
-	admin, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Close() })
+	// The admin client is made once the member runs: Proto.Actor's remote
+	// sets gRPC's global logger when it starts, racing with any gRPC
+	// connection already open.
+	var admin *clientv3.Client
 
 	// The members as the last topology Proto.Actor published names them
 	// (MemberList.Members is read without its lock).
@@ -109,6 +108,11 @@ func TestMembershipFollowsEtcd(t *testing.T) {
 	if err := startCluster(cl, false); err != nil {
 		t.Fatal(err)
 	}
+	admin, err = clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
 	t.Cleanup(func() {
 		done := make(chan struct{})
 		go func() { cl.Shutdown(true); close(done) }()
