@@ -32,11 +32,8 @@ package bootstrap
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -122,15 +119,8 @@ func openCSI(dataDir string, cfg CSIConfig, name cloud.NodeName) (a *csiAccount,
 		return nil, "", errors.New("embedded: a CSI driver needs both its controller plugin's socket and its node plugin's")
 	}
 	a = &csiAccount{name: name, path: filepath.Join(dataDir, CSIAccountFile), inflight: map[cloud.VolumeID]int{}, state: csiState{Version: 1}}
-	b, err := os.ReadFile(a.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, "", fmt.Errorf("csi: %w", err)
-	default:
-		if err := json.Unmarshal(b, &a.state); err != nil {
-			return nil, "", fmt.Errorf("%w: %s is corrupt: %v; restore it from a backup, or remove it if you accept that tether forgets the account's owner tag", ErrUntrusted, a.path, err)
-		}
+	if err := readAccountFile(a.path, "csi", &a.state); err != nil {
+		return nil, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cmpDuration(cfg.DialTimeout, DefaultCSIDialTimeout))
 	defer cancel()
@@ -202,15 +192,8 @@ func sortedKeys[V any](m map[cloud.VolumeID]V) []cloud.VolumeID {
 
 // writeLocked makes next the account's state, durably. Called under mu.
 func (a *csiAccount) writeLocked(next csiState) error {
-	b, err := json.MarshalIndent(next, "", "  ")
-	if err != nil {
+	if err := writeAccountFile(a.path, "csi", next); err != nil {
 		return err
-	}
-	if err := writeFileAtomic(a.path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("csi: writing %s: %w", a.path, err)
-	}
-	if err := syncDir(filepath.Dir(a.path)); err != nil {
-		return fmt.Errorf("csi: writing %s: %w", a.path, err)
 	}
 	a.state = next
 	return nil

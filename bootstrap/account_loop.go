@@ -19,11 +19,8 @@ package bootstrap
 //     (the demo's invariant checker).
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -98,15 +95,8 @@ func openLoop(dataDir string, cfg LoopConfig) (*loopAccount, error) {
 		return nil, fmt.Errorf("loop cloud: volume size %d: want a positive multiple of 512 bytes", size)
 	}
 	a := &loopAccount{size: size, path: filepath.Join(dataDir, LoopAccountFile), state: accountState{Version: 1}}
-	b, err := os.ReadFile(a.path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("loop cloud: %w", err)
-	default:
-		if err := json.Unmarshal(b, &a.state); err != nil {
-			return nil, fmt.Errorf("%w: %s is corrupt: %v; restore it from a backup, or remove it if you accept that tether forgets the account's owner tag", ErrUntrusted, a.path, err)
-		}
+	if err := readAccountFile(a.path, "loop cloud", &a.state); err != nil {
+		return nil, err
 	}
 	c, err := loop.Open(loop.Config{Dir: filepath.Join(dataDir, LoopDir), AttachLimit: cfg.AttachLimit})
 	if err != nil {
@@ -118,15 +108,8 @@ func openLoop(dataDir string, cfg LoopConfig) (*loopAccount, error) {
 
 // writeLocked makes next the account's state, durably. Called under mu.
 func (a *loopAccount) writeLocked(next accountState) error {
-	b, err := json.MarshalIndent(next, "", "  ")
-	if err != nil {
+	if err := writeAccountFile(a.path, "loop cloud", next); err != nil {
 		return err
-	}
-	if err := writeFileAtomic(a.path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("loop cloud: writing %s: %w", a.path, err)
-	}
-	if err := syncDir(filepath.Dir(a.path)); err != nil {
-		return fmt.Errorf("loop cloud: writing %s: %w", a.path, err)
 	}
 	a.state = next
 	return nil
@@ -313,10 +296,3 @@ func (a *loopAccount) Devices(n cloud.NodeName) node.Devices {
 }
 
 // syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
-}

@@ -64,7 +64,7 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 		}, nil},
 		{"n1's instance started again: volumes attached again, mounts redone", func() error {
 			*down = ""
-			return d.powerOn("n1")
+			return chaos.PowerOn(d.e, "n1")
 		}, nil},
 		{"n2's agent restarted: mounts read back from disk, none redone (same mount identities on disk)", func() error {
 			var err error
@@ -95,29 +95,6 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 			return nil
 		}, nil},
 	}
-}
-
-// powerOn boots node n again, as chaos.PowerOn does on the sim, on either
-// cloud: its instance runs (started if stopped, a new one if it has none)
-// and its agent starts, reconstructing from the workload directories
-// whose mounts vanished.
-func (d *demo) powerOn(n cloud.NodeName) error {
-	a := d.e.Account
-	inst, ok := a.InstanceOf(n)
-	switch {
-	case !ok:
-		if _, err := a.AddInstanceChecked(n); err != nil {
-			return err
-		}
-	case !a.Running(inst):
-		if err := a.Start(inst); err != nil {
-			return err
-		}
-	}
-	if _, ok := d.e.Agents[n]; ok {
-		return nil
-	}
-	return d.e.StartAgent(n)
 }
 
 // steps runs the script, each step until it converged or timed out.
