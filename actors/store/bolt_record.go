@@ -14,9 +14,14 @@ import (
 // ObjectUID ("objectUid") is missing from files written before UIDs
 // existed: OpenBolt assigns it (assignMissingUIDs).
 
+// readOnly is left out when false: records written before ReadOnlyMany
+// existed read as read-write (what ReadOnlyMany was then stored as), and
+// the records of other volumes are the bytes they always were, so an
+// older tether reads them as before.
 type volumeRecord struct {
 	ID        cloud.VolumeID `json:"id"`
 	Mode      int            `json:"mode"`
+	ReadOnly  bool           `json:"readOnly,omitempty"`
 	ObjectUID string         `json:"objectUid"`
 }
 
@@ -48,11 +53,11 @@ type statusRecord struct {
 }
 
 func (r volumeRecord) spec() VolumeSpec {
-	return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode), ObjectUID: r.ObjectUID}
+	return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode), ReadOnly: r.ReadOnly, ObjectUID: r.ObjectUID}
 }
 
 func toVolumeRecord(v VolumeSpec) volumeRecord {
-	return volumeRecord{ID: v.ID, Mode: int(v.Mode), ObjectUID: v.ObjectUID}
+	return volumeRecord{ID: v.ID, Mode: int(v.Mode), ReadOnly: v.ReadOnly, ObjectUID: v.ObjectUID}
 }
 
 // The conversions below stop compiling when a domain type gains a field, so

@@ -18,6 +18,7 @@ func TestBoltSurvivesReopen(t *testing.T) {
 	must(t, err)
 	must(t, b.Apply([]Op{
 		{PutVolume: &VolumeSpec{ID: "v1", Mode: cloud.MultiNode}},
+		{PutVolume: &VolumeSpec{ID: "v2", Mode: cloud.MultiNode, ReadOnly: true}},
 		{PutNode: &NodeSpec{Name: "n1"}},
 		{PutWorkload: &Workload{UID: "a", Node: "n1", Volumes: []cloud.VolumeID{"v1"}, ReadOnly: []cloud.VolumeID{"v1"}}},
 		{PutWorkload: &Workload{UID: "b", Node: "n1", Volumes: []cloud.VolumeID{"v1"}}},

@@ -28,6 +28,11 @@ var ErrInvalidOp = errors.New("store: invalid op")
 type VolumeSpec struct {
 	ID   cloud.VolumeID
 	Mode cloud.AccessMode
+	// ReadOnly, with Mode cloud.MultiNode, makes the volume ReadOnlyMany:
+	// attached as any multi-node volume, and published read-only to every
+	// workload that uses it, whatever the workload asks. It is part of the
+	// access mode, so it is fixed when the volume is created too.
+	ReadOnly bool
 	// ObjectUID: see ObjectUID's doc. The store assigns it.
 	ObjectUID string
 }

@@ -276,6 +276,7 @@ func TestVolumesAndNodes(t *testing.T) {
 			{PutVolume: &VolumeSpec{ID: "v3"}},
 			{PutVolume: &VolumeSpec{ID: "v1", Mode: cloud.MultiNode}},
 			{PutVolume: &VolumeSpec{ID: "v2"}},
+			{PutVolume: &VolumeSpec{ID: "v4", Mode: cloud.MultiNode, ReadOnly: true}},
 			{PutNode: &NodeSpec{Name: "n2"}},
 			{PutNode: &NodeSpec{Name: "n1"}},
 		}))
@@ -288,14 +289,18 @@ func TestVolumesAndNodes(t *testing.T) {
 		nodes, err := s.Nodes()
 		must(t, err)
 		clearUIDs(vols, nodes) // TestObjectUIDs checks them
-		if want := []VolumeSpec{{ID: "v1", Mode: cloud.MultiNode}, {ID: "v3", Mode: cloud.MultiNode}}; !reflect.DeepEqual(vols, want) {
+		want := []VolumeSpec{{ID: "v1", Mode: cloud.MultiNode}, {ID: "v3", Mode: cloud.MultiNode}, {ID: "v4", Mode: cloud.MultiNode, ReadOnly: true}}
+		if !reflect.DeepEqual(vols, want) {
 			t.Fatalf("Volumes = %v, want %v", vols, want)
 		}
 		if want := []NodeSpec{{Name: "n1"}, {Name: "n3"}}; !reflect.DeepEqual(nodes, want) {
 			t.Fatalf("Nodes = %v, want %v", nodes, want)
 		}
-		if v, ok, err := s.Volume("v1"); err != nil || !ok || v.Mode != cloud.MultiNode {
+		if v, ok, err := s.Volume("v1"); err != nil || !ok || v.Mode != cloud.MultiNode || v.ReadOnly {
 			t.Fatalf("Volume(v1) = %v, %v, %v", v, ok, err)
+		}
+		if v, ok, err := s.Volume("v4"); err != nil || !ok || v.Mode != cloud.MultiNode || !v.ReadOnly {
+			t.Fatalf("Volume(v4) = %v, %v, %v; want ReadOnlyMany", v, ok, err)
 		}
 		if v, ok, err := s.Volume("v2"); err != nil || ok || v != (VolumeSpec{}) {
 			t.Fatalf("Volume(v2) = %v, %v, %v; want deleted", v, ok, err)
