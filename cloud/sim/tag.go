@@ -33,8 +33,11 @@ func (c *Cloud) SetTag(tag string) error {
 
 // InventoryVolume is one disk of Inventory.
 type InventoryVolume struct {
-	ID       cloud.VolumeID
-	Mode     cloud.AccessMode
+	ID   cloud.VolumeID
+	Mode cloud.AccessMode
+	// ReadOnly: a ReadOnlyMany disk, for a cloud that knows (never the
+	// sim: see VolumeSpec.ReadOnly).
+	ReadOnly bool
 	Attached []cloud.NodeName // nodes whose instances have it attached, sorted
 }
 

@@ -117,6 +117,13 @@ func (c *Cloud) Uncommitted(id cloud.VolumeID) bool {
 type VolumeSpec struct {
 	ID   cloud.VolumeID
 	Mode cloud.AccessMode
+	// ReadOnly asks for the disk of a ReadOnlyMany volume (with MultiNode).
+	// The sim keeps no such flag, nor does its remote admin carry it: its
+	// disks are directories, kept from writers by the read-only publishes
+	// of the nodes. A cloud whose devices can be read-only says so with
+	// it (the loop cloud's account binds every device of such a disk
+	// read-only).
+	ReadOnly bool
 }
 
 // CreateVolumesUncommitted is CreateVolumeUncommitted for many disks, all
