@@ -178,7 +178,7 @@ func (a *csiAccount) validate(vols []sim.VolumeSpec) error {
 		case cloud.KindNotFound:
 			return fmt.Errorf("%w: volume %q: CSI driver %q has no volume with that ID: tether does not create CSI volumes; provision it with the driver (its volume ID is the tether volume's name), then apply again", controller.ErrInvalid, v.ID, driver)
 		case cloud.KindTerminal:
-			return fmt.Errorf("%w: volume %q cannot be used %s: %v", controller.ErrInvalid, v.ID, controller.ModeName(v.Mode), err)
+			return fmt.Errorf("%w: volume %q cannot be used %s: %v", controller.ErrInvalid, v.ID, controller.ModeName(v.Mode, v.ReadOnly), err)
 		default:
 			return fmt.Errorf("volume %q: could not ask CSI driver %q about it (apply again): %w", v.ID, driver, err)
 		}

@@ -197,6 +197,10 @@ func (c *Controller) validate(r objects, changes []Change) error {
 			if ch.Volume.Mode != cloud.Exclusive && ch.Volume.Mode != cloud.MultiNode {
 				return fmt.Errorf("%w: document %d: volume %q: unknown access mode", ErrInvalid, i+1, name)
 			}
+			if ch.Volume.ReadOnly && ch.Volume.Mode != cloud.MultiNode {
+				return fmt.Errorf("%w: document %d: volume %q: read-only is a mode of multi-node volumes (ReadOnlyMany), not of %s ones",
+					ErrInvalid, i+1, name, ModeName(ch.Volume.Mode, false))
+			}
 			if err := checkModeKept(r, *ch.Volume); err != nil {
 				return fmt.Errorf("document %d: %w", i+1, err)
 			}
@@ -215,25 +219,32 @@ func (c *Controller) validate(r objects, changes []Change) error {
 	return nil
 }
 
-// checkModeKept refuses to change an existing volume's access mode: the
-// mode is the disk's, fixed when the cloud created it, like its type.
+// checkModeKept refuses to change an existing volume's access mode, its
+// read-only flag included: the mode is the disk's, fixed when the cloud
+// created it, like its type (a ReadOnlyMany disk may be made read-only,
+// or made with its filesystem on it: the loop cloud's are).
 func checkModeKept(r objects, v store.VolumeSpec) error {
 	old, ok, err := r.Volume(v.ID)
-	if err != nil || !ok || old.Mode == v.Mode {
+	if err != nil || !ok || sameMode(old, v) {
 		return err
 	}
 	return fmt.Errorf("%w: volume %q is %s and cannot become %s: an access mode is fixed when the volume is created "+
 		"(to change it, delete volume/%s, after the workloads that use it, and apply it again with the new mode once its disk is detached)",
-		ErrInvalid, v.ID, ModeName(old.Mode), ModeName(v.Mode), v.ID)
+		ErrInvalid, v.ID, ModeName(old.Mode, old.ReadOnly), ModeName(v.Mode, v.ReadOnly), v.ID)
 }
 
-// ModeName is the Kubernetes name of an access mode (multi-node reads as
-// ReadWriteMany; ReadOnlyMany is the same mode).
-func ModeName(m cloud.AccessMode) string {
-	switch m {
-	case cloud.Exclusive:
+func sameMode(a, b store.VolumeSpec) bool { return a.Mode == b.Mode && a.ReadOnly == b.ReadOnly }
+
+// ModeName is the Kubernetes name of an access mode: a multi-node one is
+// ReadOnlyMany when read-only, else ReadWriteMany (readOnly means nothing
+// for an exclusive one).
+func ModeName(m cloud.AccessMode, readOnly bool) string {
+	switch {
+	case m == cloud.Exclusive:
 		return "ReadWriteOnce"
-	case cloud.MultiNode:
+	case m == cloud.MultiNode && readOnly:
+		return "ReadOnlyMany"
+	case m == cloud.MultiNode:
 		return "ReadWriteMany"
 	}
 	return m.String()
@@ -276,7 +287,7 @@ func verb(r objects, ch Change) (string, error) {
 	switch {
 	case ch.Volume != nil: // the store's ObjectUID is no part of a document
 		old, ok, err := r.Volume(ch.Volume.ID)
-		return verbOf(ok, ok && old.Mode == ch.Volume.Mode), err
+		return verbOf(ok, ok && sameMode(old, *ch.Volume)), err
 	case ch.Node != nil:
 		_, ok, err := r.Node(ch.Node.Name)
 		return verbOf(ok, ok), err

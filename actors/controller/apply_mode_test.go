@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -50,5 +51,108 @@ func TestAccessModeFixedAtCreation(t *testing.T) {
 	}
 	if got, _ := r.ctl.ApplyAll(same[1:]); !slices.Equal(got, []string{"node/n1 unchanged"}) {
 		t.Fatalf("re-apply node: %v", got)
+	}
+}
+
+// ReadOnlyMany is a mode of its own: stored as multi-node and read-only,
+// named so, kept as any mode is (ReadWriteMany and ReadOnlyMany do not
+// become each other), and only multi-node volumes are read-only.
+func TestReadOnlyManyIsAMode(t *testing.T) {
+	r := newRig(t)
+	rox := store.VolumeSpec{ID: "ro", Mode: cloud.MultiNode, ReadOnly: true}
+	rwx := store.VolumeSpec{ID: "rw", Mode: cloud.MultiNode}
+	got, err := r.ctl.ApplyAll([]Change{{Volume: &rox}, {Volume: &rwx}})
+	if err != nil || !slices.Equal(got, []string{"volume/ro created", "volume/rw created"}) {
+		t.Fatalf("ApplyAll = %v, %v", got, err)
+	}
+	if v, _, _ := r.store.Volume("ro"); v.Mode != cloud.MultiNode || !v.ReadOnly {
+		t.Fatalf("ro stored as %+v", v)
+	}
+	if got, _ := r.ctl.ApplyAll([]Change{{Volume: &rox}}); !slices.Equal(got, []string{"volume/ro unchanged"}) {
+		t.Fatalf("re-apply: %v", got)
+	}
+	for _, tt := range []struct {
+		name    string
+		change  store.VolumeSpec
+		mention []string
+	}{
+		{"ReadOnlyMany to ReadWriteMany", store.VolumeSpec{ID: "ro", Mode: cloud.MultiNode}, []string{`volume "ro" is ReadOnlyMany and cannot become ReadWriteMany`}},
+		{"ReadWriteMany to ReadOnlyMany", store.VolumeSpec{ID: "rw", Mode: cloud.MultiNode, ReadOnly: true}, []string{`volume "rw" is ReadWriteMany and cannot become ReadOnlyMany`}},
+		{"ReadOnlyMany to ReadWriteOnce", store.VolumeSpec{ID: "ro", Mode: cloud.Exclusive}, []string{"ReadOnlyMany and cannot become ReadWriteOnce"}},
+		{"read-only exclusive", store.VolumeSpec{ID: "x", Mode: cloud.Exclusive, ReadOnly: true}, []string{`volume "x"`, "read-only is a mode of multi-node volumes", "ReadWriteOnce"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := r.ctl.ApplyAll([]Change{{Volume: &tt.change}})
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+			for _, want := range tt.mention {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q does not mention %q", err, want)
+				}
+			}
+		})
+	}
+	if v, _, _ := r.store.Volume("ro"); !v.ReadOnly {
+		t.Error("ro lost its read-only flag")
+	}
+	if v, _, _ := r.store.Volume("rw"); v.ReadOnly {
+		t.Error("rw became read-only")
+	}
+	if _, ok, _ := r.store.Volume("x"); ok {
+		t.Error("a read-only exclusive volume was stored")
+	}
+}
+
+func TestModeName(t *testing.T) {
+	for _, tt := range []struct {
+		mode     cloud.AccessMode
+		readOnly bool
+		want     string
+	}{
+		{cloud.Exclusive, false, "ReadWriteOnce"},
+		{cloud.Exclusive, true, "ReadWriteOnce"},
+		{cloud.MultiNode, false, "ReadWriteMany"},
+		{cloud.MultiNode, true, "ReadOnlyMany"},
+	} {
+		if got := ModeName(tt.mode, tt.readOnly); got != tt.want {
+			t.Errorf("ModeName(%v, %v) = %q, want %q", tt.mode, tt.readOnly, got, tt.want)
+		}
+	}
+}
+
+// A workload gets a ReadOnlyMany volume read-only whatever it asks (as
+// Kubernetes publishes a ReadOnlyMany volume to every pod), and any other
+// volume as it asks; the workload itself is stored as applied.
+func TestReadOnlyManyPublishedReadOnly(t *testing.T) {
+	r := newRig(t)
+	r.node("n1")
+	w := store.Workload{UID: "app", Node: "n1", Volumes: []cloud.VolumeID{"ro", "rw", "x", "y"}, ReadOnly: []cloud.VolumeID{"y"}}
+	if _, err := r.ctl.ApplyAll([]Change{
+		{Volume: &store.VolumeSpec{ID: "ro", Mode: cloud.MultiNode, ReadOnly: true}},
+		{Volume: &store.VolumeSpec{ID: "rw", Mode: cloud.MultiNode}},
+		{Volume: &store.VolumeSpec{ID: "x", Mode: cloud.Exclusive}},
+		{Volume: &store.VolumeSpec{ID: "y", Mode: cloud.Exclusive}},
+		{Workload: &w},
+		{Workload: &store.Workload{UID: "other", Node: "n1", Volumes: []cloud.VolumeID{"ro"}, ReadOnly: []cloud.VolumeID{"ro"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := nodeWorkloads(r.ctl.env, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, spec := range msg.Workloads {
+		for _, u := range spec.Volumes {
+			got[spec.Uid+"/"+u.VolumeId] = u.ReadOnly
+		}
+	}
+	want := map[string]bool{"app/ro": true, "app/rw": false, "app/x": false, "app/y": true, "other/ro": true}
+	if !maps.Equal(got, want) {
+		t.Errorf("read-only uses = %v, want %v", got, want)
+	}
+	if stored, _, _ := r.store.Workload("app"); !slices.Equal(stored.ReadOnly, []cloud.VolumeID{"y"}) {
+		t.Errorf("app stored read-only %v, want it as applied", stored.ReadOnly)
 	}
 }

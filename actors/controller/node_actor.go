@@ -212,7 +212,11 @@ func (a *nodeActor) sendWorkloads(ctx actor.Context) {
 	}
 }
 
-// nodeWorkloads builds a node agent's desired state from the store.
+// nodeWorkloads builds a node agent's desired state from the store. A
+// workload gets a volume read-only when it asks so, and always when the
+// volume is ReadOnlyMany: as Kubernetes publishes a ReadOnlyMany volume
+// read-only to every pod (its provisioner marks such a volume read-only,
+// and a pod's readOnly can only add to that), never refusing the pod.
 func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error) {
 	rev, err := e.store.Revision()
 	if err != nil {
@@ -227,12 +231,43 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 		return nil, err
 	}
 	msg := &messages.NodeWorkloads{Node: string(node), Revision: rev, NodeObjectUid: spec.ObjectUID}
+	rox := readOnlyMany{store: e.store}
 	for _, w := range ws {
 		spec := &messages.WorkloadSpec{Uid: w.UID, ObjectUid: w.ObjectUID}
 		for _, v := range w.Volumes {
-			spec.Volumes = append(spec.Volumes, &messages.VolumeUse{VolumeId: string(v), ReadOnly: slices.Contains(w.ReadOnly, v)})
+			ro := slices.Contains(w.ReadOnly, v)
+			if !ro {
+				if ro, err = rox.is(v); err != nil {
+					return nil, err
+				}
+			}
+			spec.Volumes = append(spec.Volumes, &messages.VolumeUse{VolumeId: string(v), ReadOnly: ro})
 		}
 		msg.Workloads = append(msg.Workloads, spec)
 	}
 	return msg, nil
+}
+
+// readOnlyMany reads whether volumes are ReadOnlyMany, each once. A
+// volume's mode is fixed when it is created, and a volume that workloads
+// use cannot be deleted, so what it reads holds for the workloads read
+// with it.
+type readOnlyMany struct {
+	store store.Store
+	seen  map[cloud.VolumeID]bool
+}
+
+func (r *readOnlyMany) is(vol cloud.VolumeID) (bool, error) {
+	if ro, ok := r.seen[vol]; ok {
+		return ro, nil
+	}
+	v, _, err := r.store.Volume(vol)
+	if err != nil {
+		return false, err
+	}
+	if r.seen == nil {
+		r.seen = map[cloud.VolumeID]bool{}
+	}
+	r.seen[vol] = v.Mode == cloud.MultiNode && v.ReadOnly
+	return r.seen[vol], nil
 }

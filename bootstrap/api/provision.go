@@ -76,15 +76,15 @@ func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*ste
 		return nil, fmt.Errorf("%w: volume %q is %s in the desired state but its disk in the cloud is %s "+
 			"(left by an older tether or changed outside it); delete volume/%s, after the workloads that use it, "+
 			"and apply it again once its disk is detached: the disk is then made %s",
-			controller.ErrInvalid, asked.ID, controller.ModeName(desired.Mode), controller.ModeName(d.mode), asked.ID, controller.ModeName(asked.Mode))
+			controller.ErrInvalid, asked.ID, controller.ModeName(desired.Mode, desired.ReadOnly), controller.ModeName(d.mode, false), asked.ID, controller.ModeName(asked.Mode, asked.ReadOnly))
 	case len(d.attached) > 0:
 		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud (by a deleted volume or an apply that did not finish), "+
 			"%s and attached to %v; it cannot become %s while attached: apply it again once it is detached, or apply it as %s",
-			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode), d.attached, controller.ModeName(asked.Mode), controller.ModeName(d.mode))
+			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode, false), d.attached, controller.ModeName(asked.Mode, asked.ReadOnly), controller.ModeName(d.mode, false))
 	case !d.uncommitted:
 		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud by a deleted volume, %s; it may hold that volume's data, "+
 			"so tether never deletes it: apply %q as %s to use it again, pick another name, or delete the disk in the cloud first",
-			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode), asked.ID, controller.ModeName(d.mode))
+			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode, false), asked.ID, controller.ModeName(d.mode, false))
 	}
 	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode}, nil
 }
