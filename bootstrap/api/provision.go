@@ -38,11 +38,17 @@ import (
 
 // disk is what the cloud has under a volume's name.
 type disk struct {
-	exists      bool
-	mode        cloud.AccessMode
+	exists bool
+	mode   cloud.AccessMode
+	// readOnly: a ReadOnlyMany disk. A cloud that does not say
+	// (ReadOnlyDisks) has it as the volume asked for: see diskOf.
+	readOnly    bool
 	attached    []cloud.InstanceID
 	uncommitted bool // made by an apply that never committed: empty
 }
+
+// name is the disk's mode as Kubernetes names it.
+func (d disk) name() string { return controller.ModeName(d.mode, d.readOnly) }
 
 // stepKind is one provisioning action.
 type stepKind int
@@ -55,38 +61,54 @@ const (
 
 // step is one provisioning action, carried out in document order.
 type step struct {
-	kind stepKind
-	vol  cloud.VolumeID
-	mode cloud.AccessMode
-	node cloud.NodeName
+	kind     stepKind
+	vol      cloud.VolumeID
+	mode     cloud.AccessMode
+	readOnly bool
+	node     cloud.NodeName
 }
 
 // planVolume decides what the cloud must do for the volume document
 // asked, given the volume's desired spec (nil if it is not desired yet;
 // Validate refused a change of its mode already) and its disk. It returns
 // no step when the disk is right as it is, and an error wrapping
-// controller.ErrInvalid when the disk's mode cannot be made right.
+// controller.ErrInvalid when the disk's mode cannot be made right. A
+// disk's mode is its access mode and, where the cloud says, whether it is
+// read-only.
 func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*step, error) {
 	switch {
 	case !d.exists:
-		return &step{kind: createDisk, vol: asked.ID, mode: asked.Mode}, nil
-	case d.mode == asked.Mode:
+		return &step{kind: createDisk, vol: asked.ID, mode: asked.Mode, readOnly: asked.ReadOnly}, nil
+	case d.mode == asked.Mode && d.readOnly == asked.ReadOnly:
 		return nil, nil
 	case desired != nil:
 		return nil, fmt.Errorf("%w: volume %q is %s in the desired state but its disk in the cloud is %s "+
 			"(left by an older tether or changed outside it); delete volume/%s, after the workloads that use it, "+
 			"and apply it again once its disk is detached: the disk is then made %s",
-			controller.ErrInvalid, asked.ID, controller.ModeName(desired.Mode, desired.ReadOnly), controller.ModeName(d.mode, false), asked.ID, controller.ModeName(asked.Mode, asked.ReadOnly))
+			controller.ErrInvalid, asked.ID, controller.ModeName(desired.Mode, desired.ReadOnly), d.name(), asked.ID, controller.ModeName(asked.Mode, asked.ReadOnly))
 	case len(d.attached) > 0:
 		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud (by a deleted volume or an apply that did not finish), "+
 			"%s and attached to %v; it cannot become %s while attached: apply it again once it is detached, or apply it as %s",
-			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode, false), d.attached, controller.ModeName(asked.Mode, asked.ReadOnly), controller.ModeName(d.mode, false))
+			controller.ErrInvalid, asked.ID, d.name(), d.attached, controller.ModeName(asked.Mode, asked.ReadOnly), d.name())
 	case !d.uncommitted:
 		return nil, fmt.Errorf("%w: volume %q: a disk of that name is left in the cloud by a deleted volume, %s; it may hold that volume's data, "+
 			"so tether never deletes it: apply %q as %s to use it again, pick another name, or delete the disk in the cloud first",
-			controller.ErrInvalid, asked.ID, controller.ModeName(d.mode, false), asked.ID, controller.ModeName(d.mode, false))
+			controller.ErrInvalid, asked.ID, d.name(), asked.ID, d.name())
 	}
-	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode}, nil
+	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode, readOnly: asked.ReadOnly}, nil
+}
+
+// diskOf is what the cloud has under asked's name, but for its
+// uncommitted tag (plan's). A cloud that does not say whether a disk is
+// read-only has it as asked wants it.
+func (s *service) diskOf(asked store.VolumeSpec) disk {
+	var d disk
+	d.mode, d.attached, d.exists = s.nodes.Volume(asked.ID)
+	d.readOnly = asked.ReadOnly
+	if ro, ok := s.nodes.(ReadOnlyDisks); ok && d.exists {
+		d.readOnly, _ = ro.VolumeReadOnly(asked.ID)
+	}
+	return d
 }
 
 // plan reads the desired state and the cloud and returns the steps that
@@ -104,8 +126,7 @@ func (s *service) plan(changes []controller.Change) ([]step, error) {
 			if ok {
 				desired = &old
 			}
-			var d disk
-			d.mode, d.attached, d.exists = s.nodes.Volume(ch.Volume.ID)
+			d := s.diskOf(*ch.Volume)
 			d.uncommitted = d.exists && s.nodes.Uncommitted(ch.Volume.ID)
 			st, err := planVolume(*ch.Volume, desired, d)
 			if err != nil {
@@ -144,7 +165,7 @@ func (s *service) provision(steps []step) (made created, err error) {
 			}
 			fallthrough
 		case createDisk:
-			disks = append(disks, sim.VolumeSpec{ID: st.vol, Mode: st.mode})
+			disks = append(disks, sim.VolumeSpec{ID: st.vol, Mode: st.mode, ReadOnly: st.readOnly})
 		}
 	}
 	if len(disks) > 0 {
@@ -235,12 +256,12 @@ func (s *service) commitDisks(changes []controller.Change) error {
 // truth, with a warning when the desired state disagrees or there is no
 // disk.
 func (s *service) shownMode(v store.VolumeSpec) string {
-	mode, _, ok := s.nodes.Volume(v.ID)
+	d, desired := s.diskOf(v), controller.ModeName(v.Mode, v.ReadOnly)
 	switch {
-	case !ok:
-		return fmt.Sprintf("%s (WARNING: no disk in the cloud)", modeName(v.Mode))
-	case mode != v.Mode:
-		return fmt.Sprintf("%s (WARNING: desired %s; delete and recreate the volume)", modeName(mode), modeName(v.Mode))
+	case !d.exists:
+		return fmt.Sprintf("%s (WARNING: no disk in the cloud)", desired)
+	case d.name() != desired:
+		return fmt.Sprintf("%s (WARNING: desired %s; delete and recreate the volume)", d.name(), desired)
 	}
-	return modeName(mode)
+	return desired
 }

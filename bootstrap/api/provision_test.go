@@ -124,9 +124,11 @@ func TestAccessModeChangeRefused(t *testing.T) {
 	if got := f.shownMode("x"); got != "ReadWriteMany" {
 		t.Errorf("get shows %q", got)
 	}
-	// ReadOnlyMany is the same (multi-node) mode: not a change.
-	if got := f.mustApply(vol("x", "ReadOnlyMany")); !slices.Equal(got, []string{"volume/x unchanged"}) {
-		t.Errorf("applied %v", got)
+	// ReadOnlyMany is a mode of its own, not ReadWriteMany's other name.
+	_, err = f.apply(vol("x", "ReadOnlyMany"))
+	wantCode(t, err, codes.InvalidArgument, `volume "x" is ReadWriteMany and cannot become ReadOnlyMany`)
+	if v, _, _ := f.store.Volume("x"); v.ReadOnly {
+		t.Error("x became read-only")
 	}
 }
 
@@ -364,6 +366,8 @@ func (r *recordingNodes) deletes() ([]cloud.VolumeID, []cloud.InstanceID) {
 func TestPlanVolume(t *testing.T) {
 	rwo := store.VolumeSpec{ID: "x", Mode: cloud.Exclusive}
 	rwx := store.VolumeSpec{ID: "x", Mode: cloud.MultiNode}
+	rox := store.VolumeSpec{ID: "x", Mode: cloud.MultiNode, ReadOnly: true}
+	roDisk := disk{exists: true, mode: cloud.MultiNode, readOnly: true} // as a cloud that says (ReadOnlyDisks)
 	for _, tt := range []struct {
 		name    string
 		asked   store.VolumeSpec
@@ -383,6 +387,16 @@ func TestPlanVolume(t *testing.T) {
 			[]string{`volume "x"`, "ReadWriteOnce", "attached to [i-1]", "ReadWriteMany"}},
 		{"desired volume, disk of another mode", rwx, &rwx, disk{exists: true, mode: cloud.Exclusive}, 0,
 			[]string{`volume "x" is ReadWriteMany in the desired state`, "disk in the cloud is ReadWriteOnce", "delete volume/x"}},
+		{"new ReadOnlyMany volume, no disk", rox, nil, disk{}, createDisk, nil},
+		{"ReadOnlyMany, read-only disk", rox, &rox, roDisk, 0, nil},
+		{"ReadOnlyMany, a cloud that does not say", rox, nil, disk{exists: true, mode: cloud.MultiNode, readOnly: true}, 0, nil},
+		{"ReadWriteMany, deleted volume's read-only disk", rwx, nil, roDisk, 0,
+			[]string{`volume "x"`, "deleted volume", "ReadOnlyMany", `apply "x" as ReadOnlyMany`}},
+		{"ReadOnlyMany, deleted volume's read-write disk", rox, nil, disk{exists: true, mode: cloud.MultiNode}, 0,
+			[]string{`volume "x"`, "deleted volume", "ReadWriteMany", `apply "x" as ReadWriteMany`}},
+		{"ReadWriteMany, read-only leftover of a killed apply", rwx, nil, disk{exists: true, mode: cloud.MultiNode, readOnly: true, uncommitted: true}, recreateDisk, nil},
+		{"ReadOnlyMany, exclusive leftover attached", rox, nil, disk{exists: true, mode: cloud.Exclusive, attached: []cloud.InstanceID{"i-1"}}, 0,
+			[]string{"ReadWriteOnce and attached to [i-1]", "cannot become ReadOnlyMany"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st, err := planVolume(tt.asked, tt.desired, tt.disk)
@@ -403,8 +417,8 @@ func TestPlanVolume(t *testing.T) {
 			var got stepKind
 			if st != nil {
 				got = st.kind
-				if st.vol != tt.asked.ID || st.mode != tt.asked.Mode {
-					t.Errorf("step %+v, want volume %s mode %v", st, tt.asked.ID, tt.asked.Mode)
+				if st.vol != tt.asked.ID || st.mode != tt.asked.Mode || st.readOnly != tt.asked.ReadOnly {
+					t.Errorf("step %+v, want volume %s mode %v read-only %v", st, tt.asked.ID, tt.asked.Mode, tt.asked.ReadOnly)
 				}
 			}
 			if got != tt.want {

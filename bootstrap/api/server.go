@@ -55,6 +55,19 @@ type Nodes interface {
 	Delete(inst cloud.InstanceID) error
 }
 
+// ReadOnlyDisks is implemented by a Nodes whose disks are made read-only
+// or read-write for good (the loop cloud binds every device of a
+// ReadOnlyMany disk read-only): whether a disk is read-only is then part
+// of its mode, which an apply must match as it matches the mode
+// (provision.go) and get shows. Without it, a multi-node disk serves
+// ReadWriteMany and ReadOnlyMany alike (the sim's, whose read-only
+// volumes are kept so by the nodes' read-only publishes).
+type ReadOnlyDisks interface {
+	// VolumeReadOnly reports whether disk id is read-only; ok is false
+	// when there is no such disk.
+	VolumeReadOnly(id cloud.VolumeID) (readOnly, ok bool)
+}
+
 // Server is a running API server.
 type Server struct {
 	grpc    *grpc.Server

@@ -180,11 +180,11 @@ func countApplied(lines []string) []*messages.ApplyCount {
 func changeOf(d *messages.Document) (controller.Change, error) {
 	switch x := d.GetDoc().(type) {
 	case *messages.Document_Volume:
-		mode, err := ModeOf(x.Volume.AccessMode)
+		mode, readOnly, err := ModeOf(x.Volume.AccessMode)
 		if err != nil {
 			return controller.Change{}, err
 		}
-		return controller.Change{Volume: &store.VolumeSpec{ID: cloud.VolumeID(x.Volume.Name), Mode: mode}}, nil
+		return controller.Change{Volume: &store.VolumeSpec{ID: cloud.VolumeID(x.Volume.Name), Mode: mode, ReadOnly: readOnly}}, nil
 	case *messages.Document_Node:
 		return controller.Change{Node: &store.NodeSpec{Name: cloud.NodeName(x.Node.Name)}}, nil
 	case *messages.Document_Workload:
@@ -200,22 +200,19 @@ func changeOf(d *messages.Document) (controller.Change, error) {
 	return controller.Change{}, fmt.Errorf("%w: empty document", controller.ErrInvalid)
 }
 
-// ModeOf parses an access mode ("" means ReadWriteOnce).
-func ModeOf(s string) (cloud.AccessMode, error) {
+// ModeOf parses an access mode ("" means ReadWriteOnce). ReadOnlyMany is
+// multi-node and read-only (store.VolumeSpec.ReadOnly); controller.ModeName
+// names a mode back.
+func ModeOf(s string) (mode cloud.AccessMode, readOnly bool, err error) {
 	switch s {
 	case "", "ReadWriteOnce":
-		return cloud.Exclusive, nil
-	case "ReadWriteMany", "ReadOnlyMany":
-		return cloud.MultiNode, nil
+		return cloud.Exclusive, false, nil
+	case "ReadWriteMany":
+		return cloud.MultiNode, false, nil
+	case "ReadOnlyMany":
+		return cloud.MultiNode, true, nil
 	}
-	return 0, fmt.Errorf("%w: unknown access mode %q (want ReadWriteOnce, ReadWriteMany or ReadOnlyMany)", controller.ErrInvalid, s)
-}
-
-func modeName(m cloud.AccessMode) string {
-	if m == cloud.MultiNode {
-		return "ReadWriteMany"
-	}
-	return "ReadWriteOnce"
+	return 0, false, fmt.Errorf("%w: unknown access mode %q (want ReadWriteOnce, ReadWriteMany or ReadOnlyMany)", controller.ErrInvalid, s)
 }
 
 func (s *service) Delete(_ context.Context, req *messages.DeleteRequest) (*messages.DeleteResponse, error) {
