@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tether/tether/cloud"
@@ -127,4 +130,72 @@ func listed(t *testing.T, c *Cloud, inst cloud.InstanceID) map[cloud.VolumeID]st
 		t.Fatalf("%s maps to a nil map", inst)
 	}
 	return got[inst]
+}
+
+// Prepare puts content on a new image before the volume exists: no device
+// is bound to the image meanwhile, the content is there once the volume
+// is, a failure creates nothing of the batch, and a volume that exists is
+// not prepared again. VolumeReadOnly says how each volume was made.
+func TestCreateVolumePrepared(t *testing.T) {
+	f := newFixture(t, Config{})
+	var prepared []string
+	mark := func(image string) error {
+		prepared = append(prepared, filepath.Base(image))
+		if devs := devicesOf(t, image); len(devs) > 0 {
+			t.Errorf("%s is bound to %v while prepared", image, devs)
+		}
+		if _, _, ok := f.c.Volume(cloud.VolumeID(strings.TrimSuffix(filepath.Base(image), imageSuffix))); ok {
+			t.Errorf("%s's volume exists before it is prepared", image)
+		}
+		img, err := os.OpenFile(image, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = img.WriteAt([]byte("prepared"), 4096)
+		return errors.Join(err, img.Close())
+	}
+	fail := func(string) error { return errors.New("injected") }
+
+	err := f.c.CreateVolumes([]VolumeSpec{
+		{ID: "a", Mode: cloud.MultiNode, Size: mib, ReadOnly: true, Prepare: mark},
+		{ID: "b", Mode: cloud.MultiNode, Size: mib, ReadOnly: true, Prepare: fail},
+	})
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("CreateVolumes with a failing Prepare: %v", err)
+	}
+	for _, id := range []cloud.VolumeID{"a", "b"} {
+		if _, _, ok := f.c.Volume(id); ok {
+			t.Errorf("%s was created by a failed batch", id)
+		}
+		if _, err := os.Lstat(f.image(id)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s's image is left (%v)", id, err)
+		}
+	}
+
+	prepared = nil
+	if err := f.c.CreateVolumes([]VolumeSpec{
+		{ID: "a", Mode: cloud.MultiNode, Size: mib, ReadOnly: true, Prepare: mark},
+		{ID: "ro", Mode: cloud.MultiNode, Size: mib, ReadOnly: true, Prepare: fail}, // exists
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(prepared, []string{"a" + imageSuffix}) {
+		t.Errorf("prepared %v, want a's image alone", prepared)
+	}
+	b, err := os.ReadFile(f.image("a"))
+	if err != nil || len(b) != mib || string(b[4096:4096+8]) != "prepared" {
+		t.Fatalf("a's image: %d bytes, %v; want %d bytes with the prepared content", len(b), err, mib)
+	}
+	for id, want := range map[cloud.VolumeID]bool{"a": true, "ro": true, "multi": false, "excl": false} {
+		if ro, ok := f.c.VolumeReadOnly(id); !ok || ro != want {
+			t.Errorf("VolumeReadOnly(%s) = %v, %v; want %v", id, ro, ok, want)
+		}
+	}
+	if _, ok := f.c.VolumeReadOnly("nope"); ok {
+		t.Error("VolumeReadOnly of a missing volume is ok")
+	}
+	dev := f.attach(t, "a", f.i1)
+	if !sysReadOnly(t, dev) {
+		t.Errorf("a's device %s is read-write", dev)
+	}
 }

@@ -27,15 +27,19 @@
 // "i-<node>-<counter>"), runs or is stopped, and has an attach limit
 // (Config.AttachLimit, SetAttachLimit). Terminate, Start, Replace, Delete
 // and ConsoleDetach change them from the cloud's side; CreateVolume(s) and
-// DeleteVolume (refused while attached) manage volumes.
+// DeleteVolume (refused while attached) manage volumes. A new image is
+// zeroed; VolumeSpec.Prepare lets the caller put content on it (a
+// filesystem) before the volume exists.
 //
 // Access modes. An exclusive volume has at most one device: attaching it
 // to a second instance fails with cloud.ErrAttachedElsewhere. A MultiNode
 // volume gets one device per instance, all of the same image. A volume
 // created ReadOnly (VolumeSpec) is bound read-only on every instance
-// (ReadOnlyMany); any other is bound read-write, MultiNode ones included
-// (ReadWriteMany: as on a multi-attach disk, only a file system made for
-// it survives two writers).
+// (ReadOnlyMany: no device can write to it, so every machine may mount
+// what is on it, and none can format it, hence Prepare); any other is
+// bound read-write, MultiNode ones included (ReadWriteMany: as on a
+// multi-attach disk, only a file system made for it survives two
+// writers, which ext4 is not: tether refuses such volumes on this cloud).
 //
 // The state file is the cloud's truth; devices are how it is carried out.
 // It is rewritten whole and atomically (temporary file, fsync, rename,
@@ -83,7 +87,7 @@
 // milliseconds, and holding it makes check, bind and record one step.
 // Readers never take it: they read the last published state, which is
 // durable and never modified (a change publishes a new one). It never
-// retries, starts no goroutine, never formats or mounts anything, and has
-// no global state; only one Cloud may have a data directory open at a
-// time.
+// retries, starts no goroutine, never formats or mounts anything itself
+// (a Prepare is its caller's code), and has no global state; only one
+// Cloud may have a data directory open at a time.
 package loop

@@ -205,6 +205,23 @@ func makeImage(images string, id cloud.VolumeID, size int64) error {
 	return err
 }
 
+// prepareImage runs prepare on the image at path, then makes what it
+// wrote durable (the image must still be a file: never a symlink).
+func prepareImage(path string, prepare func(image string) error) error {
+	if err := prepare(path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // removeImage removes the file (or symlink) at path, if any, durably.
 func removeImage(path string) error {
 	fi, err := os.Lstat(path)

@@ -23,6 +23,15 @@ type VolumeSpec struct {
 	// gives each instance a read-write device of the same image: what is
 	// on it must bear that (ReadWriteMany), as on a multi-attach disk.
 	ReadOnly bool
+	// Prepare, if set, puts content on the new image: it is called with
+	// the image's path once the image is made (zeroed, Size bytes), before
+	// the state records the volume and so before any device is bound to
+	// it, under the cloud's lock; what it wrote is synced before the
+	// record. An error creates nothing. The cloud never formats anything
+	// itself: this is how its caller gives a disk a filesystem that no
+	// node can make, such as a ReadOnly one's, whose every device is
+	// read-only. A volume that exists already is not prepared again.
+	Prepare func(image string) error
 }
 
 // CreateVolume creates a detached read-write volume of size bytes (see
@@ -65,6 +74,11 @@ func (c *Cloud) CreateVolumes(specs []VolumeSpec) error {
 			return undo(fmt.Errorf("loop: create volume %s: image: %w", s.ID, err))
 		}
 		made = append(made, s.ID)
+		if s.Prepare != nil {
+			if err := prepareImage(c.image(s.ID), s.Prepare); err != nil {
+				return undo(fmt.Errorf("loop: create volume %s: preparing its image: %w", s.ID, err))
+			}
+		}
 		next.Volumes[s.ID] = volume{Mode: accessMode(s.Mode), Size: s.Size, ReadOnly: s.ReadOnly}
 	}
 	if len(made) == 0 {
@@ -126,6 +140,18 @@ func (c *Cloud) DeleteVolume(id cloud.VolumeID) error {
 		return fmt.Errorf("loop: delete volume %s: deleted, but its image stays: %w", id, err)
 	}
 	return nil
+}
+
+// VolumeReadOnly reports whether volume id was created ReadOnly (every
+// device of it bound read-only), or ok=false when there is no such
+// volume.
+func (c *Cloud) VolumeReadOnly(id cloud.VolumeID) (readOnly, ok bool) {
+	w, err := c.view()
+	if err != nil {
+		return false, false
+	}
+	v, ok := w.Volumes[id]
+	return v.ReadOnly, ok
 }
 
 // Volume returns the access mode of volume id and the instances it is
