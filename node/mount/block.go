@@ -24,6 +24,11 @@ var (
 	// fixed them and asked for a reboot). Nothing was mounted; an
 	// operator must run e2fsck on the device by hand.
 	ErrNeedsFsck = errors.New("mount: filesystem needs a manual e2fsck")
+	// ErrUnformattedReadOnly: the device is read-only and holds no
+	// filesystem. Nothing was done: a read-only device is never
+	// formatted (it cannot be written); its disk must be made with its
+	// filesystem on it.
+	ErrUnformattedReadOnly = errors.New("mount: device is read-only and holds no filesystem: a read-only device is never formatted")
 )
 
 // ToolOutput is what one run of an external tool returned.

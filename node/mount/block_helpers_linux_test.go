@@ -55,14 +55,31 @@ func (e *blockEnv) wantRuns(t *testing.T, tool string, want int) {
 // the test left mounted under the env, then detaches the device.
 func (e *blockEnv) newLoop(t *testing.T) string {
 	t.Helper()
+	return e.bindLoop(t, newImage(t), false)
+}
+
+// newImage makes a new sparse file of 32 MiB and returns its path.
+func newImage(t *testing.T) string {
+	t.Helper()
 	img := filepath.Join(t.TempDir(), "disk.img")
 	f, err := os.Create(img)
 	must(t, err)
 	must(t, f.Truncate(32<<20))
 	must(t, f.Close())
-	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+	return img
+}
+
+// bindLoop attaches a loop device to img, read-only if readOnly, with
+// newLoop's cleanup, and returns its path.
+func (e *blockEnv) bindLoop(t *testing.T, img string, readOnly bool) string {
+	t.Helper()
+	args := []string{"--find", "--show"}
+	if readOnly {
+		args = append(args, "--read-only")
+	}
+	out, err := exec.Command("losetup", append(args, img)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("cannot get a loop device: losetup --find --show: %v: %s", err, out)
+		t.Fatalf("cannot get a loop device: losetup %q: %v: %s", args, err, out)
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -31,9 +32,13 @@ type block struct {
 // checked (e2fsck -p) and never formatted again; anything else (another
 // filesystem, a partition table, several signatures) is refused with
 // ErrForeignContent, touching nothing. Then it is mounted as ext4 on the
-// target. A device mounted elsewhere is refused (ErrDeviceInUse); a
-// target that shows the device already is a success, one that shows
-// anything else ErrConflict.
+// target. A device the kernel marks read-only (as every device of a
+// ReadOnlyMany disk of the loop cloud) is never written: blank, it is
+// refused (ErrUnformattedReadOnly); ext4, it is mounted read-only without
+// a check, and without loading its journal if that needs replaying
+// (noload), which no read-only device can do. A device mounted elsewhere
+// is refused (ErrDeviceInUse); a target that shows the device already is
+// a success, one that shows anything else ErrConflict.
 //
 // Publish bind-mounts the staged target, which must be a mount, as the
 // bind mounter does (read-only enforced). Unstage and Unpublish unmount
@@ -86,10 +91,34 @@ func (b block) Stage(source, target string) error {
 	if err := b.ready(dev, act); err != nil {
 		return err
 	}
-	if err := unix.Mount(dev.path, target, "ext4", 0, ""); err != nil {
-		return fmt.Errorf("mount: %s: mount %s (ext4) on %q: %w", op, dev.path, target, err)
+	flags, data, opts := uintptr(0), "", "ext4"
+	if act == actReadOnly {
+		replay, err := readSuperblock(dev.path)
+		if err != nil {
+			return err
+		}
+		flags, data = unix.MS_RDONLY, readOnlyData(replay)
+		opts = strings.TrimSuffix("ext4, ro,"+data, ",")
+	}
+	if err := unix.Mount(dev.path, target, "ext4", flags, data); err != nil {
+		return fmt.Errorf("mount: %s: mount %s (%s) on %q: %w", op, dev.path, opts, target, err)
 	}
 	return nil
+}
+
+// readSuperblock reads the ext4 superblock of the device at path and
+// says whether its journal needs replaying (needsRecovery).
+func readSuperblock(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("mount: stage: %w", err)
+	}
+	defer f.Close()
+	sb := make([]byte, sbSize)
+	if _, err := f.ReadAt(sb, sbOffset); err != nil {
+		return false, fmt.Errorf("mount: stage: reading the superblock of %s: %w", path, err)
+	}
+	return needsRecovery(path, sb)
 }
 
 // checkBlockDevice returns source made absolute and clean if it is a block
@@ -186,7 +215,7 @@ func showsRootOf(target string, dev device) bool {
 // cannot open, and a detached loop device or an empty drive reads as
 // blank.
 func (b block) plan(op string, dev device) (stageAction, error) {
-	size, err := deviceSize(dev.path)
+	size, readOnly, err := deviceInfo(dev.path)
 	if err != nil {
 		return 0, fmt.Errorf("mount: %s: %w", op, err)
 	}
@@ -201,22 +230,43 @@ func (b block) plan(op string, dev device) (stageAction, error) {
 	if err != nil {
 		return 0, err
 	}
-	return planStage(dev.path, p)
+	return planStage(dev.path, p, readOnly)
 }
 
-// deviceSize opens path read-only and asks its size in bytes (a seek to
-// its end, which block devices answer with their size).
-func deviceSize(path string) (int64, error) {
+// deviceInfo opens path read-only and asks its size in bytes (a seek to
+// its end, which block devices answer with their size) and whether the
+// kernel has it read-only (BLKROGET: a loop device bound read-only, a
+// write-protected disk).
+func deviceInfo(path string) (size int64, readOnly bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
-	return f.Seek(0, io.SeekEnd)
+	if size, err = f.Seek(0, io.SeekEnd); err != nil {
+		return 0, false, err
+	}
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return 0, false, err
+	}
+	var ro int
+	var ioErr error
+	if err := raw.Control(func(fd uintptr) { ro, ioErr = unix.IoctlGetInt(int(fd), unix.BLKROGET) }); err != nil {
+		return 0, false, err
+	}
+	if ioErr != nil {
+		return 0, false, fmt.Errorf("read-only flag of %s: %w", path, ioErr)
+	}
+	return size, ro != 0, nil
 }
 
-// ready formats a blank device or checks an ext4 one.
+// ready formats a blank device or checks an ext4 one; a read-only one
+// is left as it is.
 func (b block) ready(dev device, act stageAction) error {
+	if act == actReadOnly {
+		return nil
+	}
 	if act == actCheck {
 		out, err := b.run("e2fsck", fsckArgs(dev.path)...)
 		if err != nil {

@@ -2,6 +2,7 @@ package mount
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -72,34 +73,76 @@ func parseBlkid(dev string, out ToolOutput) (probe, error) {
 type stageAction int
 
 const (
-	actFormat stageAction = iota // mkfs.ext4: the device is blank
-	actCheck                     // e2fsck -p: the device holds ext4
+	actFormat   stageAction = iota // mkfs.ext4: the device is blank
+	actCheck                       // e2fsck -p: the device holds ext4
+	actReadOnly                    // nothing: a read-only device with ext4, mounted read-only
 )
 
-// planStage decides from a probe: a blank device is formatted, an ext4
-// one checked, anything else refused (ErrForeignContent). Between the
-// probe and mkfs.ext4 there is a window in which a writer could put a
-// signature on the device; mke2fs refuses a device that is mounted or
-// opened exclusively, so only a raw writer fits in it, and the node agent
-// is the only writer of a device attached for a volume, one operation per
-// volume at a time.
-func planStage(dev string, p probe) (stageAction, error) {
+// planStage decides from a probe and the kernel's read-only flag of the
+// device: a blank device is formatted, an ext4 one checked, anything else
+// refused (ErrForeignContent). A read-only device is never written: its
+// ext4 is mounted read-only unchecked (e2fsck could repair nothing on it;
+// Kubernetes checks no read-only disk either), and a blank one is refused
+// (ErrUnformattedReadOnly) rather than handed to a mkfs.ext4 that could
+// only fail. Between the probe and mkfs.ext4 there is a window in which a
+// writer could put a signature on the device; mke2fs refuses a device
+// that is mounted or opened exclusively, so only a raw writer fits in it,
+// and the node agent is the only writer of a device attached for a
+// volume, one operation per volume at a time.
+func planStage(dev string, p probe, readOnly bool) (stageAction, error) {
 	var holds string
 	switch {
 	case p.Ambivalent:
 		holds = "several signatures"
 	case p.PTType != "":
 		holds = fmt.Sprintf("a partition table (%s)", p.PTType)
+	case p.Type == "ext4" && readOnly:
+		return actReadOnly, nil
 	case p.Type == "ext4":
 		return actCheck, nil
 	case p.Type != "":
 		holds = fmt.Sprintf("a %s signature", p.Type)
+	case p.Blank && readOnly:
+		return 0, fmt.Errorf("mount: stage: %s: %w (its disk must be made with its filesystem on it, as tether's ReadOnlyMany disks are)", dev, ErrUnformattedReadOnly)
 	case p.Blank:
 		return actFormat, nil
 	default:
 		holds = "a signature blkid does not name"
 	}
 	return 0, fmt.Errorf("mount: stage: %s holds %s: %w", dev, holds, ErrForeignContent)
+}
+
+// The ext4 superblock, as far as a read-only mount needs it: 1024 bytes
+// at offset 1024, little-endian (ext4's on-disk layout).
+const (
+	sbOffset        = 1024
+	sbSize          = 1024
+	sbMagicAt       = 0x38 // s_magic, 16 bits
+	sbIncompatAt    = 0x60 // s_feature_incompat, 32 bits
+	ext4Magic       = 0xEF53
+	incompatRecover = 0x4 // EXT4_FEATURE_INCOMPAT_RECOVER: the journal needs replaying
+)
+
+// needsRecovery reads an ext4 superblock (sbSize bytes from sbOffset of
+// dev): whether its journal must be replayed, as after a crash of a
+// read-write mount. The kernel refuses to mount such a filesystem from a
+// read-only device (replaying writes) unless told not to load the
+// journal (noload): what it then shows is the filesystem as of its last
+// checkpoint.
+func needsRecovery(dev string, sb []byte) (bool, error) {
+	if len(sb) < sbSize || binary.LittleEndian.Uint16(sb[sbMagicAt:]) != ext4Magic {
+		return false, fmt.Errorf("mount: stage: %s: no ext4 superblock at offset %d", dev, sbOffset)
+	}
+	return binary.LittleEndian.Uint32(sb[sbIncompatAt:])&incompatRecover != 0, nil
+}
+
+// readOnlyData is the mount data of a read-only stage: noload when the
+// journal needs replaying, which a read-only device cannot do.
+func readOnlyData(replay bool) string {
+	if replay {
+		return "noload"
+	}
+	return ""
 }
 
 // fsckVerdict reads the exit status of e2fsck -p (a sum of flags, see

@@ -1,6 +1,7 @@
 package mount
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
@@ -39,13 +40,16 @@ func TestBlockParseBlkid(t *testing.T) {
 
 func TestBlockPlanStage(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		p       probe
-		want    stageAction
-		refused string // "": not refused
+		name     string
+		p        probe
+		readOnly bool
+		want     stageAction
+		refused  string // "": not refused
 	}{
 		{name: "blank", p: probe{Blank: true}, want: actFormat},
 		{name: "ext4", p: probe{Type: "ext4", UUID: "u"}, want: actCheck},
+		{name: "ext4, read-only", p: probe{Type: "ext4", UUID: "u"}, readOnly: true, want: actReadOnly},
+		{name: "xfs, read-only", p: probe{Type: "xfs"}, readOnly: true, refused: "a xfs signature"},
 		{name: "ext4 and a partition table", p: probe{Type: "ext4", PTType: "dos"}, refused: "partition table (dos)"},
 		{name: "partition table", p: probe{PTType: "gpt"}, refused: "partition table (gpt)"},
 		{name: "ext2", p: probe{Type: "ext2"}, refused: "a ext2 signature"},
@@ -55,7 +59,7 @@ func TestBlockPlanStage(t *testing.T) {
 		{name: "found, unnamed", p: probe{UUID: "u"}, refused: "does not name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := planStage("/dev/x", tc.p)
+			got, err := planStage("/dev/x", tc.p, tc.readOnly)
 			if tc.refused != "" {
 				if !errors.Is(err, ErrForeignContent) || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "/dev/x") {
 					t.Fatalf("err = %v, want ErrForeignContent naming /dev/x and %q", err, tc.refused)
@@ -66,6 +70,42 @@ func TestBlockPlanStage(t *testing.T) {
 				t.Fatalf("planStage = %v, %v; want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// A blank read-only device is refused: never handed to mkfs.ext4.
+func TestBlockPlanStageReadOnlyBlank(t *testing.T) {
+	_, err := planStage("/dev/x", probe{Blank: true}, true)
+	if !errors.Is(err, ErrUnformattedReadOnly) || !strings.Contains(err.Error(), "/dev/x") {
+		t.Fatalf("planStage = %v; want ErrUnformattedReadOnly naming /dev/x", err)
+	}
+}
+
+func TestBlockNeedsRecovery(t *testing.T) {
+	sb := func(magic uint16, incompat uint32) []byte {
+		b := make([]byte, sbSize)
+		binary.LittleEndian.PutUint16(b[sbMagicAt:], magic)
+		binary.LittleEndian.PutUint32(b[sbIncompatAt:], incompat)
+		return b
+	}
+	for _, tc := range []struct {
+		name    string
+		sb      []byte
+		want    bool
+		wantErr bool
+	}{
+		{name: "clean", sb: sb(ext4Magic, 0x2c2)}, // filetype, extent, 64bit, flex_bg
+		{name: "journal to replay", sb: sb(ext4Magic, 0x2c6), want: true},
+		{name: "not ext4", sb: sb(0x1234, 0x4), wantErr: true},
+		{name: "short", sb: sb(ext4Magic, 0x4)[:sbIncompatAt], wantErr: true},
+	} {
+		got, err := needsRecovery("/dev/x", tc.sb)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("%s: needsRecovery = %v, %v; want %v (error %v)", tc.name, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if readOnlyData(true) != "noload" || readOnlyData(false) != "" {
+		t.Errorf("readOnlyData = %q, %q", readOnlyData(true), readOnlyData(false))
 	}
 }
 
