@@ -37,7 +37,10 @@ type LoopCloud interface {
 // multi-node volume's other attachment, or a device the cloud released
 // while still mounted, as after a forced detach: the kernel keeps it
 // bound until it is unmounted). Such a device fails with ErrImageShared
-// until the other one is gone.
+// until the other one is gone. Read-only devices are the exception: any
+// number of machines may mount one ext4 read-only, so a device the
+// kernel has read-only (every device of a ReadOnlyMany disk) may share
+// its image with other read-only ones, never with a read-write one.
 type LoopDevices struct {
 	Cloud LoopCloud
 	Node  cloud.NodeName
@@ -71,17 +74,43 @@ func (d LoopDevices) Source(ctx context.Context, vol cloud.VolumeID, device stri
 	if backing != image {
 		return "", fmt.Errorf("bound to %s on node %s, not to the volume's image %s: %w", backing, d.Node, image, cloud.ErrNotFound)
 	}
+	readOnly, err := loopReadOnly(num)
+	if err != nil {
+		return "", fmt.Errorf("on node %s: %w", d.Node, err)
+	}
 	others, err := otherLoops(image, num)
 	if err != nil {
 		return "", fmt.Errorf("on node %s: listing loop devices: %w", d.Node, err)
 	}
-	if len(others) > 0 {
-		return "", fmt.Errorf("on node %s: the volume's image %s is bound to %v too: %w", d.Node, image, others, ErrImageShared)
+	if shared := sharing(readOnly, others); len(shared) > 0 {
+		how := "bound to"
+		if readOnly {
+			how = "bound read-write to"
+		}
+		return "", fmt.Errorf("on node %s: the volume's image %s is %s %v too: %w", d.Node, image, how, shared, ErrImageShared)
 	}
 	return device, nil
 }
 
+// boundLoop is a loop device bound to an image, as the kernel shows it.
+type boundLoop struct {
+	dev      string
+	readOnly bool
+}
+
+// sharing returns the devices of others that a device of the same image
+// cannot share it with: all of them, unless it and they are read-only.
+func sharing(readOnly bool, others []boundLoop) []string {
+	var out []string
+	for _, o := range others {
+		if !readOnly || !o.readOnly {
+			out = append(out, o.dev)
+		}
+	}
+	return out
+}
+
 // ErrImageShared: a loop device's image is bound to another loop device
-// too (LoopDevices). Nothing is mounted; it clears when the other device
-// is released.
-var ErrImageShared = errors.New("node: the volume's image is bound to another loop device too: ext4 is mounted by one machine at a time")
+// too, one of them read-write (LoopDevices). Nothing is mounted; it
+// clears when the other device is released.
+var ErrImageShared = errors.New("node: the volume's image is bound to another loop device too: ext4 is mounted by one machine at a time, unless every device of it is read-only")

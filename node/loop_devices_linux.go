@@ -46,15 +46,37 @@ func loopBacking(path string) (backing, num string, err error) {
 	return strings.TrimSuffix(string(raw), "\n"), num, nil
 }
 
+// loopReadOnly reports whether the kernel has the block device numbered
+// num ("MAJ:MIN") read-only.
+func loopReadOnly(num string) (bool, error) {
+	return sysReadOnly("/sys/dev/block/" + num)
+}
+
+// sysReadOnly reads the read-only flag of the block device whose sysfs
+// directory is dir.
+func sysReadOnly(dir string) (bool, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "ro"))
+	if err != nil {
+		return false, err
+	}
+	switch strings.TrimSpace(string(raw)) {
+	case "0":
+		return false, nil
+	case "1":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s/ro holds %q", dir, raw)
+}
+
 // otherLoops returns the loop devices other than the one numbered num
 // that the kernel shows bound to image (a release deferred while the
-// device is in use included).
-func otherLoops(image, num string) ([]string, error) {
+// device is in use included), and whether each is read-only.
+func otherLoops(image, num string) ([]boundLoop, error) {
 	files, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []boundLoop
 	for _, f := range files {
 		dir := filepath.Dir(filepath.Dir(f)) // /sys/block/loopN
 		raw, err := os.ReadFile(f)
@@ -71,9 +93,17 @@ func otherLoops(image, num string) ([]string, error) {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		if strings.TrimSpace(string(n)) != num {
-			out = append(out, "/dev/"+filepath.Base(dir))
+		if strings.TrimSpace(string(n)) == num {
+			continue
 		}
+		ro, err := sysReadOnly(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // released meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, boundLoop{dev: "/dev/" + filepath.Base(dir), readOnly: ro})
 	}
 	return out, nil
 }

@@ -14,4 +14,6 @@ func loopBacking(string) (string, string, error) {
 	return "", "", fmt.Errorf("%w: %w", errors.New("loop devices need Linux"), cloud.ErrNotFound)
 }
 
-func otherLoops(string, string) ([]string, error) { return nil, nil }
+func loopReadOnly(string) (bool, error) { return false, nil }
+
+func otherLoops(string, string) ([]boundLoop, error) { return nil, nil }

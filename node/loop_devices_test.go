@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,73 @@ func TestLoopDevicesSourceImageShared(t *testing.T) {
 	waitReleased(t, second)
 	if got, err := d.Source(context.Background(), "a", a); err != nil || got != a {
 		t.Fatalf("Source once %s is released = %q, %v; want %s", second, got, err, a)
+	}
+}
+
+// bindTo binds a free loop device to the existing file image, read-only
+// if readOnly, and releases it at cleanup.
+func bindTo(t *testing.T, image string, readOnly bool) string {
+	t.Helper()
+	args := []string{"--find", "--show"}
+	if readOnly {
+		args = append(args, "--read-only")
+	}
+	out, err := exec.Command("losetup", append(args, image)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cannot get a loop device: losetup %q: %v: %s", args, err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { release(t, dev) })
+	return dev
+}
+
+// Read-only devices may share an image (machines mounting a ReadOnlyMany
+// disk), never with a read-write device: a read-only device with a
+// read-write one bound to its image is refused, as is a read-write one
+// with read-only ones.
+func TestLoopDevicesSourceReadOnlyShared(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := filepath.Join(dir, "a.img")
+	if err := os.WriteFile(image, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ro1, ro2 := bindTo(t, image, true), bindTo(t, image, true)
+	ctx := context.Background()
+	for _, dev := range []string{ro1, ro2} {
+		d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": dev}}, Node: "n1"}
+		if got, err := d.Source(ctx, "a", dev); err != nil || got != dev {
+			t.Fatalf("Source(%s) with read-only devices alone = %q, %v; want it", dev, got, err)
+		}
+	}
+	rw := bindTo(t, image, false)
+	for dev, want := range map[string]string{ro1: "bound read-write to [" + rw + "]", rw: ro1} {
+		d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": dev}}, Node: "n1"}
+		got, err := d.Source(ctx, "a", dev)
+		if !errors.Is(err, ErrImageShared) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Source(%s) with %s read-write = %q, %v; want ErrImageShared saying %q", dev, rw, got, err, want)
+		}
+	}
+}
+
+func TestLoopSharing(t *testing.T) {
+	ro, rw := boundLoop{dev: "/dev/loop1", readOnly: true}, boundLoop{dev: "/dev/loop2"}
+	for _, tc := range []struct {
+		name     string
+		readOnly bool
+		others   []boundLoop
+		want     []string
+	}{
+		{"alone", false, nil, nil},
+		{"read-only with read-only", true, []boundLoop{ro}, nil},
+		{"read-only with read-write", true, []boundLoop{ro, rw}, []string{"/dev/loop2"}},
+		{"read-write with read-only", false, []boundLoop{ro}, []string{"/dev/loop1"}},
+		{"read-write with both", false, []boundLoop{ro, rw}, []string{"/dev/loop1", "/dev/loop2"}},
+	} {
+		if got := sharing(tc.readOnly, tc.others); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: sharing = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
