@@ -13,20 +13,27 @@ package bootstrap
 //     leave a tag on a disk that does not exist (harmless: Uncommitted
 //     reports a disk only) or on a disk that was never committed, never
 //     the other way round;
-//   - a size for the disks tether creates (Config.Loop.VolumeSize), and
-//     the refusal of multi-node ones (errMultiNode);
+//   - a size for the disks tether creates (Config.Loop.VolumeSize), an
+//     ext4 filesystem on the image of each ReadOnlyMany disk, made before
+//     the disk exists (formatImage: its devices are read-only, so no node
+//     could format it), and the refusal of ReadWriteMany ones
+//     (errReadWriteMany);
 //   - counters of the provider calls, and observers of attachment changes
 //     (the demo's invariant checker).
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/loop"
 	"github.com/tether/tether/cloud/sim"
@@ -83,7 +90,10 @@ type loopAccount struct {
 	attach, detach, verify atomic.Int64
 }
 
-var _ Account = (*loopAccount)(nil)
+var (
+	_ Account           = (*loopAccount)(nil)
+	_ api.ReadOnlyDisks = (*loopAccount)(nil) // the loop cloud's VolumeReadOnly
+)
 
 // openLoop opens the loop cloud under dataDir and tether's file about it.
 func openLoop(dataDir string, cfg LoopConfig) (*loopAccount, error) {
@@ -161,7 +171,7 @@ func (a *loopAccount) Inventory() sim.Inventory {
 		inv.Instances = append(inv.Instances, sim.InventoryInstance{ID: i.ID, Node: i.Node, Running: i.Running})
 	}
 	for _, v := range in.Volumes {
-		iv := sim.InventoryVolume{ID: v.ID, Mode: v.Mode}
+		iv := sim.InventoryVolume{ID: v.ID, Mode: v.Mode, ReadOnly: v.ReadOnly}
 		for _, inst := range v.Attached {
 			iv.Attached = append(iv.Attached, nodes[inst])
 		}
@@ -181,22 +191,27 @@ func (a *loopAccount) AddInstances(nodes []cloud.NodeName) error {
 	return nil
 }
 
-// errMultiNode refuses a multi-node disk on the loop cloud. Its node
-// agents format a blank disk ext4 and mount it read-write when staging
-// it: two nodes staging one disk would mount one ext4 twice, which
-// corrupts it (and each could format it, the second erasing the first's
-// data). node.LoopDevices refuses such a second mount too; this says so
-// when the volume is applied, not at every failed mount.
-func errMultiNode(id cloud.VolumeID) error {
-	return fmt.Errorf("%w: volume %q is multi-node (ReadWriteMany or ReadOnlyMany), but the loop cloud's disks carry ext4, which one machine at a time may mount: --cloud loop takes ReadWriteOnce volumes only", controller.ErrInvalid, id)
+// errReadWriteMany refuses a ReadWriteMany disk on the loop cloud. Its
+// disks carry ext4, which is no cluster filesystem: two machines mounting
+// one read-write corrupt it, each caching and writing its metadata
+// unaware of the other (and each could format it, the second erasing the
+// first's data). node.LoopDevices refuses such a second mount too; this
+// says so when the volume is applied, not at every failed mount. A
+// ReadOnlyMany disk is safe: every device of it is read-only.
+func errReadWriteMany(id cloud.VolumeID) error {
+	return fmt.Errorf("%w: volume %q is ReadWriteMany, but the loop cloud's disks carry ext4, which is not a cluster filesystem: "+
+		"two machines mounting one read-write corrupt it. --cloud loop takes ReadWriteOnce volumes, and ReadOnlyMany ones (every machine mounts them read-only)",
+		controller.ErrInvalid, id)
 }
 
 // CreateVolume implements Account: an exclusive disk of the configured
-// size (multi-node ones are refused: errMultiNode), whose uncommitted tag
-// (a leftover of a crash) is removed first.
+// size (a multi-node one would be ReadWriteMany, refused:
+// errReadWriteMany; ReadOnlyMany disks are made by
+// CreateVolumesUncommitted), whose uncommitted tag (a leftover of a
+// crash) is removed first.
 func (a *loopAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error {
 	if mode != cloud.Exclusive {
-		return errMultiNode(id)
+		return errReadWriteMany(id)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -209,13 +224,14 @@ func (a *loopAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) err
 }
 
 // CreateVolumesUncommitted implements api.Nodes: the disks that do not
-// exist yet are tagged, then created (all or nothing; a multi-node one
-// refuses them all: errMultiNode); those that exist are left as they are,
-// tags included.
+// exist yet are tagged, then created (all or nothing; a ReadWriteMany one
+// refuses them all: errReadWriteMany); those that exist are left as they
+// are, tags included. A ReadOnlyMany disk's devices are all read-only,
+// and its image carries ext4 before the disk exists (formatImage).
 func (a *loopAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
 	for _, v := range vols {
-		if v.Mode != cloud.Exclusive {
-			return errMultiNode(v.ID)
+		if v.Mode == cloud.MultiNode && !v.ReadOnly {
+			return errReadWriteMany(v.ID)
 		}
 	}
 	a.mu.Lock()
@@ -226,7 +242,11 @@ func (a *loopAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
 		if _, _, ok := a.Volume(v.ID); ok || slices.Contains(ids, v.ID) {
 			continue
 		}
-		specs = append(specs, loop.VolumeSpec{ID: v.ID, Mode: v.Mode, Size: a.size})
+		spec := loop.VolumeSpec{ID: v.ID, Mode: v.Mode, Size: a.size, ReadOnly: v.ReadOnly}
+		if v.ReadOnly {
+			spec.Prepare = formatImage
+		}
+		specs = append(specs, spec)
 		ids = append(ids, v.ID)
 	}
 	if len(specs) == 0 {
@@ -293,6 +313,39 @@ func (a *loopAccount) DeleteVolume(id cloud.VolumeID) error {
 // and the kernel (node.LoopDevices).
 func (a *loopAccount) Devices(n cloud.NodeName) node.Devices {
 	return node.LoopDevices{Cloud: a.Cloud, Node: n}
+}
+
+// formatImage makes the ext4 filesystem of a new ReadOnlyMany disk on its
+// image (loop.VolumeSpec.Prepare: no device is bound to it yet, and the
+// disk exists only once it is done), as a node's stage formats a blank
+// read-write device (mkfs.ext4 -q -m 0). Standard input is the null
+// device: mke2fs asks nothing then.
+func formatImage(image string) error {
+	path, err := findTool("mkfs.ext4")
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command(path, "-q", "-m", "0", "--", image).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("loop cloud: mkfs.ext4 %s: %w: %s", image, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// findTool looks name up on PATH, then in the system directories a
+// service's PATH sometimes lacks (as node/mount does).
+func findTool(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("loop cloud: %s not found (install e2fsprogs): %w", name, err)
 }
 
 // syncDir makes a rename in dir durable.

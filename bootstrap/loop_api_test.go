@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,8 +43,8 @@ func openLoopAccount(t *testing.T, dir string) *loopAccount {
 // What the loop account adds to the loop cloud is durable: the owner tag
 // and the "uncommitted" tags of the disks an apply made (tagged before
 // the disk exists, untagged by its commit, its deletion, or a committed
-// creation); a multi-node disk is refused as invalid; a corrupt file
-// refuses to open.
+// creation); a ReadWriteMany disk is refused as invalid, a ReadOnlyMany
+// one is made read-only with ext4 on it; a corrupt file refuses to open.
 func TestLoopAccountTags(t *testing.T) {
 	dir := newLoopDir(t)
 	a := openLoopAccount(t, dir)
@@ -64,7 +66,7 @@ func TestLoopAccountTags(t *testing.T) {
 		t.Error("a committed or missing disk is tagged uncommitted")
 	}
 	err := a.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "d", Mode: cloud.Exclusive}, {ID: "m", Mode: cloud.MultiNode}})
-	if !errors.Is(err, controller.ErrInvalid) || !strings.Contains(err.Error(), "ReadWriteOnce volumes only") {
+	if !errors.Is(err, controller.ErrInvalid) || !strings.Contains(err.Error(), "not a cluster filesystem") {
 		t.Errorf("a multi-node disk: %v; want an invalid apply", err)
 	}
 	if _, _, ok := a.Volume("d"); ok {
@@ -72,6 +74,22 @@ func TestLoopAccountTags(t *testing.T) {
 	}
 	if err := a.CreateVolume("m", cloud.MultiNode); !errors.Is(err, controller.ErrInvalid) {
 		t.Errorf("CreateVolume of a multi-node disk: %v; want refused", err)
+	}
+	if err := a.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "ro", Mode: cloud.MultiNode, ReadOnly: true}}); err != nil {
+		t.Fatal(err)
+	}
+	img, err := a.ImagePath("ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("blkid", "-p", "-o", "value", "-s", "TYPE", img).Output(); err != nil || strings.TrimSpace(string(out)) != "ext4" {
+		t.Errorf("the ReadOnlyMany disk's image holds %q (%v), want ext4", out, err)
+	}
+	if ro, ok := a.VolumeReadOnly("ro"); !ro || !ok || !a.Uncommitted("ro") {
+		t.Errorf("the ReadOnlyMany disk: read-only %v (exists %v), uncommitted %v", ro, ok, a.Uncommitted("ro"))
+	}
+	if i := slices.IndexFunc(a.Inventory().Volumes, func(v sim.InventoryVolume) bool { return v.ID == "ro" }); i < 0 || !a.Inventory().Volumes[i].ReadOnly {
+		t.Errorf("the inventory does not show the ReadOnlyMany disk read-only: %+v", a.Inventory().Volumes)
 	}
 
 	// Reopened, as by the next start.
@@ -154,7 +172,7 @@ func TestLoopApplyThroughAPI(t *testing.T) {
 	n3 := &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: "n3"}}}
 
 	err = apply(volDoc("shared", "ReadWriteMany"), volDoc(string(vol), ""))
-	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "--cloud loop takes ReadWriteOnce volumes only") {
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `volume "shared" is ReadWriteMany, but the loop cloud's disks carry ext4, which is not a cluster filesystem`) {
 		t.Fatalf("a ReadWriteMany volume: %v; want InvalidArgument saying why", err)
 	}
 	if vols, _ := e.Store.Volumes(); len(vols) != 0 || len(e.Account.Inventory().Volumes) != 0 {

@@ -155,7 +155,7 @@ func desiredFromWorld(inv sim.Inventory, ev evidence, mounter func(cloud.NodeNam
 		ops = append(ops, store.Op{PutNode: &store.NodeSpec{Name: n}})
 	}
 	for _, v := range inv.Volumes {
-		ops = append(ops, store.Op{PutVolume: &store.VolumeSpec{ID: v.ID, Mode: v.Mode}})
+		ops = append(ops, store.Op{PutVolume: &store.VolumeSpec{ID: v.ID, Mode: v.Mode, ReadOnly: v.Mode == cloud.MultiNode && v.ReadOnly}})
 		for _, n := range v.Attached {
 			if !mounted[string(v.ID)+"@"+string(n)] {
 				rep.Unclaimed = append(rep.Unclaimed, string(v.ID)+"@"+string(n))
