@@ -3,8 +3,9 @@ package mount
 import "errors"
 
 // Errors wrapped by the block mounter (NewBlock), for callers that
-// classify. Only ErrBusy may clear by itself, when the process holding the
-// mount lets go (retry it with backoff); the others need someone to act.
+// classify. Only ErrBusy and ErrDeviceBusy may clear by themselves, when
+// the program holding the mount or the device lets go (retry them with
+// backoff); the others need someone to act.
 var (
 	// ErrBusy: an unmount was refused because a process still uses the
 	// mount (an open file, a working directory). The mount is left as it
@@ -20,6 +21,13 @@ var (
 	// the target. Nothing was done: it is neither checked nor formatted
 	// nor mounted again.
 	ErrDeviceInUse = errors.New("mount: device is mounted elsewhere")
+	// ErrDeviceBusy: another program has the device open exclusively (a
+	// tool still running, such as the e2fsck or mkfs.ext4 of a stage whose
+	// process was killed; or a mount in another mount namespace). Nothing
+	// was done: it is neither checked nor formatted nor mounted. It clears
+	// when that program lets go: retry later. Never ErrNeedsFsck: nothing
+	// is known to be wrong with the filesystem.
+	ErrDeviceBusy = errors.New("mount: device busy: another program has it open exclusively")
 	// ErrNeedsFsck: e2fsck -p found errors it may not fix on its own (or
 	// fixed them and asked for a reboot). Nothing was mounted; an
 	// operator must run e2fsck on the device by hand.

@@ -37,8 +37,10 @@ type block struct {
 // refused (ErrUnformattedReadOnly); ext4, it is mounted read-only without
 // a check, and without loading its journal if that needs replaying
 // (noload), which no read-only device can do. A device mounted elsewhere
-// is refused (ErrDeviceInUse); a target that shows the device already is
-// a success, one that shows anything else ErrConflict.
+// is refused (ErrDeviceInUse), one another program has open exclusively
+// (a tool left running, a mount in another namespace) too, with
+// ErrDeviceBusy: that one clears by itself. A target that shows the
+// device already is a success, one that shows anything else ErrConflict.
 //
 // Publish bind-mounts the staged target, which must be a mount, as the
 // bind mounter does (read-only enforced). Unstage and Unpublish unmount
@@ -215,6 +217,11 @@ func showsRootOf(target string, dev device) bool {
 // cannot open, and a detached loop device or an empty drive reads as
 // blank.
 func (b block) plan(op string, dev device) (stageAction, error) {
+	// Before anything reads it: a device another program holds may be
+	// being written (an mkfs.ext4 half done reads as blank, or foreign).
+	if err := checkNotHeld(dev.path); err != nil {
+		return 0, err
+	}
 	size, readOnly, err := deviceInfo(dev.path)
 	if err != nil {
 		return 0, fmt.Errorf("mount: %s: %w", op, err)
@@ -262,10 +269,15 @@ func deviceInfo(path string) (size int64, readOnly bool, err error) {
 }
 
 // ready formats a blank device or checks an ext4 one; a read-only one
-// is left as it is.
+// is left as it is. The device is checked again for another program
+// holding it just before the tool runs: whatever takes it after that
+// makes the tool refuse it, read by the verdicts as ErrDeviceBusy too.
 func (b block) ready(dev device, act stageAction) error {
 	if act == actReadOnly {
 		return nil
+	}
+	if err := checkNotHeld(dev.path); err != nil {
+		return err
 	}
 	if act == actCheck {
 		out, err := b.run("e2fsck", fsckArgs(dev.path)...)
@@ -278,10 +290,7 @@ func (b block) ready(dev device, act stageAction) error {
 	if err != nil {
 		return err
 	}
-	if out.Exit != 0 {
-		return fmt.Errorf("mount: stage: mkfs.ext4 %s exited %d: %s", dev.path, out.Exit, toolMessage(out))
-	}
-	return nil
+	return mkfsVerdict(dev.path, out)
 }
 
 // Publish binds staged, which must be a mount (a stage that is not would

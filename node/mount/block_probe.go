@@ -86,9 +86,10 @@ const (
 // (ErrUnformattedReadOnly) rather than handed to a mkfs.ext4 that could
 // only fail. Between the probe and mkfs.ext4 there is a window in which a
 // writer could put a signature on the device; mke2fs refuses a device
-// that is mounted or opened exclusively, so only a raw writer fits in it,
-// and the node agent is the only writer of a device attached for a
-// volume, one operation per volume at a time.
+// that is mounted or opened exclusively (and so does the stage itself,
+// before the probe and again before the tool: see checkNotHeld), so only
+// a raw writer fits in it, and the node agent is the only writer of a
+// device attached for a volume, one operation per volume at a time.
 func planStage(dev string, p probe, readOnly bool) (stageAction, error) {
 	var holds string
 	switch {
@@ -145,14 +146,26 @@ func readOnlyData(replay bool) string {
 	return ""
 }
 
+// e2fsck's exit status for an operational error (e2fsck(8)), among
+// them its own exclusive open of the device failing.
+const fsckOperational = 8
+
 // fsckVerdict reads the exit status of e2fsck -p (a sum of flags, see
 // e2fsck(8)): 0 (clean) and 1 (errors corrected) allow a mount. 2 (errors
 // corrected, reboot asked) only happens on a mounted filesystem, which a
 // stage never checks: something else has it, so it is refused too. 4 and
-// above (errors left, operational error, cancelled) need an operator.
+// above (errors left, operational error, cancelled) need an operator, but
+// for one operational error: "<dev> is in use.", e2fsck's word for an
+// exclusive open that failed, which says nothing of the filesystem. The
+// stage finds a device held elsewhere before it runs e2fsck (see
+// checkNotHeld); this is the fallback for a program that takes the
+// device in between, and it is ErrDeviceBusy too, never ErrNeedsFsck.
 func fsckVerdict(dev string, out ToolOutput) error {
 	if out.Exit&^1 == 0 {
 		return nil
+	}
+	if out.Exit == fsckOperational && said(out, dev+" is in use.") {
+		return deviceBusy(dev, fmt.Sprintf("e2fsck -p exited %d: %s", out.Exit, toolMessage(out)))
 	}
 	what := "found errors it may not fix on its own"
 	if out.Exit < 4 {
@@ -160,6 +173,33 @@ func fsckVerdict(dev string, out ToolOutput) error {
 	}
 	return fmt.Errorf("mount: stage: e2fsck -p %s exited %d (%s): %s; nothing mounted: run e2fsck %s by hand: %w",
 		dev, out.Exit, what, toolMessage(out), dev, ErrNeedsFsck)
+}
+
+// mkfsVerdict reads the exit status of mkfs.ext4: 0 is success. mke2fs
+// refuses a device its exclusive open fails on ("<dev> is apparently in
+// use by the system"), writing nothing: like e2fsck's "in use", the
+// fallback for a program that takes the device after the stage's own
+// check, and ErrDeviceBusy.
+func mkfsVerdict(dev string, out ToolOutput) error {
+	switch {
+	case out.Exit == 0:
+		return nil
+	case said(out, dev+" is apparently in use by the system"):
+		return deviceBusy(dev, fmt.Sprintf("mkfs.ext4 exited %d: %s", out.Exit, toolMessage(out)))
+	}
+	return fmt.Errorf("mount: stage: mkfs.ext4 %s exited %d: %s", dev, out.Exit, toolMessage(out))
+}
+
+// deviceBusy is a stage's error for a device another program has open
+// exclusively; how says how the stage found out.
+func deviceBusy(dev, how string) error {
+	return fmt.Errorf("mount: stage: %s is in use by another program (%s): nothing checked, formatted or mounted; it clears when that program lets go, retry later: %w",
+		dev, how, ErrDeviceBusy)
+}
+
+// said reports whether a tool wrote s, on either output.
+func said(out ToolOutput, s string) bool {
+	return strings.Contains(string(out.Stdout), s) || strings.Contains(string(out.Stderr), s)
 }
 
 // toolMessage is what a tool said, stderr first, on one line, for an

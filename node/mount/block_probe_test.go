@@ -109,38 +109,63 @@ func TestBlockNeedsRecovery(t *testing.T) {
 	}
 }
 
-func TestBlockFsckVerdict(t *testing.T) {
+// TestBlockToolVerdicts: e2fsck's and mkfs.ext4's answers, classified.
+// A device another program has open exclusively (e2fsck's exit 8 "<dev>
+// is in use.", mke2fs's "apparently in use by the system": the fallback
+// for a program that takes the device after the stage's own check) is
+// ErrDeviceBusy naming the device, never ErrNeedsFsck; every other
+// refusal of e2fsck is ErrNeedsFsck.
+func TestBlockToolVerdicts(t *testing.T) {
+	const inconsistent = "/dev/x: UNEXPECTED INCONSISTENCY"
+	fsck, mkfs := fsckVerdict, mkfsVerdict
 	for _, tc := range []struct {
-		exit int
-		ok   bool
-		says string
+		name    string
+		verdict func(string, ToolOutput) error
+		out     ToolOutput
+		ok      bool
+		want    error    // the class of the error, if any
+		says    []string // besides the device
 	}{
-		{exit: 0, ok: true},
-		{exit: 1, ok: true},
-		{exit: 2, says: "reboot"},
-		{exit: 3, says: "reboot"},
-		{exit: 4, says: "may not fix"},
-		{exit: 5, says: "may not fix"},
-		{exit: 8, says: "may not fix"},
-		{exit: 12, says: "may not fix"},
-		{exit: 32, says: "may not fix"},
+		{name: "e2fsck clean", verdict: fsck, out: ToolOutput{Exit: 0}, ok: true},
+		{name: "e2fsck corrected", verdict: fsck, out: ToolOutput{Exit: 1, Stdout: []byte(inconsistent)}, ok: true},
+		{name: "e2fsck reboot", verdict: fsck, out: ToolOutput{Exit: 2, Stdout: []byte(inconsistent)}, want: ErrNeedsFsck, says: []string{"reboot", "run e2fsck /dev/x by hand"}},
+		{name: "e2fsck corrected, reboot", verdict: fsck, out: ToolOutput{Exit: 3, Stdout: []byte(inconsistent)}, want: ErrNeedsFsck, says: []string{"reboot"}},
+		{name: "e2fsck errors left", verdict: fsck, out: ToolOutput{Exit: 4, Stdout: []byte(inconsistent)}, want: ErrNeedsFsck, says: []string{"may not fix", "run e2fsck /dev/x by hand", "UNEXPECTED INCONSISTENCY"}},
+		{name: "e2fsck errors left, some corrected", verdict: fsck, out: ToolOutput{Exit: 5, Stdout: []byte(inconsistent)}, want: ErrNeedsFsck, says: []string{"may not fix"}},
+		{name: "e2fsck operational error", verdict: fsck, out: ToolOutput{Exit: 8, Stderr: []byte("e2fsck: Bad magic number in super-block")}, want: ErrNeedsFsck, says: []string{"run e2fsck /dev/x by hand", "Bad magic number"}},
+		{name: "e2fsck cancelled", verdict: fsck, out: ToolOutput{Exit: 32}, want: ErrNeedsFsck, says: []string{"may not fix"}},
+		{name: "e2fsck device in use", verdict: fsck, out: ToolOutput{Exit: 8, Stdout: []byte("/dev/x is in use.\n"), Stderr: []byte("e2fsck: Cannot continue, aborting.\n\n\n")},
+			want: ErrDeviceBusy, says: []string{"in use by another program", "e2fsck -p exited 8", "Cannot continue", "retry later"}},
+		{name: "e2fsck another device in use", verdict: fsck, out: ToolOutput{Exit: 8, Stdout: []byte("/dev/xy is in use.\n")}, want: ErrNeedsFsck},
+		{name: "e2fsck in use, errors left", verdict: fsck, out: ToolOutput{Exit: 12, Stdout: []byte("/dev/x is in use.\n")}, want: ErrNeedsFsck},
+		{name: "mkfs done", verdict: mkfs, out: ToolOutput{Exit: 0}, ok: true},
+		{name: "mkfs device in use", verdict: mkfs, out: ToolOutput{Exit: 1, Stderr: []byte("/dev/x is apparently in use by the system; will not make a filesystem here!\n")},
+			want: ErrDeviceBusy, says: []string{"in use by another program", "mkfs.ext4 exited 1", "will not make a filesystem here", "retry later"}},
+		{name: "mkfs failed", verdict: mkfs, out: ToolOutput{Exit: 1, Stderr: []byte("mkfs.ext4: Device size reported to be zero.")}, says: []string{"mkfs.ext4 /dev/x exited 1", "size reported to be zero"}},
 	} {
-		err := fsckVerdict("/dev/x", ToolOutput{Exit: tc.exit, Stdout: []byte("/dev/x: UNEXPECTED INCONSISTENCY")})
-		if tc.ok {
-			if err != nil {
-				t.Errorf("exit %d: %v, want nil", tc.exit, err)
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.verdict("/dev/x", tc.out)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("%v, want nil", err)
+				}
+				return
 			}
-			continue
-		}
-		if !errors.Is(err, ErrNeedsFsck) {
-			t.Errorf("exit %d: %v, want ErrNeedsFsck", tc.exit, err)
-			continue
-		}
-		for _, want := range []string{tc.says, "run e2fsck /dev/x by hand", "UNEXPECTED INCONSISTENCY"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("exit %d: %q does not say %q", tc.exit, err, want)
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("%v, want %v", err, tc.want)
 			}
-		}
+			if tc.want != ErrNeedsFsck && errors.Is(err, ErrNeedsFsck) {
+				t.Errorf("%v: ErrNeedsFsck, for %v", err, tc.want)
+			}
+			if tc.want != ErrDeviceBusy && errors.Is(err, ErrDeviceBusy) {
+				t.Errorf("%v: ErrDeviceBusy, for %v", err, tc.want)
+			}
+			for _, want := range append(tc.says, "/dev/x") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q does not say %q", err, want)
+				}
+			}
+		})
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 func newBlockConfig(opts []BlockOption) blockConfig {
@@ -53,4 +55,25 @@ func findTool(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("mount: %s not found (install util-linux and e2fsprogs): %w", name, err)
+}
+
+// checkNotHeld fails with ErrDeviceBusy if another program has the block
+// device at path open exclusively, as e2fsck and mkfs.ext4 open it, or
+// has it mounted: Linux refuses an exclusive open (O_EXCL) of a block
+// device then, with EBUSY. Its own exclusive open is closed at once,
+// before any tool runs: e2fsck and mkfs.ext4 would refuse a device the
+// stage still held. A program that takes the device in between is seen by
+// the tool, whose refusal the verdicts read as ErrDeviceBusy as well.
+func checkNotHeld(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_EXCL|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.EBUSY) {
+		return deviceBusy(path, "an exclusive open of it failed: "+unix.EBUSY.Error())
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("mount: stage: %w", err)
+	}
+	return nil
 }
