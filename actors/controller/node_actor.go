@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +38,10 @@ type nodeActor struct {
 	// epoch is this incarnation's claim on the node (store.Fences): its
 	// status writes land only while no newer incarnation claimed it.
 	epoch uint64
+	// dirty: the status changed since the last write, and a flushStatus
+	// is on its way; held: what waits for that write (node_flush.go).
+	dirty bool
+	held  []held
 }
 
 // named gives the actor its identity, from its name (see the shared Props
@@ -55,12 +58,17 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		a.timer.stop()
+		a.dirty, a.held = false, nil // as if the process had died: nobody heard
 	case *actor.Stopped:
 		a.env.lookup.stopped(nodePrefix + string(a.name))
 	case *messages.Crash:
 		panic("node " + string(a.name) + ": crash requested: " + m.Reason)
+	case flushStatus:
+		a.flush(ctx)
 	case *messages.GetNodeStatus:
-		ctx.Respond(a.status())
+		// What is durable: answered after the pending write, if any.
+		sender := ctx.Sender()
+		a.later(ctx, held{do: func(ctx actor.Context) { ctx.Send(sender, a.status()) }})
 	case *messages.MarkVolumeAttached:
 		a.step(ctx, nodestatus.VolumeAttached{Volume: cloud.VolumeID(m.VolumeId), DevicePath: m.DevicePath})
 	case *messages.MarkVolumeDetached:
@@ -75,8 +83,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.heardFromAgent(ctx)
 		a.step(ctx, nodestatus.InUseReported{Volumes: vols, Seq: m.Seq})
 		// Answer every report, changed or not, with the status and the
-		// number of the report it reflects.
-		a.pushStatus(ctx)
+		// number of the report it reflects (once it is written).
+		a.later(ctx, held{do: a.pushStatus, push: true})
 	case *messages.Heartbeat:
 		a.heardFromAgent(ctx)
 		a.heard = true
@@ -87,7 +95,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		}
 		a.agentTold = true
 		a.sendWorkloads(ctx)
-		a.pushStatus(ctx)
+		a.later(ctx, held{do: a.pushStatus, push: true})
 		a.step(ctx, nodestatus.Resynced{})
 	case *messages.GetAgentStatus:
 		// Distributed mode: the controller asks through the node actor,
@@ -122,7 +130,7 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
 	// An agent that started before this actor is waiting for its state.
 	a.sendWorkloads(ctx)
-	a.pushStatus(ctx)
+	a.later(ctx, held{do: a.pushStatus, push: true})
 }
 
 func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
@@ -140,40 +148,23 @@ func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
 	}
 }
 
-// runAll carries out effects in order. A failed Persist drops the effects
-// after it and runs what the core returns for the failure instead.
-func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
-	for _, eff := range effs {
-		switch f := eff.(type) {
-		case nodestatus.Persist:
-			if err := a.env.store.PutNodeStatusAt(f.Status, a.epoch); err != nil {
-				if errors.Is(err, store.ErrFenced) {
-					// A newer incarnation owns the node: stop, tell nobody.
-					a.env.log.WithField("node", a.name).Warnf("stopping a stale activation: %v", err)
-					ctx.Stop(a.self)
-					return
-				}
-				a.env.record(a.ref, "FailedPersistStatus", string(a.name), true, err.Error())
-				a.runAll(ctx, a.core.Step(a.env.clock.Now(), nodestatus.PersistFailed{Msg: err.Error()}))
-				return
-			}
-			a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
-			a.pushStatus(ctx)
-		case nodestatus.PrepareAnswer:
-			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
-		case nodestatus.NotifyVolume:
-			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.NodeVolumeStateChanged{
-				VolumeId: string(f.Volume), Node: string(a.name), InUse: f.Info.InUse, Ready: f.Info.Ready,
-				NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
-		case nodestatus.WakeAt:
-			a.timer.wakeAt(a.env, a.self, f.At)
-		case nodestatus.AttachRecorded:
-			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
-		case nodestatus.AttachNotRecorded:
-			a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
-		default:
-			panic(fmt.Sprintf("controller: unknown node effect %T", eff))
-		}
+// runEffect carries out one effect other than Persist (see runAll).
+func (a *nodeActor) runEffect(ctx actor.Context, eff nodestatus.Effect) {
+	switch f := eff.(type) {
+	case nodestatus.PrepareAnswer:
+		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
+	case nodestatus.NotifyVolume:
+		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.NodeVolumeStateChanged{
+			VolumeId: string(f.Volume), Node: string(a.name), InUse: f.Info.InUse, Ready: f.Info.Ready,
+			NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
+	case nodestatus.WakeAt:
+		a.timer.wakeAt(a.env, a.self, f.At)
+	case nodestatus.AttachRecorded:
+		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
+	case nodestatus.AttachNotRecorded:
+		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
+	default:
+		panic(fmt.Sprintf("controller: unknown node effect %T", eff))
 	}
 }
 
@@ -190,7 +181,8 @@ func (a *nodeActor) status() *messages.NodeStatus {
 	return out
 }
 
-// pushStatus tells the agent the persisted status (after every write).
+// pushStatus tells the agent the status; called when it is persisted
+// (after every write, and through later).
 func (a *nodeActor) pushStatus(ctx actor.Context) {
 	st := a.status()
 	pid := a.env.agentFor(a.name)

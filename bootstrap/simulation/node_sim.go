@@ -28,6 +28,21 @@ type nodeSim struct {
 	inc   uint64
 	core  *nodestatus.Node
 	timer *timer
+	// dirty and held: the shell's group commit (actors/controller's
+	// node_flush.go): a Persist marks the status dirty and sends the node
+	// a flushMsg; what came after it waits for that one write.
+	dirty bool
+	held  []heldEff
+}
+
+// flushMsg is the node's note to itself: write the dirty status.
+type flushMsg struct{}
+
+// heldEff waits for the flush: a core effect, or a push of the status.
+type heldEff struct {
+	eff       nodestatus.Effect
+	push      bool
+	dependent bool // after a Persist: dropped if the write fails
 }
 
 func (n *nodeSim) incarnation() uint64 { return n.inc }
@@ -40,12 +55,13 @@ func (n *nodeSim) start() {
 	w := n.w
 	n.inc++
 	n.alive, n.timer = true, &timer{}
+	n.dirty, n.held = false, nil
 	n.core = nodestatus.New(n.name, w.cfg.Node)
 	st, found, _ := w.st.NodeStatus(n.name)
 	w.tracef("%s starts (incarnation %d): found %v attached %v in use %v detaching %v", n.addr(), n.inc, found, st.VolumesAttached, st.VolumesInUse, st.VolumesDetaching)
 	n.step(nodestatus.Restored{Status: st, Found: found})
 	n.sendWorkloads()
-	n.pushStatus()
+	n.later()
 }
 
 func (n *nodeSim) kill() { n.alive, n.core = false, nil }
@@ -54,70 +70,126 @@ func (n *nodeSim) receive(_ addr, msg any) {
 	switch m := msg.(type) {
 	case wakeMsg:
 		n.step(nodestatus.Tick{})
+	case flushMsg:
+		n.flush()
 	case agentStarted:
 		n.sendWorkloads()
-		n.pushStatus()
+		n.later()
 	case inUseMsg:
 		n.w.chk.reportApplied(n.name, m)
 		n.w.heard[n.name] = max(n.w.heard[n.name], m.Num)
 		n.step(nodestatus.InUseReported{Volumes: m.Volumes, Seq: m.Seq})
 		// Every report, changed or not, is answered with the status and
-		// the number of the report it reflects.
-		n.pushStatus()
+		// the number of the report it reflects, once it is written.
+		n.later()
 	case nodestatus.Event:
 		n.step(m)
 	}
 }
 
-// step steps the core and carries out the effects; false: a write failed.
-func (n *nodeSim) step(ev nodestatus.Event) bool {
+// step steps the core and carries out the effects.
+func (n *nodeSim) step(ev nodestatus.Event) {
 	before := n.core.Status().Ready
-	ok := n.runAll(n.core.Step(n.w.now, ev))
+	n.runAll(n.core.Step(n.w.now, ev))
 	if after := n.core.Status().Ready; after != before {
 		n.w.tracef("%s ready=%v", n.addr(), after)
 	}
-	return ok
 }
 
-// runAll is the shell's runAll: a failed Persist drops the effects after
-// it and runs what the core returns for the failure instead; after every
-// successful Persist the status is pushed to the agent. It reports whether
-// every write succeeded.
-func (n *nodeSim) runAll(effs []nodestatus.Effect) bool {
-	w := n.w
+// runAll is the shell's runAll: from a Persist on (and while a write is
+// pending) effects wait, in order, for the flush.
+func (n *nodeSim) runAll(effs []nodestatus.Effect) {
+	dependent := false
 	for _, eff := range effs {
-		switch f := eff.(type) {
-		case nodestatus.Persist:
-			if w.chance(w.plan.site("persist "+string(n.name)), w.cfg.Faults.PersistFail) {
-				w.fault("fail the next status write of %s", n.name)
-				w.st.FailNodeStatusWrites(1)
+		if _, ok := eff.(nodestatus.Persist); ok {
+			if !n.dirty {
+				n.dirty = true
+				n.w.send(n.addr(), n.addr(), flushMsg{})
 			}
-			if err := w.st.PutNodeStatus(f.Status); err != nil {
-				w.tracef("%s persist failed: %v", n.addr(), err)
-				n.runAll(n.core.Step(w.now, nodestatus.PersistFailed{Msg: err.Error()}))
-				return false
+			dependent = true
+			continue
+		}
+		if n.dirty {
+			n.held = append(n.held, heldEff{eff: eff, dependent: dependent})
+			continue
+		}
+		n.run(eff)
+	}
+}
+
+// later pushes the status now, or after the pending write.
+func (n *nodeSim) later() {
+	if n.dirty {
+		n.held = append(n.held, heldEff{push: true})
+		return
+	}
+	n.pushStatus()
+}
+
+// flush is the shell's flush: one write of the status, then what waited
+// for it; on failure, what did not depend on a Persist, then what the core
+// returns for the failure.
+func (n *nodeSim) flush() {
+	if !n.dirty {
+		return
+	}
+	w := n.w
+	waiting := n.held
+	n.dirty, n.held = false, nil
+	if w.chance(w.plan.site("persist "+string(n.name)), w.cfg.Faults.PersistFail) {
+		w.fault("fail the next status write of %s", n.name)
+		w.st.FailNodeStatusWrites(1)
+	}
+	st := n.core.Status()
+	if err := w.st.PutNodeStatus(st); err != nil {
+		w.tracef("%s persist failed: %v", n.addr(), err)
+		push := false
+		for _, h := range waiting {
+			switch {
+			case h.dependent:
+			case h.push:
+				push = true
+			default:
+				n.run(h.eff)
 			}
-			n.core.Step(w.now, nodestatus.Persisted{})
-			w.tracef("%s persisted attached %v in use %v detaching %v ready %v oos %v", n.addr(),
-				f.Status.VolumesAttached, f.Status.VolumesInUse, f.Status.VolumesDetaching, f.Status.Ready, f.Status.OutOfService)
-			n.pushStatus()
-		case nodestatus.PrepareAnswer:
-			w.send(n.addr(), volAddr(f.Volume), volume.DetachPrepared{Node: n.name, Op: f.Op, OK: f.OK, Msg: f.Msg})
-		case nodestatus.NotifyVolume:
-			info := volume.NodeInfo{InUse: f.Info.InUse, Ready: f.Info.Ready, NotReadySince: f.Info.NotReadySince, OutOfService: f.Info.OutOfService}
-			w.send(n.addr(), volAddr(f.Volume), volume.NodeChanged{Node: n.name, Info: info})
-		case nodestatus.WakeAt:
-			w.wakeAt(n.timer, n.addr(), f.At)
-		case nodestatus.AttachRecorded:
-			w.send(n.addr(), volAddr(f.Volume), volume.AttachRecorded{Node: n.name})
-		case nodestatus.AttachNotRecorded:
-			w.send(n.addr(), volAddr(f.Volume), volume.ReportFailed{Node: n.name})
+		}
+		n.runAll(n.core.Step(w.now, nodestatus.PersistFailed{Msg: err.Error()}))
+		if push {
+			n.later()
+		}
+		return
+	}
+	n.core.Step(w.now, nodestatus.Persisted{})
+	w.tracef("%s persisted attached %v in use %v detaching %v ready %v oos %v", n.addr(),
+		st.VolumesAttached, st.VolumesInUse, st.VolumesDetaching, st.Ready, st.OutOfService)
+	n.pushStatus()
+	for _, h := range waiting {
+		if !h.push {
+			n.run(h.eff)
 		}
 	}
-	return true
 }
 
-// pushStatus tells the agent the status (after every write).
+// run carries out one effect other than Persist.
+func (n *nodeSim) run(eff nodestatus.Effect) {
+	w := n.w
+	switch f := eff.(type) {
+	case nodestatus.PrepareAnswer:
+		w.send(n.addr(), volAddr(f.Volume), volume.DetachPrepared{Node: n.name, Op: f.Op, OK: f.OK, Msg: f.Msg})
+	case nodestatus.NotifyVolume:
+		info := volume.NodeInfo{InUse: f.Info.InUse, Ready: f.Info.Ready, NotReadySince: f.Info.NotReadySince, OutOfService: f.Info.OutOfService}
+		w.send(n.addr(), volAddr(f.Volume), volume.NodeChanged{Node: n.name, Info: info})
+	case nodestatus.WakeAt:
+		w.wakeAt(n.timer, n.addr(), f.At)
+	case nodestatus.AttachRecorded:
+		w.send(n.addr(), volAddr(f.Volume), volume.AttachRecorded{Node: n.name})
+	case nodestatus.AttachNotRecorded:
+		w.send(n.addr(), volAddr(f.Volume), volume.ReportFailed{Node: n.name})
+	}
+}
+
+// pushStatus tells the agent the status (after every write, and
+// through later).
 func (n *nodeSim) pushStatus() {
 	st := n.core.Status()
 	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, agent.StatusChanged{Attached: st.VolumesAttached, InUse: st.VolumesInUse, InUseSeq: st.InUseSeq})

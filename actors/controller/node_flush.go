@@ -1,0 +1,120 @@
+package controller
+
+import (
+	"errors"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/store"
+)
+
+// Group commit of a node's status. A Persist does not write at once: it
+// marks the status dirty and queues a flushStatus behind the messages
+// already in the actor's mailbox. Those are handled first (their changes
+// join the same write), and every effect from the Persist on waits, in
+// order, until the flush writes the status once. So the changes of a burst
+// (a teardown: every volume's "not in use", prepare and detach) cost one
+// write instead of one each, and nobody hears of a change before it is
+// durable, as before: a held effect runs only after the write that carries
+// its change, and effects keep the order in which the core made them.
+//
+// A failed write rolls the whole burst back (nodestatus.PersistFailed),
+// drops the held effects that depended on a Persist (those after a Persist
+// in their event's effects), runs the others in order, then what the core
+// returned for the failure (it refuses every prepare of the burst). A fenced write stops
+// the actor and tells nobody.
+
+// flushStatus is the node actor's note to itself: write the dirty status.
+// It never leaves the actor.
+type flushStatus struct{}
+
+// held is an effect waiting for the flush: a core effect, or a shell
+// action (push the status, answer a query).
+type held struct {
+	eff       nodestatus.Effect
+	do        func(actor.Context)
+	push      bool // do is pushStatus: once per write is enough
+	dependent bool // came after a Persist: dropped if the write fails
+}
+
+// runAll carries out effects in order; from a Persist on (and while a
+// write is pending) they wait for the flush.
+func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
+	dependent := false
+	for _, eff := range effs {
+		if _, ok := eff.(nodestatus.Persist); ok {
+			if !a.dirty {
+				a.dirty = true
+				ctx.Send(a.self, flushStatus{})
+			}
+			dependent = true
+			continue
+		}
+		if a.dirty {
+			a.held = append(a.held, held{eff: eff, dependent: dependent})
+			continue
+		}
+		a.runEffect(ctx, eff)
+	}
+}
+
+// later runs do now, or after the pending write, in order with the held
+// effects.
+func (a *nodeActor) later(ctx actor.Context, h held) {
+	if a.dirty {
+		a.held = append(a.held, h)
+		return
+	}
+	h.do(ctx)
+}
+
+// flush writes the dirty status, then runs what waited for it.
+func (a *nodeActor) flush(ctx actor.Context) {
+	if !a.dirty {
+		return
+	}
+	waiting := a.held
+	a.dirty, a.held = false, nil
+	err := a.env.store.PutNodeStatusAt(a.core.Status(), a.epoch)
+	if errors.Is(err, store.ErrFenced) {
+		// A newer incarnation owns the node: stop, tell nobody.
+		a.env.log.WithField("node", a.name).Warnf("stopping a stale activation: %v", err)
+		ctx.Stop(a.self)
+		return
+	}
+	if err != nil {
+		a.env.record(a.ref, "FailedPersistStatus", string(a.name), true, err.Error())
+		// Roll back first: what runs now (a query's answer) sees the
+		// status as written.
+		failed := a.core.Step(a.env.clock.Now(), nodestatus.PersistFailed{Msg: err.Error()})
+		push := false
+		for _, h := range waiting {
+			switch {
+			case h.dependent:
+			case h.push:
+				push = true
+			case h.do != nil:
+				h.do(ctx)
+			default:
+				a.runEffect(ctx, h.eff)
+			}
+		}
+		a.runAll(ctx, failed)
+		if push {
+			a.later(ctx, held{do: a.pushStatus, push: true})
+		}
+		return
+	}
+	a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
+	a.pushStatus(ctx)
+	for _, h := range waiting {
+		switch {
+		case h.push: // pushed above, with the status just written
+		case h.do != nil:
+			h.do(ctx)
+		default:
+			a.runEffect(ctx, h.eff)
+		}
+	}
+}
