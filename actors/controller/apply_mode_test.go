@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -154,5 +155,34 @@ func TestReadOnlyManyPublishedReadOnly(t *testing.T) {
 	}
 	if stored, _, _ := r.store.Workload("app"); !slices.Equal(stored.ReadOnly, []cloud.VolumeID{"y"}) {
 		t.Errorf("app stored read-only %v, want it as applied", stored.ReadOnly)
+	}
+}
+
+// readOnlyMany finds the ReadOnlyMany volumes of a node's workloads, read
+// one by one or, for bulkTell of them or more, all at once: the same
+// answer either way.
+func TestReadOnlyManyOfWorkloads(t *testing.T) {
+	for _, n := range []int{3, bulkTell + 6} {
+		st := store.NewMemory()
+		w := store.Workload{UID: "app", Node: "n1"}
+		want := map[cloud.VolumeID]bool{}
+		for i := range n {
+			v := store.VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%03d", i))}
+			switch i % 3 {
+			case 0:
+				v.Mode = cloud.Exclusive
+			case 1:
+				v.Mode = cloud.MultiNode
+			case 2:
+				v.Mode, v.ReadOnly = cloud.MultiNode, true
+				want[v.ID] = true
+			}
+			must(t, st.PutVolume(v))
+			w.Volumes = append(w.Volumes, v.ID)
+		}
+		got, err := readOnlyMany(st, []store.Workload{w})
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("%d volumes: readOnlyMany = %v, %v; want %v", n, got, err, want)
+		}
 	}
 }

@@ -222,17 +222,15 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 	if err != nil {
 		return nil, err
 	}
+	rox, err := readOnlyMany(e.store, ws)
+	if err != nil {
+		return nil, err
+	}
 	msg := &messages.NodeWorkloads{Node: string(node), Revision: rev, NodeObjectUid: spec.ObjectUID}
-	rox := readOnlyMany{store: e.store}
 	for _, w := range ws {
 		spec := &messages.WorkloadSpec{Uid: w.UID, ObjectUid: w.ObjectUID}
 		for _, v := range w.Volumes {
-			ro := slices.Contains(w.ReadOnly, v)
-			if !ro {
-				if ro, err = rox.is(v); err != nil {
-					return nil, err
-				}
-			}
+			ro := rox[v] || slices.Contains(w.ReadOnly, v)
 			spec.Volumes = append(spec.Volumes, &messages.VolumeUse{VolumeId: string(v), ReadOnly: ro})
 		}
 		msg.Workloads = append(msg.Workloads, spec)
@@ -240,26 +238,42 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 	return msg, nil
 }
 
-// readOnlyMany reads whether volumes are ReadOnlyMany, each once. A
-// volume's mode is fixed when it is created, and a volume that workloads
-// use cannot be deleted, so what it reads holds for the workloads read
-// with it.
-type readOnlyMany struct {
-	store store.Store
-	seen  map[cloud.VolumeID]bool
-}
-
-func (r *readOnlyMany) is(vol cloud.VolumeID) (bool, error) {
-	if ro, ok := r.seen[vol]; ok {
-		return ro, nil
+// readOnlyMany returns which of the volumes that workloads ws use
+// without asking for read-only are ReadOnlyMany. It reads each once, or
+// for bulkTell of them or more all volumes at once (on etcd every read
+// is a round trip). A volume's mode is fixed when it is created, and a
+// volume that workloads use cannot be deleted, so what it reads holds for
+// the workloads read before it.
+func readOnlyMany(st store.Store, ws []store.Workload) (map[cloud.VolumeID]bool, error) {
+	var ask orderedSet[cloud.VolumeID]
+	for _, w := range ws {
+		for _, v := range w.Volumes {
+			if !slices.Contains(w.ReadOnly, v) {
+				ask.add(v)
+			}
+		}
 	}
-	v, _, err := r.store.Volume(vol)
-	if err != nil {
-		return false, err
+	rox := map[cloud.VolumeID]bool{}
+	if len(ask.list) >= bulkTell {
+		vols, err := st.Volumes()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vols {
+			if ask.seen[v.ID] && v.Mode == cloud.MultiNode && v.ReadOnly {
+				rox[v.ID] = true
+			}
+		}
+		return rox, nil
 	}
-	if r.seen == nil {
-		r.seen = map[cloud.VolumeID]bool{}
+	for _, id := range ask.list {
+		v, _, err := st.Volume(id)
+		if err != nil {
+			return nil, err
+		}
+		if v.Mode == cloud.MultiNode && v.ReadOnly {
+			rox[id] = true
+		}
 	}
-	r.seen[vol] = v.Mode == cloud.MultiNode && v.ReadOnly
-	return r.seen[vol], nil
+	return rox, nil
 }
