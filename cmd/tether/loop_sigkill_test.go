@@ -33,9 +33,11 @@ import (
 // this time with wrappers that only log what it runs. Or (held) the
 // orphan is taken to still have the device open exclusively, as e2fsck
 // and mkfs.ext4 do, when tether starts again: the test holds it so
-// (O_EXCL) until the restarted tether's e2fsck has been refused, then lets
-// go and releases the orphan, whose e2fsck then races the restarted
-// tether's retries.
+// (O_EXCL) until the restarted tether reports the device busy (its stage
+// refuses a device another program holds, before running any tool on
+// it), checks that meanwhile no e2fsck or mkfs.ext4 ran and nothing was
+// mounted, then lets go and releases the orphan, whose e2fsck then races
+// the restarted tether's retries.
 func TestLoopUpSIGKILLMidStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary on real loop devices")
@@ -95,6 +97,9 @@ func sigkillMidStage(t *testing.T, tool string, held bool) {
 	if slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "mkfs.ext4 ") }) {
 		t.Error("the restarted tether ran mkfs.ext4")
 	}
+	if c := checkedWhileHeld(calls); len(c) > 0 { // those still running when restartHeld looked
+		t.Errorf("the restarted tether ran, while another program held the device: %q", c)
+	}
 	checkServedOnce(t, data, "n2", "n1")
 	if err := up.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -129,25 +134,64 @@ func killMidStage(t *testing.T, data string, up *exec.Cmd, tools *stageTools, to
 }
 
 // restartHeld starts tether again while dev is open exclusively, as by
-// the dead tether's orphaned e2fsck still running; once the restarted
-// tether's e2fsck has been refused, and nothing mounted, it lets go of
-// dev and releases the orphan, whose e2fsck then races the restarted
-// tether's retries.
+// the dead tether's orphaned e2fsck still running. Once the restarted
+// tether reports that its stage found dev in use by another program
+// (busyEvent), it checks that meanwhile no e2fsck or mkfs.ext4 ran (the
+// wrappers mark a run that starts while dev is held) and nothing was
+// mounted from dev; then it lets go of dev and releases the orphan, whose
+// e2fsck then races the restarted tether's retries.
 func restartHeld(t *testing.T, data, dev string, tools, after *stageTools) *exec.Cmd {
 	t.Helper()
 	letGo := holdExclusive(t, dev)
+	unmark := after.markHeld() // within the hold: a marked run certainly ran while dev was held
 	up := loopUp(t, data, after.bin)
-	poll(t, "the restarted tether's e2fsck of "+dev+" refused", 60*time.Second, func() bool {
-		return slices.ContainsFunc(after.calls(), func(c string) bool {
-			return strings.HasPrefix(c, "e2fsck ") && strings.Contains(c, " "+dev+" => ") && !strings.HasSuffix(c, " => 0")
-		})
+	var busy string
+	poll(t, "the restarted tether's stage on n2 refusing "+dev+" as in use by another program", 60*time.Second, func() bool {
+		busy = busyEvent(t, data, "n2", dev)
+		return busy != ""
 	})
+	t.Logf("while %s was held, the restarted tether reported: %s", dev, busy)
+	if c := checkedWhileHeld(after.calls()); len(c) > 0 {
+		t.Fatalf("the restarted tether ran, while another program held %s: %q", dev, c)
+	}
 	if pts := mountsOf(t, dev); len(pts) > 0 {
 		t.Fatalf("%s was mounted at %v while another program had it open exclusively", dev, pts)
 	}
+	unmark()
 	letGo()
 	t.Logf("the orphaned tool, released once the device was let go, exited %d", tools.release(30*time.Second))
 	return up
+}
+
+// checkedWhileHeld lists the logged runs of e2fsck and mkfs.ext4 that
+// started while the test held the device (stageTools.markHeld).
+func checkedWhileHeld(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if strings.HasSuffix(c, heldMark) && (strings.HasPrefix(c, "e2fsck ") || strings.HasPrefix(c, "mkfs.ext4 ")) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// busyEvent is the first of node n's events, as tether describe shows
+// them, that reports a failed mount (a stage's: it has no workload)
+// because dev is in use by another program (mount.ErrDeviceBusy), or "".
+func busyEvent(t *testing.T, data, n, dev string) string {
+	t.Helper()
+	out, err := run(t, data, "describe", "node", n)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[1] == "Warning" && f[2] == "FailedMount" && f[3] == n &&
+			strings.Contains(line, dev+" is in use by another program") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 // loopUp starts `tether up --cloud loop` with two nodes on data, with bin

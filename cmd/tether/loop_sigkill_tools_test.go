@@ -26,10 +26,12 @@ import (
 // run records that it started (waitStarted) and blocks until released
 // (release), runs the real tool with its output to a file, and records
 // its exit status. A closed FIFO (the test's cleanup) makes a blocked
-// wrapper exit 99 without running the tool.
+// wrapper exit 99 without running the tool. A logged run that starts
+// while the test says it holds the device (markHeld) is marked so in the
+// log (heldMark).
 type stageTools struct {
 	t    *testing.T
-	dir  string   // armed, claimed, started, release (the FIFO), orphan.log, done, calls
+	dir  string   // armed, claimed, started, release (the FIFO), orphan.log, done, calls, held
 	bin  string   // the wrappers
 	fifo *os.File // held open read-write: a wrapper's read blocks until a line comes
 }
@@ -45,11 +47,17 @@ if [ "$(cat "$d/armed" 2>/dev/null)" = '%[1]s' ] && mv "$d/armed" "$d/claimed" 2
 	echo "$rc" >"$d/done.tmp" && mv "$d/done.tmp" "$d/done"
 	exit "$rc"
 fi
+h=
+[ -e "$d/held" ] && h='%[4]s'
 '%[3]s' "$@"
 rc=$?
-echo "%[1]s $* => $rc" >>"$d/calls"
+echo "%[1]s $* => $rc$h" >>"$d/calls"
 exit "$rc"
 `
+
+// heldMark ends the logged call of a run that started while the test
+// held the device (stageTools.markHeld).
+const heldMark = " (started while held)"
 
 func newStageTools(t *testing.T, dir string, names ...string) *stageTools {
 	t.Helper()
@@ -59,7 +67,7 @@ func newStageTools(t *testing.T, dir string, names ...string) *stageTools {
 	}
 	for _, name := range names {
 		path := realTool(t, name)
-		script := fmt.Sprintf(wrapperScript, name, dir, path)
+		script := fmt.Sprintf(wrapperScript, name, dir, path, heldMark)
 		if err := os.WriteFile(filepath.Join(s.bin, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -151,8 +159,32 @@ func (s *stageTools) release(limit time.Duration) int {
 	return rc
 }
 
+// markHeld makes the runs that start from now on, until the returned
+// function (or the test's end) is called, marked in the log with
+// heldMark. Call it once the device is held, and unmark before letting
+// go: a run so marked certainly started while the device was held.
+func (s *stageTools) markHeld() func() {
+	s.t.Helper()
+	held := filepath.Join(s.dir, "held")
+	if err := os.WriteFile(held, nil, 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	var once sync.Once
+	unmark := func() {
+		once.Do(func() {
+			if err := os.Remove(held); err != nil {
+				s.t.Error(err)
+			}
+		})
+	}
+	s.t.Cleanup(unmark)
+	return unmark
+}
+
 // calls lists the runs of the tools that were not armed, in order: the
-// tool, its arguments, "=>", its exit status.
+// tool, its arguments, "=>", its exit status, and heldMark if it started
+// while the device was held (markHeld). A run is listed once it has
+// ended.
 func (s *stageTools) calls() []string {
 	s.t.Helper()
 	b, err := os.ReadFile(filepath.Join(s.dir, "calls"))
