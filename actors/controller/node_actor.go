@@ -239,9 +239,10 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 }
 
 // readOnlyMany returns which of the volumes that workloads ws use
-// without asking for read-only are ReadOnlyMany. It reads each once, or
-// for bulkTell of them or more all volumes at once (on etcd every read
-// is a round trip). A volume's mode is fixed when it is created, and a
+// without asking for read-only are ReadOnlyMany, reading each once. Never
+// all volumes at once: this runs for every node on every change told to
+// its agent, and a read of the whole fleet per node made a fleet's
+// applies quadratic. A volume's mode is fixed when it is created, and a
 // volume that workloads use cannot be deleted, so what it reads holds for
 // the workloads read before it.
 func readOnlyMany(st store.Store, ws []store.Workload) (map[cloud.VolumeID]bool, error) {
@@ -254,18 +255,6 @@ func readOnlyMany(st store.Store, ws []store.Workload) (map[cloud.VolumeID]bool,
 		}
 	}
 	rox := map[cloud.VolumeID]bool{}
-	if len(ask.list) >= bulkTell {
-		vols, err := st.Volumes()
-		if err != nil {
-			return nil, err
-		}
-		for _, v := range vols {
-			if ask.seen[v.ID] && v.Mode == cloud.MultiNode && v.ReadOnly {
-				rox[v.ID] = true
-			}
-		}
-		return rox, nil
-	}
 	for _, id := range ask.list {
 		v, _, err := st.Volume(id)
 		if err != nil {
