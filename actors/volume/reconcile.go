@@ -72,7 +72,7 @@ func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
 // NotReady and the detach requested for at least MaxWaitForUnmount. When
 // waiting on that deadline it returns it as wake.
 func (v *Volume) detachAllowed(now time.Time, n NodeName, a *Attachment) (force string, ok bool, wake time.Time) {
-	info := v.nodes[n]
+	info := v.nodes.get(n)
 	switch {
 	case !info.InUse || v.cfg.BreakIgnoreInUse:
 		return "", true, time.Time{}

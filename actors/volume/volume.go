@@ -2,7 +2,6 @@ package volume
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -33,7 +32,7 @@ type Volume struct {
 	restored bool
 	desired  []NodeName
 	att      map[NodeName]*Attachment
-	nodes    map[NodeName]NodeInfo
+	nodes    nodeInfos
 	backoffs map[opKey]*backoff.Backoff
 	// multiAttach remembers the nodes told about a Multi-Attach refusal, so
 	// that the event is recorded once per volume and node.
@@ -291,15 +290,54 @@ func (v *Volume) ready(now time.Time, n NodeName, k opKind) (bool, time.Time) {
 
 // setNode records what a node reports; nodes that report nothing of
 // interest are forgotten.
-func (v *Volume) setNode(n NodeName, info NodeInfo) {
-	if info == (NodeInfo{}) {
-		delete(v.nodes, n)
-		return
+func (v *Volume) setNode(n NodeName, info NodeInfo) { v.nodes.set(n, info) }
+
+// nodeInfos is what the volume knows of each node, a small slice: a volume
+// hears of one node or two, and a map cost ~450 bytes of heap per volume.
+type nodeInfos []nodeInfo
+
+type nodeInfo struct {
+	node NodeName
+	info NodeInfo
+}
+
+// get returns what is known of n (zero: nothing).
+func (ns nodeInfos) get(n NodeName) NodeInfo {
+	for _, e := range ns {
+		if e.node == n {
+			return e.info
+		}
 	}
-	if v.nodes == nil {
-		v.nodes = map[NodeName]NodeInfo{}
+	return NodeInfo{}
+}
+
+// set records info for n; zero info forgets n.
+func (ns *nodeInfos) set(n NodeName, info NodeInfo) {
+	for i, e := range *ns {
+		if e.node == n {
+			if info == (NodeInfo{}) {
+				*ns = slices.Delete(*ns, i, i+1)
+			} else {
+				(*ns)[i].info = info
+			}
+			return
+		}
 	}
-	v.nodes[n] = info
+	if info != (NodeInfo{}) {
+		*ns = append(*ns, nodeInfo{n, info})
+	}
+}
+
+// toMap is a copy as a map (nil when empty).
+func (ns nodeInfos) toMap() map[NodeName]NodeInfo {
+	if len(ns) == 0 {
+		return nil
+	}
+	m := make(map[NodeName]NodeInfo, len(ns))
+	for _, e := range ns {
+		m[e.node] = e.info
+	}
+	return m
 }
 
 func (v *Volume) set(a *Attachment, s State, now time.Time) {
@@ -333,7 +371,7 @@ func (v *Volume) Status() Status {
 	for n, a := range v.att {
 		st.Attachments[n] = *a
 	}
-	st.Nodes = maps.Clone(v.nodes)
+	st.Nodes = v.nodes.toMap()
 	return st
 }
 
