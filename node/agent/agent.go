@@ -27,7 +27,7 @@ type opKey struct {
 }
 
 type desiredWorkload struct {
-	uses     map[VolumeID]bool // volume -> read-only
+	uses     []Use // by volume, each once (a slice: a map per workload cost ~250 bytes of heap per volume at rest)
 	since    time.Time
 	timedOut bool
 }
@@ -145,10 +145,7 @@ func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
 		if d == nil {
 			d = &desiredWorkload{since: now}
 		}
-		d.uses = map[VolumeID]bool{}
-		for _, u := range w.Volumes {
-			d.uses[u.Volume] = u.ReadOnly
-		}
+		d.uses = usesOf(w.Volumes)
 		next[w.UID] = d
 	}
 	a.desired = next
@@ -210,6 +207,21 @@ func coalesce(effs []Effect) []Effect {
 	return clock.KeepEarliest(effs,
 		func(e Effect) (time.Time, bool) { w, ok := e.(WakeAt); return w.At, ok },
 		func(t time.Time) Effect { return WakeAt{At: t} })
+}
+
+// usesOf is a workload's uses sorted by volume, each volume once: the last
+// use of a volume named twice says whether it is read-only.
+func usesOf(in []Use) []Use {
+	out := make([]Use, 0, len(in))
+	for _, u := range in {
+		if i := slices.IndexFunc(out, func(o Use) bool { return o.Volume == u.Volume }); i >= 0 {
+			out[i].ReadOnly = u.ReadOnly
+			continue
+		}
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b Use) int { return strings.Compare(string(a.Volume), string(b.Volume)) })
+	return slices.Clip(out)
 }
 
 func sortedVols[T any](m map[VolumeID]T) []VolumeID {

@@ -50,11 +50,11 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 func (a *Agent) wantedBy() map[VolumeID]map[string]bool {
 	out := map[VolumeID]map[string]bool{}
 	for uid, d := range a.desired {
-		for v, ro := range d.uses {
-			if out[v] == nil {
-				out[v] = map[string]bool{}
+		for _, u := range d.uses {
+			if out[u.Volume] == nil {
+				out[u.Volume] = map[string]bool{}
 			}
-			out[v][uid] = ro
+			out[u.Volume][uid] = u.ReadOnly
 		}
 	}
 	return out
@@ -146,7 +146,8 @@ func (a *Agent) timeouts(now time.Time) []Effect {
 	for _, uid := range sortedStrings(boolKeys(a.desired)) {
 		d := a.desired[uid]
 		var unattached, unmounted []VolumeID
-		for _, v := range sortedVols(d.uses) {
+		for _, u := range d.uses {
+			v := u.Volume
 			if _, ok := a.attached[v]; !ok {
 				unattached = append(unattached, v)
 			}
