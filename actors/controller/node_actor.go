@@ -134,11 +134,11 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 }
 
 func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
-	before := a.core.Status()
+	before := a.core.Ready()
 	a.runAll(ctx, a.core.Step(a.env.clock.Now(), ev))
-	after := a.core.Status()
-	if before.Ready != after.Ready {
-		if after.Ready {
+	after := a.core.Ready()
+	if before != after {
+		if after {
 			a.env.record(a.ref, "NodeReady", string(a.name), false, fmt.Sprintf("node %q is Ready", a.name))
 		} else {
 			a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
@@ -169,7 +169,7 @@ func (a *nodeActor) runEffect(ctx actor.Context, eff nodestatus.Effect) {
 }
 
 func (a *nodeActor) status() *messages.NodeStatus {
-	st := a.core.Status()
+	st := a.core.View()
 	out := &messages.NodeStatus{Node: string(a.name), Ready: st.Ready, NotReadySinceUnixNano: toNanos(st.NotReadySince),
 		OutOfService: st.OutOfService, LastHeartbeatUnixNano: toNanos(a.core.LastHeartbeat()), ObjectUid: a.ref.UID}
 	for _, v := range sortedKeys(st.VolumesAttached) {
@@ -189,7 +189,7 @@ func (a *nodeActor) pushStatus(ctx actor.Context) {
 	if pid == nil {
 		return // distributed mode, agent not heard from yet: it gets everything when it is
 	}
-	a.env.guard.Send(pid, &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.Status().InUseSeq})
+	a.env.guard.Send(pid, &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.View().InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.

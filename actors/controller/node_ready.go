@@ -26,7 +26,7 @@ func (a *nodeActor) notReadyMessage() string {
 // say hello before anybody is warned. A Ready
 // node forgets whom it told.
 func (a *nodeActor) warnWorkloads() {
-	if a.core.Status().Ready {
+	if a.core.Ready() {
 		a.warned, a.told = nil, false
 		return
 	}

@@ -89,9 +89,9 @@ func (n *nodeSim) receive(_ addr, msg any) {
 
 // step steps the core and carries out the effects.
 func (n *nodeSim) step(ev nodestatus.Event) {
-	before := n.core.Status().Ready
+	before := n.core.Ready()
 	n.runAll(n.core.Step(n.w.now, ev))
-	if after := n.core.Status().Ready; after != before {
+	if after := n.core.Ready(); after != before {
 		n.w.tracef("%s ready=%v", n.addr(), after)
 	}
 }
