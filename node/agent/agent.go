@@ -39,6 +39,7 @@ type Agent struct {
 	desiredKnown bool
 	statusKnown  bool
 	desired      map[string]*desiredWorkload
+	wanted       map[VolumeID]map[string]bool // wantedBy's answer for desired; nil: not computed yet
 	attached     map[VolumeID]string
 	inUseAcked   map[VolumeID]bool
 	stages       map[VolumeID]MountState
@@ -148,7 +149,7 @@ func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
 		d.uses = usesOf(w.Volumes)
 		next[w.UID] = d
 	}
-	a.desired = next
+	a.desired, a.wanted = next, nil
 }
 
 func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {

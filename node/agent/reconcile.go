@@ -47,7 +47,12 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 }
 
 // wantedBy maps each wanted volume to its workloads (uid -> read-only).
+// It is kept until the desired state changes (it was built again on every
+// step: a fifth of a fleet start's garbage); callers only read it.
 func (a *Agent) wantedBy() map[VolumeID]map[string]bool {
+	if a.wanted != nil {
+		return a.wanted
+	}
 	out := map[VolumeID]map[string]bool{}
 	for uid, d := range a.desired {
 		for _, u := range d.uses {
@@ -57,6 +62,7 @@ func (a *Agent) wantedBy() map[VolumeID]map[string]bool {
 			out[u.Volume][uid] = u.ReadOnly
 		}
 	}
+	a.wanted = out
 	return out
 }
 
