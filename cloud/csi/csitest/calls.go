@@ -3,6 +3,8 @@ package csitest
 import (
 	"fmt"
 	"slices"
+
+	spec "github.com/container-storage-interface/spec/lib/go/csi"
 )
 
 // Call is one call about a volume that the driver received, as it came
@@ -16,6 +18,12 @@ type Call struct {
 	// Path is the staging path (NodeStageVolume, NodeUnstageVolume) or
 	// the target path (NodePublishVolume, NodeUnpublishVolume).
 	Path string
+	// Mode is the access mode of the request's volume capability (the
+	// first one of ValidateVolumeCapabilities'), UNKNOWN if it has none.
+	Mode spec.VolumeCapability_AccessMode_Mode
+	// ReadOnly is the request's readonly (ControllerPublishVolume,
+	// NodePublishVolume).
+	ReadOnly bool
 }
 
 func (c Call) String() string {
@@ -26,14 +34,25 @@ func (c Call) String() string {
 	if c.Path != "" {
 		s += " at " + c.Path
 	}
+	if c.Mode != spec.VolumeCapability_AccessMode_UNKNOWN {
+		s += " " + c.Mode.String()
+	}
+	if c.ReadOnly {
+		s += " readonly"
+	}
 	return s
 }
 
 // record logs a call; handlers call it first, before Before.
-func (d *Driver) record(method, vol, node, path string) {
+func (d *Driver) record(c Call) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.calls = append(d.calls, Call{Method: method, Volume: vol, Node: node, Path: path})
+	d.calls = append(d.calls, c)
+}
+
+// modeOf is the access mode of capability c, UNKNOWN if there is none.
+func modeOf(c *spec.VolumeCapability) spec.VolumeCapability_AccessMode_Mode {
+	return c.GetAccessMode().GetMode()
 }
 
 // Calls lists the calls about volumes received so far, in order:

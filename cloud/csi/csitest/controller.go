@@ -28,7 +28,7 @@ func (s controller) ControllerGetCapabilities(ctx context.Context, _ *spec.Contr
 		typ spec.ControllerServiceCapability_RPC_Type
 	}{
 		{!c.NoPublish, spec.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME},
-		{!c.NoPublish, spec.ControllerServiceCapability_RPC_PUBLISH_READONLY},
+		{!c.NoPublish && !c.NoPublishReadOnly, spec.ControllerServiceCapability_RPC_PUBLISH_READONLY},
 		{c.List, spec.ControllerServiceCapability_RPC_LIST_VOLUMES},
 		{c.List && c.ListPublished, spec.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES},
 		{c.GetVolume, spec.ControllerServiceCapability_RPC_GET_VOLUME},
@@ -46,7 +46,7 @@ func (s controller) ControllerGetCapabilities(ctx context.Context, _ *spec.Contr
 }
 
 func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequest) (*spec.CreateVolumeResponse, error) {
-	s.d.record("CreateVolume", req.GetName(), "", "")
+	s.d.record(Call{Method: "CreateVolume", Volume: req.GetName()})
 	if err := s.d.before(ctx, "CreateVolume"); err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequ
 }
 
 func (s controller) DeleteVolume(ctx context.Context, req *spec.DeleteVolumeRequest) (*spec.DeleteVolumeResponse, error) {
-	s.d.record("DeleteVolume", req.GetVolumeId(), "", "")
+	s.d.record(Call{Method: "DeleteVolume", Volume: req.GetVolumeId()})
 	if err := s.d.before(ctx, "DeleteVolume"); err != nil {
 		return nil, err
 	}
@@ -105,7 +105,11 @@ func (s controller) DeleteVolume(ctx context.Context, req *spec.DeleteVolumeRequ
 }
 
 func (s controller) ValidateVolumeCapabilities(ctx context.Context, req *spec.ValidateVolumeCapabilitiesRequest) (*spec.ValidateVolumeCapabilitiesResponse, error) {
-	s.d.record("ValidateVolumeCapabilities", req.GetVolumeId(), "", "")
+	var mode spec.VolumeCapability_AccessMode_Mode
+	if cs := req.GetVolumeCapabilities(); len(cs) > 0 {
+		mode = modeOf(cs[0])
+	}
+	s.d.record(Call{Method: "ValidateVolumeCapabilities", Volume: req.GetVolumeId(), Mode: mode})
 	if err := s.d.before(ctx, "ValidateVolumeCapabilities"); err != nil {
 		return nil, err
 	}
@@ -120,8 +124,22 @@ func (s controller) ValidateVolumeCapabilities(ctx context.Context, req *spec.Va
 	if s.d.vols[req.GetVolumeId()] == nil {
 		return nil, status.Errorf(codes.NotFound, "no volume %s", req.GetVolumeId())
 	}
+	for _, c := range req.GetVolumeCapabilities() {
+		if err := s.d.supports(c); err != nil {
+			return &spec.ValidateVolumeCapabilitiesResponse{Message: status.Convert(err).Message()}, nil
+		}
+	}
 	return &spec.ValidateVolumeCapabilitiesResponse{Confirmed: &spec.ValidateVolumeCapabilitiesResponse_Confirmed{
 		VolumeCapabilities: req.GetVolumeCapabilities()}}, nil
+}
+
+// supports fails (INVALID_ARGUMENT) if capability c's access mode is one
+// of Config.Unsupported.
+func (d *Driver) supports(c *spec.VolumeCapability) error {
+	if m := modeOf(c); slices.Contains(d.cfg.Unsupported, m) {
+		return status.Errorf(codes.InvalidArgument, "access mode %s is not supported", m)
+	}
+	return nil
 }
 
 // singleNode reports whether mode allows one node only.
@@ -153,7 +171,8 @@ func (d *Driver) publishContext(v *volume, node string) map[string]string {
 }
 
 func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.ControllerPublishVolumeRequest) (*spec.ControllerPublishVolumeResponse, error) {
-	s.d.record("ControllerPublishVolume", req.GetVolumeId(), req.GetNodeId(), "")
+	s.d.record(Call{Method: "ControllerPublishVolume", Volume: req.GetVolumeId(), Node: req.GetNodeId(),
+		Mode: modeOf(req.GetVolumeCapability()), ReadOnly: req.GetReadonly()})
 	if err := s.d.before(ctx, "ControllerPublishVolume"); err != nil {
 		return nil, err
 	}
@@ -164,6 +183,11 @@ func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.Contr
 		return nil, status.Error(codes.InvalidArgument, "node ID missing")
 	case req.GetVolumeCapability() == nil:
 		return nil, status.Error(codes.InvalidArgument, "volume capability missing")
+	case req.GetReadonly() && s.d.cfg.NoPublishReadOnly:
+		return nil, status.Error(codes.InvalidArgument, "readonly set, but PUBLISH_READONLY is not offered")
+	}
+	if err := s.d.supports(req.GetVolumeCapability()); err != nil {
+		return nil, err
 	}
 	d, node, mode := s.d, req.GetNodeId(), req.GetVolumeCapability().GetAccessMode().GetMode()
 	d.mu.Lock()
@@ -205,7 +229,7 @@ func (d *Driver) count(node string) int64 {
 }
 
 func (s controller) ControllerUnpublishVolume(ctx context.Context, req *spec.ControllerUnpublishVolumeRequest) (*spec.ControllerUnpublishVolumeResponse, error) {
-	s.d.record("ControllerUnpublishVolume", req.GetVolumeId(), req.GetNodeId(), "")
+	s.d.record(Call{Method: "ControllerUnpublishVolume", Volume: req.GetVolumeId(), Node: req.GetNodeId()})
 	if err := s.d.before(ctx, "ControllerUnpublishVolume"); err != nil {
 		return nil, err
 	}
@@ -270,7 +294,7 @@ func (s controller) ListVolumes(ctx context.Context, req *spec.ListVolumesReques
 }
 
 func (s controller) ControllerGetVolume(ctx context.Context, req *spec.ControllerGetVolumeRequest) (*spec.ControllerGetVolumeResponse, error) {
-	s.d.record("ControllerGetVolume", req.GetVolumeId(), "", "")
+	s.d.record(Call{Method: "ControllerGetVolume", Volume: req.GetVolumeId()})
 	if err := s.d.before(ctx, "ControllerGetVolume"); err != nil {
 		return nil, err
 	}

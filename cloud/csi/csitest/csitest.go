@@ -41,6 +41,14 @@ type Config struct {
 	NoController bool
 	// NoPublish: the controller lacks PUBLISH_UNPUBLISH_VOLUME.
 	NoPublish bool
+	// NoPublishReadOnly: the controller lacks PUBLISH_READONLY, and
+	// refuses a ControllerPublishVolume with readonly (INVALID_ARGUMENT).
+	NoPublishReadOnly bool
+	// Unsupported are access modes the driver does not support:
+	// ValidateVolumeCapabilities does not confirm them, saying so, and
+	// ControllerPublishVolume, NodeStageVolume and NodePublishVolume
+	// refuse them (INVALID_ARGUMENT).
+	Unsupported []spec.VolumeCapability_AccessMode_Mode
 	// List: LIST_VOLUMES; ListPublished adds LIST_VOLUMES_PUBLISHED_NODES.
 	List, ListPublished bool
 	// GetVolume: GET_VOLUME (ControllerGetVolume).

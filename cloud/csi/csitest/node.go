@@ -61,7 +61,8 @@ func isDir(path string) bool {
 }
 
 func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequest) (*spec.NodeStageVolumeResponse, error) {
-	s.d.record("NodeStageVolume", req.GetVolumeId(), s.id, req.GetStagingTargetPath())
+	s.d.record(Call{Method: "NodeStageVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetStagingTargetPath(),
+		Mode: modeOf(req.GetVolumeCapability())})
 	if err := s.d.before(ctx, "NodeStageVolume"); err != nil {
 		return nil, err
 	}
@@ -74,6 +75,9 @@ func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequ
 		return nil, status.Error(codes.InvalidArgument, "staging target path missing")
 	case req.GetVolumeCapability() == nil:
 		return nil, status.Error(codes.InvalidArgument, "volume capability missing")
+	}
+	if err := s.d.supports(req.GetVolumeCapability()); err != nil {
+		return nil, err
 	}
 	d := s.d
 	d.mu.Lock()
@@ -97,7 +101,7 @@ func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequ
 }
 
 func (s node) NodeUnstageVolume(ctx context.Context, req *spec.NodeUnstageVolumeRequest) (*spec.NodeUnstageVolumeResponse, error) {
-	s.d.record("NodeUnstageVolume", req.GetVolumeId(), s.id, req.GetStagingTargetPath())
+	s.d.record(Call{Method: "NodeUnstageVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetStagingTargetPath()})
 	if err := s.d.before(ctx, "NodeUnstageVolume"); err != nil {
 		return nil, err
 	}
@@ -121,7 +125,8 @@ func (s node) NodeUnstageVolume(ctx context.Context, req *spec.NodeUnstageVolume
 }
 
 func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolumeRequest) (*spec.NodePublishVolumeResponse, error) {
-	s.d.record("NodePublishVolume", req.GetVolumeId(), s.id, req.GetTargetPath())
+	s.d.record(Call{Method: "NodePublishVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetTargetPath(),
+		Mode: modeOf(req.GetVolumeCapability()), ReadOnly: req.GetReadonly()})
 	if err := s.d.before(ctx, "NodePublishVolume"); err != nil {
 		return nil, err
 	}
@@ -132,6 +137,9 @@ func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolume
 		return nil, status.Error(codes.InvalidArgument, "target path missing")
 	case req.GetVolumeCapability() == nil:
 		return nil, status.Error(codes.InvalidArgument, "volume capability missing")
+	}
+	if err := s.d.supports(req.GetVolumeCapability()); err != nil {
+		return nil, err
 	}
 	d, target := s.d, req.GetTargetPath()
 	d.mu.Lock()
@@ -169,7 +177,7 @@ func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolume
 }
 
 func (s node) NodeUnpublishVolume(ctx context.Context, req *spec.NodeUnpublishVolumeRequest) (*spec.NodeUnpublishVolumeResponse, error) {
-	s.d.record("NodeUnpublishVolume", req.GetVolumeId(), s.id, req.GetTargetPath())
+	s.d.record(Call{Method: "NodeUnpublishVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetTargetPath()})
 	if err := s.d.before(ctx, "NodeUnpublishVolume"); err != nil {
 		return nil, err
 	}
