@@ -130,7 +130,7 @@ func openCSI(dataDir string, cfg CSIConfig, name cloud.NodeName) (a *csiAccount,
 	a.id = a.node.ID()
 	a.p, err = cloudcsi.Dial(ctx, cfg.ControllerSocket,
 		cloudcsi.WithNodeIDs(map[cloud.NodeName]cloud.InstanceID{name: a.id}),
-		cloudcsi.WithAccessModes(a.modeOf), cloudcsi.WithVolumes(a.volumeIDs))
+		cloudcsi.WithAccessModes(a.accessOf), cloudcsi.WithVolumes(a.volumeIDs))
 	if err != nil {
 		return nil, "", errors.Join(fmt.Errorf("csi controller plugin at %s: %w", cfg.ControllerSocket, err), a.node.Close())
 	}
@@ -203,18 +203,20 @@ func (a *csiAccount) writeLocked(next csiState) error {
 // access modes and the list of tether's volumes come from it.
 func (a *csiAccount) useStore(st store.Store) { a.store.Store(&storeRef{st}) }
 
-// modeOf is a volume's access mode as tether's store has it; a volume
-// the store does not have is exclusive (the safer capability).
-func (a *csiAccount) modeOf(_ context.Context, vol cloud.VolumeID) (cloud.AccessMode, error) {
+// accessOf is how a volume is used as tether's store has it: its access
+// mode and whether it is ReadOnlyMany (the driver is asked for
+// MULTI_NODE_READER_ONLY then); a volume the store does not have is
+// exclusive (the safer capability).
+func (a *csiAccount) accessOf(_ context.Context, vol cloud.VolumeID) (cloudcsi.Access, error) {
 	ref := a.store.Load()
 	if ref == nil {
-		return 0, errors.New("the store is not open yet")
+		return cloudcsi.Access{}, errors.New("the store is not open yet")
 	}
 	spec, ok, err := ref.Volume(vol)
 	if err != nil || !ok {
-		return cloud.Exclusive, err
+		return cloudcsi.Access{Mode: cloud.Exclusive}, err
 	}
-	return spec.Mode, nil
+	return cloudcsi.Access{Mode: spec.Mode, ReadOnly: spec.ReadOnly}, nil
 }
 
 // volumeIDs lists tether's volumes (a driver without
@@ -279,7 +281,7 @@ func (a *csiAccount) mounter(root string, timeout time.Duration) (*nodecsi.Mount
 	if err != nil {
 		return nil, err
 	}
-	return nodecsi.NewMounter(a.node, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.modeOf, Timeout: timeout})
+	return nodecsi.NewMounter(a.node, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.accessOf, Timeout: timeout})
 }
 
 // describe is what tether up prints about the driver.

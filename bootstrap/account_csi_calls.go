@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/cloud"
+	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/cloud/sim"
 )
 
@@ -165,14 +166,15 @@ func (a *csiAccount) Delete(inst cloud.InstanceID) error {
 }
 
 // validate checks that the driver has each volume and confirms its
-// mode's capability; nothing is created. A refusal wraps
+// mode's capability (MULTI_NODE_READER_ONLY for a ReadOnlyMany one);
+// nothing is created. A refusal wraps
 // controller.ErrInvalid and says what to do.
 func (a *csiAccount) validate(vols []sim.VolumeSpec) error {
 	ctx, cancel := context.WithTimeout(context.Background(), csiCallTimeout)
 	defer cancel()
 	driver := a.p.Plugin().Name
 	for _, v := range vols {
-		err := a.p.Validate(ctx, v.ID, v.Mode)
+		err := a.p.Validate(ctx, v.ID, cloudcsi.Access{Mode: v.Mode, ReadOnly: v.ReadOnly})
 		switch cloud.Classify(err) {
 		case cloud.KindNone:
 		case cloud.KindNotFound:

@@ -58,21 +58,46 @@ func PublishContext(device string) (map[string]string, error) {
 	return pc, nil
 }
 
-// Capability is the volume capability tether asks for a volume of mode:
-// mount access with file system fsType (DefaultFsType if empty);
-// SINGLE_NODE_WRITER for cloud.Exclusive, MULTI_NODE_MULTI_WRITER for
-// cloud.MultiNode. The controller (ControllerPublishVolume) and the node
+// Access is how tether uses a volume, which decides the capability it
+// asks of the driver: the volume's access mode and whether it is
+// ReadOnlyMany (tether's store.VolumeSpec Mode and ReadOnly). ReadOnly
+// means something only with cloud.MultiNode, as in tether's store.
+type Access struct {
+	Mode     cloud.AccessMode
+	ReadOnly bool
+}
+
+// ReadOnlyMany reports whether a is ReadOnlyMany: cloud.MultiNode and
+// read-only. Such a volume is published read-only everywhere.
+func (a Access) ReadOnlyMany() bool { return a.Mode == cloud.MultiNode && a.ReadOnly }
+
+// AccessMode is a's CSI access mode: SINGLE_NODE_WRITER for
+// cloud.Exclusive (ReadWriteOnce), MULTI_NODE_READER_ONLY for
+// ReadOnlyMany, MULTI_NODE_MULTI_WRITER for ReadWriteMany.
+func (a Access) AccessMode() spec.VolumeCapability_AccessMode_Mode {
+	switch {
+	case a.ReadOnlyMany():
+		return spec.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	case a.Mode == cloud.MultiNode:
+		return spec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
+	}
+	return spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
+}
+
+// String is a's CSI access mode ("MULTI_NODE_READER_ONLY").
+func (a Access) String() string { return a.AccessMode().String() }
+
+// Capability is the volume capability tether asks for a volume used as a:
+// mount access with file system fsType (DefaultFsType if empty), and a's
+// access mode (Access.AccessMode). The controller
+// (ValidateVolumeCapabilities, ControllerPublishVolume) and the node
 // (NodeStageVolume, NodePublishVolume) must ask for the same one.
-func Capability(mode cloud.AccessMode, fsType string) *spec.VolumeCapability {
+func Capability(a Access, fsType string) *spec.VolumeCapability {
 	if fsType == "" {
 		fsType = DefaultFsType
 	}
-	m := spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
-	if mode == cloud.MultiNode {
-		m = spec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
-	}
 	return &spec.VolumeCapability{
 		AccessType: &spec.VolumeCapability_Mount{Mount: &spec.VolumeCapability_MountVolume{FsType: fsType}},
-		AccessMode: &spec.VolumeCapability_AccessMode{Mode: m},
+		AccessMode: &spec.VolumeCapability_AccessMode{Mode: a.AccessMode()},
 	}
 }

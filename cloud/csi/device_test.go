@@ -47,20 +47,28 @@ func TestPublishContextRefuses(t *testing.T) {
 	}
 }
 
+// ReadWriteOnce is SINGLE_NODE_WRITER, ReadWriteMany
+// MULTI_NODE_MULTI_WRITER, ReadOnlyMany MULTI_NODE_READER_ONLY; read-only
+// means nothing for an exclusive volume (tether has no such mode).
 func TestCapability(t *testing.T) {
 	for _, tc := range []struct {
-		mode   cloud.AccessMode
+		a      Access
 		fs     string
 		want   spec.VolumeCapability_AccessMode_Mode
 		wantFs string
 	}{
-		{cloud.Exclusive, "", spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4"},
-		{cloud.MultiNode, "", spec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "ext4"},
-		{cloud.Exclusive, "xfs", spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "xfs"},
+		{Access{Mode: cloud.Exclusive}, "", spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4"},
+		{Access{Mode: cloud.MultiNode}, "", spec.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER, "ext4"},
+		{Access{Mode: cloud.MultiNode, ReadOnly: true}, "", spec.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY, "ext4"},
+		{Access{Mode: cloud.Exclusive, ReadOnly: true}, "", spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "ext4"},
+		{Access{Mode: cloud.Exclusive}, "xfs", spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, "xfs"},
 	} {
-		c := Capability(tc.mode, tc.fs)
+		c := Capability(tc.a, tc.fs)
 		if c.GetAccessMode().GetMode() != tc.want || c.GetMount().GetFsType() != tc.wantFs {
-			t.Errorf("Capability(%v, %q) = %v", tc.mode, tc.fs, c)
+			t.Errorf("Capability(%+v, %q) = %v", tc.a, tc.fs, c)
+		}
+		if tc.a.ReadOnlyMany() != (tc.want == spec.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY) {
+			t.Errorf("%+v: ReadOnlyMany() = %v", tc.a, tc.a.ReadOnlyMany())
 		}
 	}
 }

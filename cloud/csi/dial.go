@@ -20,7 +20,7 @@ type Option func(*config)
 type config struct {
 	batch      int
 	fsType     string
-	mode       func(context.Context, cloud.VolumeID) (cloud.AccessMode, error)
+	access     func(context.Context, cloud.VolumeID) (Access, error)
 	volumes    func(context.Context) ([]cloud.VolumeID, error)
 	nodeIDs    map[cloud.NodeName]cloud.InstanceID
 	probeEvery time.Duration
@@ -39,11 +39,12 @@ func WithBatchSize(n int) Option {
 // the node side must use the same.
 func WithFsType(fsType string) Option { return func(c *config) { c.fsType = fsType } }
 
-// WithAccessModes tells Attach each volume's access mode (tether's store
-// knows them). Without it every volume is cloud.Exclusive. An error from
-// it fails the Attach, retryably, with nothing sent.
-func WithAccessModes(mode func(context.Context, cloud.VolumeID) (cloud.AccessMode, error)) Option {
-	return func(c *config) { c.mode = mode }
+// WithAccessModes tells Attach how each volume is used (tether's store
+// knows: its access mode and whether it is ReadOnlyMany). Without it
+// every volume is cloud.Exclusive. An error from it fails the Attach,
+// retryably, with nothing sent.
+func WithAccessModes(access func(context.Context, cloud.VolumeID) (Access, error)) Option {
+	return func(c *config) { c.access = access }
 }
 
 // WithVolumes lists the volumes tether manages (its store's). Only a
@@ -96,7 +97,8 @@ func (v Verification) String() string {
 // CONTROLLER_SERVICE, its controller PUBLISH_UNPUBLISH_VOLUME, and a way
 // to verify attachments (LIST_VOLUMES with LIST_VOLUMES_PUBLISHED_NODES,
 // preferred, or GET_VOLUME). Anything missing is a clear error, and the
-// connection is closed.
+// connection is closed. Whether it offers PUBLISH_READONLY is noted
+// (Attach).
 func Dial(ctx context.Context, socket string, opts ...Option) (*Provider, error) {
 	cfg := config{batch: DefaultBatchSize, fsType: DefaultFsType, nodeIDs: map[cloud.NodeName]cloud.InstanceID{}}
 	for _, o := range opts {
@@ -148,7 +150,8 @@ func newProvider(ctx context.Context, conn *grpc.ClientConn, plugin Plugin, cfg 
 	}
 	return &Provider{
 		cfg: cfg, conn: conn, ctl: ctl, plugin: plugin, verify: v,
-		nodes:   cfg.nodeIDs,
-		devices: map[cloud.VolumeID]map[cloud.InstanceID]string{},
+		publishReadOnly: has[spec.ControllerServiceCapability_RPC_PUBLISH_READONLY],
+		nodes:           cfg.nodeIDs,
+		devices:         map[cloud.VolumeID]map[cloud.InstanceID]string{},
 	}, nil
 }

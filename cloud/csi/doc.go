@@ -23,9 +23,12 @@
 //
 // # Attach and the device path
 //
-// Attach is ControllerPublishVolume (read-write, with the volume's
-// capability: Capability of its access mode, which WithAccessModes looks
-// up, cloud.Exclusive by default). tether carries one string, the device
+// Attach is ControllerPublishVolume with the volume's capability:
+// Capability of its Access, which WithAccessModes looks up
+// (cloud.Exclusive by default): SINGLE_NODE_WRITER for ReadWriteOnce,
+// MULTI_NODE_MULTI_WRITER for ReadWriteMany, MULTI_NODE_READER_ONLY for
+// ReadOnlyMany, which is also published read-only (readonly true, where
+// the driver offers PUBLISH_READONLY); the others read-write. tether carries one string, the device
 // path, from the controller to the node agent, and the node plugin needs
 // the whole publish context (a device path is at most one driver-chosen
 // key of it), so the device path IS the publish context: DevicePrefix and
@@ -42,8 +45,8 @@
 //
 // The Provider never creates or deletes a volume: they are the driver's.
 // Validate (ValidateVolumeCapabilities) tells whether the driver has a
-// volume and confirms the capability of an access mode, for a wiring
-// that checks a volume before it takes it on.
+// volume and confirms the capability of an Access, for a wiring that
+// checks a volume before it takes it on.
 //
 // # Verification
 //

@@ -23,6 +23,9 @@ type Provider struct {
 	ctl    spec.ControllerClient
 	plugin Plugin
 	verify Verification
+	// publishReadOnly: the controller offers PUBLISH_READONLY, without
+	// which the spec has ControllerPublishVolume's readonly false.
+	publishReadOnly bool
 
 	mu      sync.Mutex
 	nodes   map[cloud.NodeName]cloud.InstanceID
@@ -103,22 +106,26 @@ func (p *Provider) live(insts []cloud.InstanceID) map[cloud.InstanceID]bool {
 
 // Attach implements cloud.Provider: ControllerPublishVolume of vol to the
 // node inst with the volume's capability (WithAccessModes, Capability),
-// read-write. The device path encodes the publish context (DevicePath).
+// read-only for a ReadOnlyMany volume (if the driver offers
+// PUBLISH_READONLY: the spec has the CO send false otherwise, and the
+// MULTI_NODE_READER_ONLY capability still says it), else read-write. The
+// device path encodes the publish context (DevicePath).
 func (p *Provider) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
 	op := fmt.Sprintf("ControllerPublishVolume %s to %s", vol, inst)
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("csi: %s: not sent: %w", op, err)
 	}
-	mode := cloud.Exclusive
-	if p.cfg.mode != nil {
-		m, err := p.cfg.mode(ctx, vol)
+	a := Access{Mode: cloud.Exclusive}
+	if p.cfg.access != nil {
+		got, err := p.cfg.access(ctx, vol)
 		if err != nil {
 			// Nothing was sent: not a context error, whatever err is.
 			return "", fmt.Errorf("csi: %s: reading the access mode, nothing sent: %v: %w", op, err, cloud.ErrRetryable)
 		}
-		mode = m
+		a = got
 	}
-	req := &spec.ControllerPublishVolumeRequest{VolumeId: string(vol), NodeId: string(inst), VolumeCapability: Capability(mode, p.cfg.fsType)}
+	req := &spec.ControllerPublishVolumeRequest{VolumeId: string(vol), NodeId: string(inst),
+		VolumeCapability: Capability(a, p.cfg.fsType), Readonly: a.ReadOnlyMany() && p.publishReadOnly}
 	r, err := call(ctx, op, true, func(c context.Context) (*spec.ControllerPublishVolumeResponse, error) {
 		return p.ctl.ControllerPublishVolume(c, req)
 	})

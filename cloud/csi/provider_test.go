@@ -98,11 +98,11 @@ func TestAttachRefusals(t *testing.T) {
 		{name: "no such node", cfg: listByPage(), vol: "a", inst: "node-9", want: cloud.KindNotFound, text: "no node node-9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			modes := func(_ context.Context, v cloud.VolumeID) (cloud.AccessMode, error) {
+			modes := func(_ context.Context, v cloud.VolumeID) (Access, error) {
 				if strings.HasPrefix(string(v), "m") {
-					return cloud.MultiNode, nil
+					return Access{Mode: cloud.MultiNode}, nil
 				}
-				return cloud.Exclusive, nil
+				return Access{Mode: cloud.Exclusive}, nil
 			}
 			r := newRig(t, tc.cfg, WithAccessModes(modes))
 			for _, v := range []string{"a", "b", "c", "m"} {
@@ -137,8 +137,8 @@ func both(a, b func(*testing.T, *rig)) func(*testing.T, *rig) {
 }
 
 func TestAccessModeLookupFails(t *testing.T) {
-	r := newRig(t, listByPage(), WithAccessModes(func(context.Context, cloud.VolumeID) (cloud.AccessMode, error) {
-		return 0, context.DeadlineExceeded // a store that timed out
+	r := newRig(t, listByPage(), WithAccessModes(func(context.Context, cloud.VolumeID) (Access, error) {
+		return Access{}, context.DeadlineExceeded // a store that timed out
 	}))
 	r.d.AddVolume("a")
 	_, err := r.p.Attach(t.Context(), "a", id1)

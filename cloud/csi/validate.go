@@ -10,16 +10,17 @@ import (
 )
 
 // Validate asks the driver whether vol exists and can be used with the
-// capability of mode (ValidateVolumeCapabilities, which every controller
-// plugin serves): nil if it confirms; cloud.ErrNotFound if it has no such
+// capability of a (ValidateVolumeCapabilities, which every controller
+// plugin serves: MULTI_NODE_READER_ONLY for a ReadOnlyMany volume): nil
+// if it confirms; cloud.ErrNotFound if it has no such
 // volume; cloud.ErrTerminal, with the driver's message, if it does not
 // confirm the capability. tether does not provision CSI volumes: a
 // volume is the driver's, and this is how tether checks one before it
 // takes it on. It changes nothing.
-func (p *Provider) Validate(ctx context.Context, vol cloud.VolumeID, mode cloud.AccessMode) error {
-	op := fmt.Sprintf("ValidateVolumeCapabilities %s (%s)", vol, mode)
+func (p *Provider) Validate(ctx context.Context, vol cloud.VolumeID, a Access) error {
+	op := fmt.Sprintf("ValidateVolumeCapabilities %s (%s)", vol, a)
 	req := &spec.ValidateVolumeCapabilitiesRequest{VolumeId: string(vol),
-		VolumeCapabilities: []*spec.VolumeCapability{Capability(mode, p.cfg.fsType)}}
+		VolumeCapabilities: []*spec.VolumeCapability{Capability(a, p.cfg.fsType)}}
 	r, err := call(ctx, op, false, func(c context.Context) (*spec.ValidateVolumeCapabilitiesResponse, error) {
 		return p.ctl.ValidateVolumeCapabilities(c, req)
 	})

@@ -26,20 +26,20 @@ func TestValidate(t *testing.T) {
 	r := newRig(t, cfg)
 	ctx := t.Context()
 	r.d.AddVolume("v1")
-	for _, mode := range []cloud.AccessMode{cloud.Exclusive, cloud.MultiNode} {
-		if err := r.p.Validate(ctx, "v1", mode); err != nil {
-			t.Errorf("Validate(v1, %s) = %v, want nil", mode, err)
+	for _, a := range []Access{rwo, rwx, rox} {
+		if err := r.p.Validate(ctx, "v1", a); err != nil {
+			t.Errorf("Validate(v1, %s) = %v, want nil", a, err)
 		}
 	}
-	if err := r.p.Validate(ctx, "nope", cloud.Exclusive); cloud.Classify(err) != cloud.KindNotFound {
+	if err := r.p.Validate(ctx, "nope", rwo); cloud.Classify(err) != cloud.KindNotFound {
 		t.Errorf("Validate(nope) = %v, want not found", err)
 	}
 	fail.Store(true)
-	if err := r.p.Validate(ctx, "v1", cloud.Exclusive); cloud.Classify(err) != cloud.KindRetryable {
+	if err := r.p.Validate(ctx, "v1", rwo); cloud.Classify(err) != cloud.KindRetryable {
 		t.Errorf("Validate with the driver unavailable = %v, want retryable", err)
 	}
-	if got := r.d.Count("ValidateVolumeCapabilities", ""); got != 4 {
-		t.Errorf("the driver got %d ValidateVolumeCapabilities calls, want 4", got)
+	if got := r.d.Count("ValidateVolumeCapabilities", ""); got != 5 {
+		t.Errorf("the driver got %d ValidateVolumeCapabilities calls, want 5", got)
 	}
 	if len(r.d.PublishedTo("v1")) != 0 {
 		t.Error("Validate published the volume")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -26,10 +27,11 @@ type MounterConfig struct {
 	// (node.Config.Plugin): the Mounter serves <root>/plugins/<Plugin>/mounts/<volume>
 	// and <root>/pods/<uid>/volumes/<Plugin>/<volume>, nothing else.
 	Plugin string
-	// Mode tells a volume's access mode: the node must ask for the
-	// capability the controller published with (cloud/csi.Capability).
-	// nil: every volume is cloud.Exclusive.
-	Mode func(context.Context, cloud.VolumeID) (cloud.AccessMode, error)
+	// Mode tells how a volume is used (its access mode and whether it is
+	// ReadOnlyMany): the node must ask for the capability the controller
+	// published with (cloud/csi.Capability). nil: every volume is
+	// cloud.Exclusive.
+	Mode func(context.Context, cloud.VolumeID) (cloudcsi.Access, error)
 	// Timeout bounds each call to the plugin (0: DefaultTimeout). The
 	// mount.Mounter methods take no context: set it to the agent's
 	// OpTimeout.
@@ -64,7 +66,7 @@ type Mounter struct {
 	node    *Node
 	layout  layout.Layout
 	plugin  string
-	mode    func(context.Context, cloud.VolumeID) (cloud.AccessMode, error)
+	mode    func(context.Context, cloud.VolumeID) (cloudcsi.Access, error)
 	timeout time.Duration
 	st      *stateFile
 }
@@ -130,20 +132,20 @@ func (m *Mounter) parse(kind, path string) (target, error) {
 	return target{kind: kind, vol: cloud.VolumeID(vol), rel: rel, path: clean}, nil
 }
 
-// call runs f with a context bounded by the Mounter's timeout and the
-// volume's access mode.
-func (m *Mounter) call(vol cloud.VolumeID, f func(context.Context, cloud.AccessMode) error) error {
+// call runs f with a context bounded by the Mounter's timeout and how
+// the volume is used.
+func (m *Mounter) call(vol cloud.VolumeID, f func(context.Context, cloudcsi.Access) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
 	defer cancel()
-	mode := cloud.Exclusive
+	a := cloudcsi.Access{Mode: cloud.Exclusive}
 	if m.mode != nil {
-		md, err := m.mode(ctx, vol)
+		got, err := m.mode(ctx, vol)
 		if err != nil {
 			return fmt.Errorf("csi: reading the access mode of volume %s, nothing sent: %v: %w", vol, err, cloud.ErrRetryable)
 		}
-		mode = md
+		a = got
 	}
-	return f(ctx, mode)
+	return f(ctx, a)
 }
 
 // failed keeps the record of a call that failed (not done: Partial) if
@@ -172,8 +174,8 @@ func (m *Mounter) Stage(source, path string) error {
 	if err := m.st.set(t.rel, &r); err != nil {
 		return err
 	}
-	err = m.call(t.vol, func(ctx context.Context, mode cloud.AccessMode) error {
-		if err := m.node.Stage(ctx, t.vol, source, t.path, mode); err != nil {
+	err = m.call(t.vol, func(ctx context.Context, a cloudcsi.Access) error {
+		if err := m.node.Stage(ctx, t.vol, source, t.path, a); err != nil {
 			return err
 		}
 		if !m.node.StagesVolumes() {
@@ -217,8 +219,8 @@ func (m *Mounter) Publish(staged, path string, readOnly bool) error {
 	if err := m.st.set(t.rel, &r); err != nil {
 		return err
 	}
-	err = m.call(t.vol, func(ctx context.Context, mode cloud.AccessMode) error {
-		return m.node.Publish(ctx, t.vol, sr.Device, s.path, t.path, readOnly, mode)
+	err = m.call(t.vol, func(ctx context.Context, a cloudcsi.Access) error {
+		return m.node.Publish(ctx, t.vol, sr.Device, s.path, t.path, readOnly, a)
 	})
 	if err != nil {
 		return m.failed(t, err)

@@ -22,7 +22,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // rig is a fake driver whose controller plugin and node plugin (node-1,
 // at most 2 volumes) listen on two sockets, as on a real cluster, with a
-// controller Provider and a Node dialled to them; all stop in t.Cleanup.
+// controller Provider (of opts) and a Node dialled to them; all stop in
+// t.Cleanup.
 type rig struct {
 	d    *csitest.Driver
 	p    *cloudcsi.Provider
@@ -30,7 +31,7 @@ type rig struct {
 	root string // the node's data directory
 }
 
-func newRig(t *testing.T, cfg csitest.Config) *rig {
+func newRig(t *testing.T, cfg csitest.Config, opts ...cloudcsi.Option) *rig {
 	t.Helper()
 	cfg.Nodes = map[string]int64{"node-1": 2}
 	cfg.List, cfg.ListPublished = true, true
@@ -43,7 +44,7 @@ func newRig(t *testing.T, cfg csitest.Config) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.Close() })
-	p, err := cloudcsi.Dial(ctx, ctlSocket)
+	p, err := cloudcsi.Dial(ctx, ctlSocket, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +98,13 @@ func TestRoundTrip(t *testing.T) {
 			}
 
 			for range 2 { // every step twice: idempotent
-				if err := r.n.Stage(ctx, "v1", dev, staging, cloud.Exclusive); err != nil {
+				if err := r.n.Stage(ctx, "v1", dev, staging, cloudcsi.Access{}); err != nil {
 					t.Fatal(err)
 				}
 				if got := r.d.Staged("v1", "node-1"); !slices.Equal(got, wantStaged) {
 					t.Errorf("staged at %v, want %v", got, wantStaged)
 				}
-				if err := r.n.Publish(ctx, "v1", dev, staging, target, false, cloud.Exclusive); err != nil {
+				if err := r.n.Publish(ctx, "v1", dev, staging, target, false, cloudcsi.Access{}); err != nil {
 					t.Fatal(err)
 				}
 				if got := r.d.Targets("v1", "node-1"); !slices.Equal(got, []string{target}) {
@@ -148,14 +149,14 @@ func TestStageNeedsThePublishContext(t *testing.T) {
 	r.attach(t, "v1")
 	devOther := r.attach(t, "v2")
 	staging := filepath.Join(r.root, "staging", "v1")
-	if err := r.n.Stage(ctx, "v1", devOther, staging, cloud.Exclusive); status.Code(err) != codes.FailedPrecondition {
+	if err := r.n.Stage(ctx, "v1", devOther, staging, cloudcsi.Access{}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Stage with v2's device = %v, want the plugin's refusal", err)
 	}
-	if err := r.n.Stage(ctx, "v1", cloudcsi.DevicePath(nil), staging, cloud.Exclusive); status.Code(err) != codes.FailedPrecondition {
+	if err := r.n.Stage(ctx, "v1", cloudcsi.DevicePath(nil), staging, cloudcsi.Access{}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("Stage with an empty context = %v, want the plugin's refusal", err)
 	}
 	// Not a CSI device path: refused before anything is sent or made.
-	if err := r.n.Stage(ctx, "v1", "/dev/xvdf", filepath.Join(r.root, "never"), cloud.Exclusive); cloud.Classify(err) != cloud.KindTerminal {
+	if err := r.n.Stage(ctx, "v1", "/dev/xvdf", filepath.Join(r.root, "never"), cloudcsi.Access{}); cloud.Classify(err) != cloud.KindTerminal {
 		t.Errorf("Stage with /dev/xvdf = %v, want terminal", err)
 	}
 	if _, err := os.Stat(filepath.Join(r.root, "never")); !errors.Is(err, os.ErrNotExist) {
@@ -184,10 +185,10 @@ func TestNodeErrorsClassified(t *testing.T) {
 	r := newRig(t, cfg)
 	ctx := t.Context()
 	dev := r.attach(t, "v1")
-	if err := r.n.Stage(ctx, "v1", dev, filepath.Join(r.root, "s"), cloud.Exclusive); cloud.Classify(err) != cloud.KindLimitReached {
+	if err := r.n.Stage(ctx, "v1", dev, filepath.Join(r.root, "s"), cloudcsi.Access{}); cloud.Classify(err) != cloud.KindLimitReached {
 		t.Errorf("Stage = %v, want limit reached", err)
 	}
-	err := r.n.Publish(ctx, "nope", dev, "", filepath.Join(r.root, "t", "nope"), false, cloud.Exclusive)
+	err := r.n.Publish(ctx, "nope", dev, "", filepath.Join(r.root, "t", "nope"), false, cloudcsi.Access{})
 	if cloud.Classify(err) != cloud.KindNotFound {
 		t.Errorf("Publish of an unknown volume = %v, want not found", err)
 	}

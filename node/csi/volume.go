@@ -12,9 +12,10 @@ import (
 
 // Stage stages vol at stagingPath (NodeStageVolume), creating the
 // directory first, with the publish context that device (the controller's
-// device path) carries and the capability of mode. A plugin that does not
-// stage: nothing to do. Staging again at the same path succeeds.
-func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPath string, mode cloud.AccessMode) error {
+// device path) carries and the capability of a (cloud/csi.Capability, as
+// the controller published with). A plugin that does not stage: nothing
+// to do. Staging again at the same path succeeds.
+func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPath string, a cloudcsi.Access) error {
 	if !n.stages {
 		return nil
 	}
@@ -27,7 +28,7 @@ func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPat
 		return err
 	}
 	req := &spec.NodeStageVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
-		VolumeCapability: cloudcsi.Capability(mode, n.fsType)}
+		VolumeCapability: cloudcsi.Capability(a, n.fsType)}
 	return do(ctx, op, func(c context.Context) error {
 		_, err := n.rpc.NodeStageVolume(c, req)
 		return err
@@ -37,9 +38,10 @@ func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPat
 // Publish makes vol show at targetPath (NodePublishVolume), creating the
 // target's parent first (the plugin creates the target), from stagingPath
 // if the plugin stages, with the publish context device carries (the
-// spec wants it here too), read-only if asked. Publishing again at the
-// same target succeeds.
-func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingPath, targetPath string, readOnly bool, mode cloud.AccessMode) error {
+// spec wants it here too) and the capability of a, read-only if asked and
+// always for a ReadOnlyMany volume (its MULTI_NODE_READER_ONLY capability
+// admits no writer). Publishing again at the same target succeeds.
+func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingPath, targetPath string, readOnly bool, a cloudcsi.Access) error {
 	op := fmt.Sprintf("NodePublishVolume %s at %s", vol, targetPath)
 	pc, err := cloudcsi.PublishContext(device)
 	if err != nil {
@@ -52,7 +54,7 @@ func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingP
 		return err
 	}
 	req := &spec.NodePublishVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
-		TargetPath: targetPath, VolumeCapability: cloudcsi.Capability(mode, n.fsType), Readonly: readOnly}
+		TargetPath: targetPath, VolumeCapability: cloudcsi.Capability(a, n.fsType), Readonly: readOnly || a.ReadOnlyMany()}
 	return do(ctx, op, func(c context.Context) error {
 		_, err := n.rpc.NodePublishVolume(c, req)
 		return err
