@@ -322,7 +322,7 @@ type objects interface {
 // the store meanwhile; between members, the store's optimistic Apply is
 // what keeps a batch consistent, as before.
 func (c *Controller) reader(n int) (objects, error) {
-	if n < bulkTell {
+	if !c.bulk(n) {
 		return c.env.store, nil
 	}
 	vols, err := c.env.store.Volumes()

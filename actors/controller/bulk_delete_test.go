@@ -6,21 +6,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 )
 
 // DeleteWorkloads and DeleteVolumes remove many objects in one transaction
 // each: the volumes get detached, and a volume still in use refuses the
-// whole batch. A batch of bulkTell or more reads the store once
-// (deleteReader) and must decide exactly as the small one does.
+// whole batch. On a remote store a batch of bulkTell or more reads the
+// store once (deleteReader) and must decide exactly as the small one does.
 func TestBulkDelete(t *testing.T) {
 	for _, n := range []int{6, bulkTell + 2} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) { testBulkDelete(t, n) })
+		t.Run(fmt.Sprint(n), func(t *testing.T) { testBulkDelete(t, n, nil) })
+		t.Run(fmt.Sprint(n, " remote"), func(t *testing.T) { testBulkDelete(t, n, remote) })
 	}
 }
 
-func testBulkDelete(t *testing.T, n int) {
-	r := newRig(t)
+func testBulkDelete(t *testing.T, n int, wrap func(*store.Memory) store.Store) {
+	r := newRigStore(t, wrap)
 	r.node("n1", "n2")
 	var uids []string
 	var vols []cloud.VolumeID

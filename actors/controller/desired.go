@@ -90,7 +90,7 @@ func (c *Controller) DeleteWorkload(uid string) error {
 // tellDesired sends each volume actor its desired nodes as the store now
 // has them. Caller holds c.mu.
 func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
-	if len(ids) >= bulkTell {
+	if c.bulk(len(ids)) {
 		return c.tellDesiredBulk(ids)
 	}
 	for _, id := range ids {
@@ -122,6 +122,16 @@ func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
 // on etcd every read is a round trip, and a fleet's apply of 10,000
 // volumes spent 21 ms per volume here.
 const bulkTell = 64
+
+// bulk says whether a batch of n objects reads whole tables once instead
+// of each object it names: on a store whose reads are round trips
+// (store.RemoteReads), from bulkTell objects on. In one process, never:
+// there a batch of 64 documents read every object of the store (100,000 of
+// them on a big fleet, for each such apply) instead of its own few; a read
+// of one object costs microseconds.
+func (c *Controller) bulk(n int) bool {
+	return n >= bulkTell && store.RemoteReads(c.env.store)
+}
 
 // tellDesiredBulk is tellDesired for many volumes at once.
 func (c *Controller) tellDesiredBulk(ids []cloud.VolumeID) error {

@@ -58,11 +58,18 @@ func TestDesiredByVolumeMatchesStore(t *testing.T) {
 	}
 }
 
-// A batch of bulkTell documents or more validates against one snapshot of
-// the store (reader): it must refuse and describe exactly what the
-// document-by-document path does.
+// On a remote store a batch of bulkTell documents or more validates against
+// one snapshot of the store (reader): it must refuse and describe exactly
+// what the document-by-document path does, which the store in one process
+// takes.
 func TestBigBatchValidatesLikeSmall(t *testing.T) {
-	r := newRig(t)
+	for _, wrap := range []func(*store.Memory) store.Store{nil, remote} {
+		t.Run(fmt.Sprint("remote=", wrap != nil), func(t *testing.T) { testBigBatch(t, wrap) })
+	}
+}
+
+func testBigBatch(t *testing.T, wrap func(*store.Memory) store.Store) {
+	r := newRigStore(t, wrap)
 	r.node("n1")
 	batch := func(mode cloud.AccessMode, node cloud.NodeName) []Change {
 		var out []Change

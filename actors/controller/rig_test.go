@@ -50,6 +50,20 @@ type rigOption func(*Config, *sim.Config)
 
 func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
+	return newRigStore(t, nil, opts...)
+}
+
+// remoteMemory is the memory store read as a remote one (etcd's
+// RemoteReads): batches read whole tables (Controller.bulk).
+type remoteMemory struct{ *store.Memory }
+
+func (remoteMemory) RemoteReads() bool { return true }
+
+func remote(m *store.Memory) store.Store { return remoteMemory{m} }
+
+// newRigStore is newRig with the controller's store wrapped (nil: none).
+func newRigStore(t *testing.T, wrap func(*store.Memory) store.Store, opts ...rigOption) *rig {
+	t.Helper()
 	// Registered first, so it runs last: after the controller and the
 	// actor system have stopped, nothing they started may be left.
 	leaks := []goleak.Option{goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
@@ -89,7 +103,11 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 		r.mu.Unlock()
 	})
 	r.sys = actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
-	r.ctl = New(r.sys, cfg, r.calls, r.store, r.rec)
+	var st store.Store = r.store
+	if wrap != nil {
+		st = wrap(r.store)
+	}
+	r.ctl = New(r.sys, cfg, r.calls, st, r.rec)
 	if err := r.ctl.Start(); err != nil {
 		t.Fatal(err)
 	}

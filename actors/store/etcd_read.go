@@ -254,3 +254,6 @@ func (e *Etcd) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, erro
 	})
 	return out, err
 }
+
+// RemoteReads: every read is a round trip to etcd (see store.RemoteReads).
+func (e *Etcd) RemoteReads() bool { return true }

@@ -168,3 +168,12 @@ type Store interface {
 	Intents
 	Fences
 }
+
+// RemoteReads says whether each read of s is a round trip to a server
+// (etcd): then a batch had better read whole tables once than each object
+// it names; in one process (Bolt, Memory) the other way round, since a
+// whole-table read per batch makes a fleet's chunked applies quadratic.
+func RemoteReads(s Store) bool {
+	r, ok := s.(interface{ RemoteReads() bool })
+	return ok && r.RemoteReads()
+}
