@@ -155,12 +155,11 @@ func (c *Cloud) CreateVolumesUncommitted(vols []VolumeSpec) error {
 	if c.content == "" {
 		return nil
 	}
-	for _, v := range vols {
-		if err := c.makeContent(v.ID); err != nil {
-			return err
-		}
+	ids := make([]cloud.VolumeID, len(vols))
+	for i, v := range vols {
+		ids[i] = v.ID
 	}
-	return nil
+	return c.makeContents(ids)
 }
 
 // CommitVolumes is CommitVolume for many volumes, all or nothing, with one
