@@ -125,13 +125,17 @@ const bulkTell = 64
 
 // bulk says whether a batch of n objects reads whole tables once instead
 // of each object it names: on a store whose reads are round trips
-// (store.RemoteReads), from bulkTell objects on. In one process, never:
-// there a batch of 64 documents read every object of the store (100,000 of
-// them on a big fleet, for each such apply) instead of its own few; a read
-// of one object costs microseconds.
+// (store.RemoteReads), from bulkTell objects on; in one process, where a
+// read of one object costs microseconds, only from bulkLocal on (a batch
+// of 64 documents read every object of a 100,000-volume store, but a
+// fleet's apply of 200,000 read one by one queues on the store's lock
+// with every actor's reads).
 func (c *Controller) bulk(n int) bool {
-	return n >= bulkTell && store.RemoteReads(c.env.store)
+	return n >= bulkLocal || n >= bulkTell && store.RemoteReads(c.env.store)
 }
+
+// bulkLocal: see bulk.
+const bulkLocal = 4096
 
 // tellDesiredBulk is tellDesired for many volumes at once.
 func (c *Controller) tellDesiredBulk(ids []cloud.VolumeID) error {

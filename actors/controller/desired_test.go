@@ -136,3 +136,25 @@ func TestResyncWaitFollowsClockAndStop(t *testing.T) {
 		t.Fatal("wait did not return when the controller stopped")
 	}
 }
+
+// A batch reads whole tables from bulkTell objects on a remote store, and
+// only from bulkLocal on in one process.
+func TestBulkThreshold(t *testing.T) {
+	local, far := newRig(t), newRigStore(t, remote)
+	for _, tc := range []struct {
+		n          int
+		local, far bool
+	}{
+		{bulkTell - 1, false, false},
+		{bulkTell, false, true},
+		{bulkLocal - 1, false, true},
+		{bulkLocal, true, true},
+	} {
+		if got := local.ctl.bulk(tc.n); got != tc.local {
+			t.Errorf("bulk(%d) in one process = %v, want %v", tc.n, got, tc.local)
+		}
+		if got := far.ctl.bulk(tc.n); got != tc.far {
+			t.Errorf("bulk(%d) on a remote store = %v, want %v", tc.n, got, tc.far)
+		}
+	}
+}
