@@ -93,12 +93,7 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 		if err := c.tellDesired(vols.list...); err != nil {
 			return err
 		}
-		for _, n := range nodes.list {
-			if err := c.tellAgent(n); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.tellAgents(nodes.list)
 	})
 }
 

@@ -58,6 +58,68 @@ func (c *Controller) tellAgent(node cloud.NodeName) error {
 	return nil
 }
 
+// tellAgents is tellAgent for every node of nodes; a bulk batch (see bulk)
+// reads the workloads, nodes and volumes once for all of them.
+func (c *Controller) tellAgents(nodes []cloud.NodeName) error {
+	if c.env.cluster != nil || !c.bulk(len(nodes)) {
+		for _, n := range nodes {
+			if err := c.tellAgent(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	msgs, err := agentMessages(c.env.store, nodes)
+	if err != nil {
+		return err
+	}
+	for i, n := range nodes {
+		c.env.guard.Send(c.env.lookup.Agent(n), msgs[i])
+	}
+	return nil
+}
+
+// agentMessages is nodeWorkloads for every node of nodes, from one read
+// of each table.
+func agentMessages(st store.Store, nodes []cloud.NodeName) ([]*messages.NodeWorkloads, error) {
+	rev, err := st.Revision() // first: what is read after is at least as new
+	if err != nil {
+		return nil, err
+	}
+	ws, err := st.Workloads()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := st.Nodes()
+	if err != nil {
+		return nil, err
+	}
+	vols, err := st.Volumes()
+	if err != nil {
+		return nil, err
+	}
+	rox := map[cloud.VolumeID]bool{}
+	for _, v := range vols {
+		if v.Mode == cloud.MultiNode && v.ReadOnly {
+			rox[v.ID] = true
+		}
+	}
+	byName := make(map[cloud.NodeName]store.NodeSpec, len(specs))
+	for _, n := range specs {
+		byName[n.Name] = n
+	}
+	slices.SortFunc(ws, func(a, b store.Workload) int { return cmp.Compare(a.Seq, b.Seq) }) // as WorkloadsOn lists them
+	on := map[cloud.NodeName][]store.Workload{}
+	for _, w := range ws {
+		on[w.Node] = append(on[w.Node], w)
+	}
+	out := make([]*messages.NodeWorkloads, len(nodes))
+	for i, n := range nodes {
+		out[i] = workloadsMessage(n, rev, byName[n], on[n], rox)
+	}
+	return out, nil
+}
+
 // DeleteNode removes a node no workload is scheduled on, and forgets its
 // events.
 func (c *Controller) DeleteNode(name cloud.NodeName) error {
@@ -242,12 +304,7 @@ func (c *Controller) DeleteWorkloads(uids []string) error {
 		if err := c.tellDesired(vols.list...); err != nil {
 			return err
 		}
-		for _, n := range nodes.list {
-			if err := c.tellAgent(n); err != nil {
-				return err
-			}
-		}
-		return nil
+		return c.tellAgents(nodes.list)
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 )
@@ -25,14 +27,24 @@ func TestDesiredByVolumeMatchesStore(t *testing.T) {
 		for _, n := range nodes {
 			must(t, st.PutNode(store.NodeSpec{Name: n}))
 		}
-		for _, v := range vols {
-			must(t, st.PutVolume(store.VolumeSpec{ID: v, Mode: cloud.Exclusive}))
+		for i, v := range vols {
+			spec := store.VolumeSpec{ID: v, Mode: cloud.Exclusive}
+			switch i % 3 {
+			case 1:
+				spec.Mode = cloud.MultiNode
+			case 2:
+				spec.Mode, spec.ReadOnly = cloud.MultiNode, true
+			}
+			must(t, st.PutVolume(spec))
 		}
 		for i := range 30 {
 			w := store.Workload{UID: fmt.Sprintf("w%d", rng.IntN(12)), Node: nodes[rng.IntN(len(nodes))]}
 			for _, v := range vols {
 				if rng.IntN(3) == 0 {
 					w.Volumes = append(w.Volumes, v)
+					if rng.IntN(2) == 0 {
+						w.ReadOnly = append(w.ReadOnly, v)
+					}
 				}
 			}
 			if i%7 == 6 {
@@ -53,6 +65,18 @@ func TestDesiredByVolumeMatchesStore(t *testing.T) {
 			}
 			if !slices.Equal(got[v], names) {
 				t.Fatalf("seed %d: volume %s: bulk %v, store %v", seed, v, got[v], names)
+			}
+		}
+		// The agents' messages from one read of each table are those
+		// read node by node (a node without workloads included).
+		all := append(slices.Clone(nodes), "ghost")
+		msgs, err := agentMessages(st, all)
+		must(t, err)
+		for i, n := range all {
+			want, err := nodeWorkloads(&env{store: st}, n)
+			must(t, err)
+			if !proto.Equal(msgs[i], want) {
+				t.Fatalf("seed %d: node %s: bulk %v, one by one %v", seed, n, msgs[i], want)
 			}
 		}
 	}

@@ -226,6 +226,12 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 	if err != nil {
 		return nil, err
 	}
+	return workloadsMessage(node, rev, spec, ws, rox), nil
+}
+
+// workloadsMessage is a node agent's desired state: the workloads ws on
+// node (by Seq), rox the ReadOnlyMany volumes among theirs.
+func workloadsMessage(node cloud.NodeName, rev uint64, spec store.NodeSpec, ws []store.Workload, rox map[cloud.VolumeID]bool) *messages.NodeWorkloads {
 	msg := &messages.NodeWorkloads{Node: string(node), Revision: rev, NodeObjectUid: spec.ObjectUID}
 	for _, w := range ws {
 		spec := &messages.WorkloadSpec{Uid: w.UID, ObjectUid: w.ObjectUID}
@@ -235,7 +241,7 @@ func nodeWorkloads(e *env, node cloud.NodeName) (*messages.NodeWorkloads, error)
 		}
 		msg.Workloads = append(msg.Workloads, spec)
 	}
-	return msg, nil
+	return msg
 }
 
 // readOnlyMany returns which of the volumes that workloads ws use
