@@ -1,11 +1,14 @@
 // Package spawn guards named actors against a race in Proto.Actor:
 // SpawnNamed makes a name resolvable before it has initialised the actor's
 // mailbox, and a message sent to that name in between dereferences a nil
-// dispatcher (a panic in the sender). Every spawn of a named actor holds a
-// Guard for writing and every send, request, stop or poison holds it for
-// reading, so no
-// message can reach a half-built mailbox. A Guard never spawns or sends on
-// its own; one Guard serves a whole actor system.
+// dispatcher (a panic in the sender). Every spawn of a named actor holds
+// the Guard's lock of that name for writing and every send, request, stop
+// or poison holds the lock of its target's name for reading, so no message
+// can reach a half-built mailbox. The locks are sharded by name: the race
+// is between a spawn and a send to the same name, and one lock for the
+// whole system made every send of a fleet wait behind every spawn. A
+// Guard never spawns or sends on its own; one Guard serves a whole actor
+// system.
 package spawn
 
 import (
@@ -15,10 +18,24 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Guard serialises spawns of named actors against sends.
+// Guard serialises spawns of named actors against sends to them.
 type Guard struct {
-	sys *actor.ActorSystem
-	mu  sync.RWMutex
+	sys    *actor.ActorSystem
+	shards [shards]sync.RWMutex
+}
+
+// shards is how many locks a Guard has.
+const shards = 64
+
+// lock returns the lock of the actor named id (a PID's Id: the name a root
+// spawn gave it).
+func (g *Guard) lock(id string) *sync.RWMutex {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return &g.shards[h%shards]
 }
 
 // New returns the guard for sys.
@@ -26,60 +43,68 @@ func New(sys *actor.ActorSystem) *Guard { return &Guard{sys: sys} }
 
 // Spawn spawns a named actor from the root context.
 func (g *Guard) Spawn(props *actor.Props, name string) (*actor.PID, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	mu := g.lock(name)
+	mu.Lock()
+	defer mu.Unlock()
 	return g.sys.Root.SpawnNamed(props, name)
 }
 
 // Exists reports whether a local actor is registered under name.
 func (g *Guard) Exists(name string) bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(name)
+	mu.RLock()
+	defer mu.RUnlock()
 	_, ok := g.sys.ProcessRegistry.GetLocal(name)
 	return ok
 }
 
 // Send sends msg to pid (never blocks on the receiver).
 func (g *Guard) Send(pid *actor.PID, msg any) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(pid.Id)
+	mu.RLock()
+	defer mu.RUnlock()
 	g.sys.Root.Send(pid, msg)
 }
 
 // SendFrom sends msg to pid with sender as its sender, so that the
 // receiver learns where to answer (across processes, an address).
 func (g *Guard) SendFrom(pid *actor.PID, msg any, sender *actor.PID) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(pid.Id)
+	mu.RLock()
+	defer mu.RUnlock()
 	g.sys.Root.RequestWithCustomSender(pid, msg, sender)
 }
 
 // Request sends msg to pid and returns the future of its answer; the wait
 // for the answer happens outside the guard.
 func (g *Guard) Request(pid *actor.PID, msg any, timeout time.Duration) *actor.Future {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(pid.Id)
+	mu.RLock()
+	defer mu.RUnlock()
 	return g.sys.Root.RequestFuture(pid, msg, timeout)
 }
 
 // Stop stops pid at once (a system message: queued messages are skipped).
 func (g *Guard) Stop(pid *actor.PID) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(pid.Id)
+	mu.RLock()
+	defer mu.RUnlock()
 	g.sys.Root.Stop(pid)
 }
 
 // StopFuture stops pid and returns the future of its end; the wait happens
 // outside the guard.
 func (g *Guard) StopFuture(pid *actor.PID) *actor.Future {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(pid.Id)
+	mu.RLock()
+	defer mu.RUnlock()
 	return g.sys.Root.StopFuture(pid)
 }
 
 // Poison stops pid after the messages already queued.
 func (g *Guard) Poison(pid *actor.PID) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
+	mu := g.lock(pid.Id)
+	mu.RLock()
+	defer mu.RUnlock()
 	g.sys.Root.Poison(pid)
 }

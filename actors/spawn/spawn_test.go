@@ -98,3 +98,25 @@ func TestStopsRacingSpawns(t *testing.T) {
 		return true
 	})
 }
+
+// A send locks the shard of its PID's Id; a spawn the shard of the name it
+// gives. They must be one lock: a root spawn's PID is named as asked.
+func TestSpawnedPIDSharesItsNamesLock(t *testing.T) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
+	defer sys.Shutdown()
+	g := New(sys)
+	props := actor.PropsFromFunc(func(actor.Context) {})
+	for i := range 100 {
+		name := fmt.Sprintf("volume/v%03d", i)
+		pid, err := g.Spawn(props, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.lock(pid.Id) != g.lock(name) {
+			t.Fatalf("spawned %q as PID %q: another lock", name, pid.Id)
+		}
+		if err := g.StopFuture(pid).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
