@@ -67,8 +67,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.flush(ctx)
 	case *messages.GetNodeStatus:
 		// What is durable: answered after the pending write, if any.
-		sender := ctx.Sender()
-		a.later(ctx, held{do: func(ctx actor.Context) { ctx.Send(sender, a.status()) }})
+		if sender := ctx.Sender(); sender != nil {
+			a.later(ctx, held{do: func(ctx actor.Context) { ctx.Send(sender, a.status()) }})
+		}
 	case *messages.MarkVolumeAttached:
 		a.step(ctx, nodestatus.VolumeAttached{Volume: cloud.VolumeID(m.VolumeId), DevicePath: m.DevicePath})
 	case *messages.MarkVolumeDetached:
