@@ -42,6 +42,9 @@ type nodeActor struct {
 	// is on its way; held: what waits for that write (node_flush.go).
 	dirty bool
 	held  []held
+	// busy: a step or a flush is under way (a panic then drops the
+	// burst: the status may be half changed).
+	busy bool
 }
 
 // named gives the actor its identity, from its name (see the shared Props
@@ -58,7 +61,14 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.onStarted(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		a.timer.stop()
-		a.dirty, a.held = false, nil // as if the process had died: nobody heard
+		if a.dirty && !a.busy {
+			// A panic outside a step (a crash asked for, a send that
+			// failed) or a stop between messages: the status is whole, and
+			// the burst's answers would otherwise be lost with it (each a
+			// volume waiting PrepareTimeout). Write it as the flush would.
+			a.flush(ctx)
+		}
+		a.dirty, a.held = false, nil // what is left: as if the process had died
 	case *actor.Stopped:
 		a.env.lookup.stopped(nodePrefix + string(a.name))
 	case *messages.Crash:
@@ -136,7 +146,9 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 
 func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
 	before := a.core.Ready()
+	a.busy = true // a panic now may leave the status half changed
 	a.runAll(ctx, a.core.Step(a.env.clock.Now(), ev))
+	a.busy = false
 	after := a.core.Ready()
 	if before != after {
 		if after {

@@ -19,6 +19,10 @@ import (
 // durable, as before: a held effect runs only after the write that carries
 // its change, and effects keep the order in which the core made them.
 //
+// A panic outside a step or a flush (a crash asked for) and a stop between
+// messages write the burst first: its answers are not lost with the actor.
+// A panic in the middle of a step drops it, as a process death would.
+//
 // A failed write rolls the whole burst back (nodestatus.PersistFailed),
 // drops the held effects that depended on a Persist (those after a Persist
 // in their event's effects), runs the others in order, then what the core
@@ -76,6 +80,8 @@ func (a *nodeActor) flush(ctx actor.Context) {
 	}
 	waiting := a.held
 	a.dirty, a.held = false, nil
+	a.busy = true
+	defer func() { a.busy = false }()
 	err := a.env.store.PutNodeStatusAt(a.core.Status(), a.epoch)
 	if errors.Is(err, store.ErrFenced) {
 		// A newer incarnation owns the node: stop, tell nobody.
