@@ -25,7 +25,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -38,6 +37,7 @@ import (
 	"github.com/tether/tether/cloud/loop"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/mount"
 )
 
 // Under the data directory, with the loop cloud.
@@ -321,7 +321,7 @@ func (a *loopAccount) Devices(n cloud.NodeName) node.Devices {
 // read-write device (mkfs.ext4 -q -m 0). Standard input is the null
 // device: mke2fs asks nothing then.
 func formatImage(image string) error {
-	path, err := findTool("mkfs.ext4")
+	path, err := mount.FindTool("mkfs.ext4")
 	if err != nil {
 		return err
 	}
@@ -330,22 +330,6 @@ func formatImage(image string) error {
 		return fmt.Errorf("loop cloud: mkfs.ext4 %s: %w: %s", image, err, bytes.TrimSpace(out))
 	}
 	return nil
-}
-
-// findTool looks name up on PATH, then in the system directories a
-// service's PATH sometimes lacks (as node/mount does).
-func findTool(name string) (string, error) {
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin"} {
-		p := filepath.Join(dir, name)
-		if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("loop cloud: %s not found (install e2fsprogs): %w", name, err)
 }
 
 // syncDir makes a rename in dir durable.

@@ -1,11 +1,8 @@
 package bootstrap
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -18,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tether/tether/bootstrap/datatest"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
@@ -177,63 +175,11 @@ func waitServed(t *testing.T, e *Embedded, n cloud.NodeName, uid string, vol clo
 	return p
 }
 
-// writeChecksummed writes files of random content and sizes (4 KiB to
-// 1 MiB) under dir, each one and the directory synced, as a workload that
-// wants its data kept writes it, and returns their SHA-256 sums by name.
-func writeChecksummed(t *testing.T, dir string, files int) map[string][sha256.Size]byte {
-	t.Helper()
-	sums := map[string][sha256.Size]byte{}
-	for i := range files {
-		size := 4<<10 + (i*389<<10)%(1<<20)
-		b := make([]byte, size)
-		if _, err := rand.Read(b); err != nil {
-			t.Fatal(err)
-		}
-		name := fmt.Sprintf("file-%03d", i)
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.Write(b)
-		if err := errors.Join(err, f.Sync(), f.Close()); err != nil {
-			t.Fatal(err)
-		}
-		sums[name] = sha256.Sum256(b)
-	}
-	if err := syncDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	return sums
-}
-
-// verifyChecksums reads every file back under dir and compares its sum.
-func verifyChecksums(t *testing.T, dir string, sums map[string][sha256.Size]byte) {
-	t.Helper()
-	for name, want := range sums {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		if err := errors.Join(err, f.Close()); err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if got := [sha256.Size]byte(h.Sum(nil)); got != want {
-			t.Errorf("%s: checksum %x, want %x: the data changed", name, got[:8], want[:8])
-		}
-	}
-	if t.Failed() {
-		return
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d files verified in %s (%d entries)", len(sums), dir, len(entries))
-}
+// The data-integrity checks (bootstrap/datatest).
+var (
+	writeChecksummed = datatest.WriteChecksummed
+	verifyChecksums  = datatest.VerifyChecksums
+)
 
 // fsUUID is the ext4 UUID on vol's image: a disk formatted twice has two.
 func fsUUID(t *testing.T, e *Embedded, vol cloud.VolumeID) string {

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/datatest"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -169,56 +165,11 @@ func ext4UUID(t *testing.T, data string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// writeChecksummed writes files of random content and sizes (4 KiB to
-// 1 MiB) under dir, each one and the directory synced, and returns their
-// SHA-256 sums by name.
-func writeChecksummed(t *testing.T, dir string, files int) map[string][sha256.Size]byte {
-	t.Helper()
-	sums := map[string][sha256.Size]byte{}
-	for i := range files {
-		b := make([]byte, 4<<10+(i*389<<10)%(1<<20))
-		rand.Read(b)
-		name := fmt.Sprintf("file-%03d", i)
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = f.Write(b)
-		if err := errors.Join(err, f.Sync(), f.Close()); err != nil {
-			t.Fatal(err)
-		}
-		sums[name] = sha256.Sum256(b)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := errors.Join(d.Sync(), d.Close()); err != nil {
-		t.Fatal(err)
-	}
-	return sums
-}
-
-// verifyChecksums reads every file back under dir and compares its sum.
-func verifyChecksums(t *testing.T, dir string, sums map[string][sha256.Size]byte) {
-	t.Helper()
-	for name, want := range sums {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		if err := errors.Join(err, f.Close()); err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if got := [sha256.Size]byte(h.Sum(nil)); got != want {
-			t.Errorf("%s: checksum %x, want %x: the data changed", name, got[:8], want[:8])
-		}
-	}
-}
+// The data-integrity checks (bootstrap/datatest).
+var (
+	writeChecksummed = datatest.WriteChecksummed
+	verifyChecksums  = datatest.VerifyChecksums
+)
 
 // releaseLoop, once tether has stopped, unmounts what its nodes left
 // under data and releases every loop device of its cloud.

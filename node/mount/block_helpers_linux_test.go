@@ -25,7 +25,7 @@ func newBlockEnv(t *testing.T) *blockEnv {
 	t.Helper()
 	requireBind(t)
 	for _, tool := range []string{"losetup", "blkid", "mkfs.ext4", "e2fsck", "debugfs"} {
-		if _, err := findTool(tool); err != nil {
+		if _, err := FindTool(tool); err != nil {
 			t.Fatalf("running as root, yet %v", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +22,7 @@ func newBlockConfig(opts []BlockOption) blockConfig {
 // asks before overwriting a filesystem only on a terminal, and a question
 // nobody answers would hang the stage.
 func runTool(name string, args ...string) (ToolOutput, error) {
-	path, err := findTool(name)
+	path, err := FindTool(name)
 	if err != nil {
 		return ToolOutput{}, err
 	}
@@ -39,22 +38,6 @@ func runTool(name string, args ...string) (ToolOutput, error) {
 		return ToolOutput{}, fmt.Errorf("mount: run %s: %w", name, err)
 	}
 	return ToolOutput{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Exit: cmd.ProcessState.ExitCode()}, nil
-}
-
-// findTool looks name up on PATH, then in the system directories a
-// service's PATH sometimes lacks.
-func findTool(name string) (string, error) {
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path, nil
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin"} {
-		p := filepath.Join(dir, name)
-		if fi, serr := os.Stat(p); serr == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("mount: %s not found (install util-linux and e2fsprogs): %w", name, err)
 }
 
 // checkNotHeld fails with ErrDeviceBusy if another program has the block
