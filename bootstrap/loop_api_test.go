@@ -1,7 +1,6 @@
 package bootstrap
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,16 +8,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
@@ -138,40 +132,16 @@ func TestLoopApplyThroughAPI(t *testing.T) {
 	cfg := loopConfig(t, dir)
 	cfg.Durable = true
 	e := startLoop(t, cfg)
-	token, err := api.LoadOrCreateToken(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := api.Serve("127.0.0.1:0", token, e.Controller, e.Account, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	c := messages.NewTetherClient(conn)
+	c, ctx := loopClient(t, e)
 	apply := func(docs ...*messages.Document) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
-		_, err := c.Apply(ctx, &messages.ApplyRequest{Documents: docs})
+		_, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: docs})
 		return err
-	}
-	volDoc := func(name, mode string) *messages.Document {
-		return &messages.Document{Doc: &messages.Document_Volume{Volume: &messages.VolumeDoc{Name: name, AccessMode: mode}}}
 	}
 	wl := &messages.Document{Doc: &messages.Document_Workload{Workload: &messages.WorkloadDoc{Name: uid, Node: "n3",
 		Volumes: []*messages.WorkloadVolumeDoc{{Name: string(vol)}}}}}
 	n3 := &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: "n3"}}}
 
-	err = apply(volDoc("shared", "ReadWriteMany"), volDoc(string(vol), ""))
+	err := apply(volumeDoc("shared", "ReadWriteMany"), volumeDoc(string(vol), ""))
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `volume "shared" is ReadWriteMany, but the loop cloud's disks carry ext4, which is not a cluster filesystem`) {
 		t.Fatalf("a ReadWriteMany volume: %v; want InvalidArgument saying why", err)
 	}
@@ -179,7 +149,7 @@ func TestLoopApplyThroughAPI(t *testing.T) {
 		t.Fatalf("a refused apply left volumes %v, disks %v", vols, e.Account.Inventory().Volumes)
 	}
 
-	if err := apply(n3, volDoc(string(vol), "ReadWriteOnce"), wl); err != nil {
+	if err := apply(n3, volumeDoc(string(vol), "ReadWriteOnce"), wl); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.Account.InstanceOf("n3"); !ok {
