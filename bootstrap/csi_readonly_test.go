@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud/csi/csitest"
-	"github.com/tether/tether/messages"
 )
 
 // roxCall is what the driver saw of a call about a volume: method, access
@@ -26,11 +25,10 @@ type roxCall struct {
 // by the controller and to every workload, whichever its use asks.
 func TestCSIReadOnlyMany(t *testing.T) {
 	r := newCSIRig(t, csitest.Config{})
-	c, ctx := loopClient(t, r.e)
+	_, _, apply := loopClient(t, r.e)
 	r.d.AddVolume("shared")
-	docs := []*messages.Document{volumeDoc("shared", "ReadOnlyMany"),
-		workloadDoc("reader", csiNode, "shared", true), workloadDoc("writer", csiNode, "shared", false)}
-	if _, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: docs}); err != nil {
+	if err := apply(volumeDoc("shared", "ReadOnlyMany"),
+		workloadDoc("reader", csiNode, "shared", true), workloadDoc("writer", csiNode, "shared", false)); err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(t, "shared served to both", func() bool { return r.served(t, "shared", "reader", "writer") })
@@ -58,9 +56,9 @@ func TestCSIReadOnlyMany(t *testing.T) {
 // confirm and why; nothing is published, and the volume is not taken on.
 func TestCSIReadOnlyManyRefused(t *testing.T) {
 	r := newCSIRig(t, csitest.Config{Unsupported: []spec.VolumeCapability_AccessMode_Mode{spec.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY}})
-	c, ctx := loopClient(t, r.e)
+	_, _, apply := loopClient(t, r.e)
 	r.d.AddVolume("shared")
-	_, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: []*messages.Document{volumeDoc("shared", "ReadOnlyMany")}})
+	err := apply(volumeDoc("shared", "ReadOnlyMany"))
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("apply = %v, want InvalidArgument", err)
 	}
@@ -76,7 +74,7 @@ func TestCSIReadOnlyManyRefused(t *testing.T) {
 		t.Errorf("the driver was asked to publish it %d times", n)
 	}
 	// ReadWriteMany, which the driver supports, is accepted.
-	if _, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: []*messages.Document{volumeDoc("shared", "ReadWriteMany")}}); err != nil {
+	if err := apply(volumeDoc("shared", "ReadWriteMany")); err != nil {
 		t.Errorf("apply as ReadWriteMany = %v", err)
 	}
 }

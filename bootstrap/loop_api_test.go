@@ -132,11 +132,7 @@ func TestLoopApplyThroughAPI(t *testing.T) {
 	cfg := loopConfig(t, dir)
 	cfg.Durable = true
 	e := startLoop(t, cfg)
-	c, ctx := loopClient(t, e)
-	apply := func(docs ...*messages.Document) error {
-		_, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: docs})
-		return err
-	}
+	_, _, apply := loopClient(t, e)
 	wl := &messages.Document{Doc: &messages.Document_Workload{Workload: &messages.WorkloadDoc{Name: uid, Node: "n3",
 		Volumes: []*messages.WorkloadVolumeDoc{{Name: string(vol)}}}}}
 	n3 := &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: "n3"}}}

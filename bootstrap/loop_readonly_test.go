@@ -27,7 +27,7 @@ import (
 // loopClient serves e's API on a free loopback port until the test ends
 // and returns a client of it, and the context of a call (bounded, with
 // the token).
-func loopClient(t *testing.T, e *Embedded) (messages.TetherClient, func() context.Context) {
+func loopClient(t *testing.T, e *Embedded) (messages.TetherClient, func() context.Context, func(...*messages.Document) error) {
 	t.Helper()
 	token, err := api.LoadOrCreateToken(e.cfg.DataDir)
 	if err != nil {
@@ -52,7 +52,12 @@ func loopClient(t *testing.T, e *Embedded) (messages.TetherClient, func() contex
 		t.Cleanup(cancel)
 		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 	}
-	return messages.NewTetherClient(conn), ctx
+	c := messages.NewTetherClient(conn)
+	apply := func(docs ...*messages.Document) error {
+		_, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: docs})
+		return err
+	}
+	return c, ctx, apply
 }
 
 func volumeDoc(name, mode string) *messages.Document {
@@ -98,11 +103,7 @@ func TestLoopReadOnlyMany(t *testing.T) {
 	cfg := loopConfig(t, dir)
 	cfg.Durable = true
 	e := startLoop(t, cfg)
-	c, ctx := loopClient(t, e)
-	apply := func(docs ...*messages.Document) error {
-		_, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: docs})
-		return err
-	}
+	c, ctx, apply := loopClient(t, e)
 
 	err := apply(volumeDoc("rwx", "ReadWriteMany"))
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `volume "rwx" is ReadWriteMany`) ||
@@ -206,10 +207,8 @@ func TestLoopReadOnlyManyRebuilt(t *testing.T) {
 	cfg := loopConfig(t, dir)
 	cfg.Durable = true
 	e := startLoop(t, cfg)
-	c, ctx := loopClient(t, e)
-	if _, err := c.Apply(ctx(), &messages.ApplyRequest{Documents: []*messages.Document{
-		volumeDoc(string(shared), "ReadOnlyMany"), workloadDoc("app", "n1", shared, false),
-	}}); err != nil {
+	_, _, apply := loopClient(t, e)
+	if err := apply(volumeDoc(string(shared), "ReadOnlyMany"), workloadDoc("app", "n1", shared, false)); err != nil {
 		t.Fatal(err)
 	}
 	p := podPath(t, e, "n1", "app", shared)
