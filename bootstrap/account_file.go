@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+
+	"github.com/tether/tether/cloud/durable"
 )
 
 // An account file is a cloud account's own small state (loop-account.json,
@@ -36,20 +37,8 @@ func writeAccountFile(path, who string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("%s: writing %s: %w", who, path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("%s: writing %s: %w", who, path, err)
 	}
 	return nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/cloud/durable"
 )
 
 // Files under the data directory that tell clients on this machine how to
@@ -169,12 +170,12 @@ func writeClientFiles(dataDir, listenAddr string, x exposure) error {
 		}
 	} else {
 		leaf := x.api.Certificates[0].Certificate[0]
-		if err := writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf}), 0o644); err != nil {
+		if err := durable.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf}), 0o644); err != nil {
 			return err
 		}
 		line = TLSScheme + line
 	}
-	return writeFileAtomic(filepath.Join(dataDir, AddrFile), []byte(line+"\n"), 0o600)
+	return durable.WriteFile(filepath.Join(dataDir, AddrFile), []byte(line+"\n"), 0o600)
 }
 
 // dialAddr turns a wildcard listen address (0.0.0.0:7070, [::]:7070) into

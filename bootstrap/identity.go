@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud/durable"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/layout"
 )
@@ -139,7 +140,7 @@ func writeIdentityFile(dir, id string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, IdentityFile), []byte(id+"\n"), 0o600)
+	return durable.WriteFile(filepath.Join(dir, IdentityFile), []byte(id+"\n"), 0o600)
 }
 
 // openTrusted opens the store at path and checks it against the cloud and

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/bootstrap/api"
-	"github.com/tether/tether/bootstrap/certs"
 )
 
 // AddrFile, under the data directory, tells clients where the API listens.
@@ -100,9 +99,4 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return errors.Join(os.Remove(addrFile), srv.Stop(), msrv.Close(sctx), e.Stop(), m.Shutdown(sctx))
-}
-
-// writeFileAtomic replaces path with data, whole or not at all.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	return certs.WriteFile(path, data, mode, true)
 }

@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/tether/tether/cloud/durable"
 )
 
 // Errors of OpenBolt, matched with errors.Is. Each one's message names the
@@ -256,7 +258,7 @@ func CreateBolt(path string) (*Bolt, error) {
 	if err := os.Link(name, path); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", path, err)
 	}
 	return OpenBolt(path)
@@ -279,12 +281,4 @@ func createBuckets(tx *bolt.Tx) error {
 		}
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }

@@ -125,7 +125,7 @@ func TestBatchTooLarge(t *testing.T) {
 func TestWriteFailureUndoesAttach(t *testing.T) {
 	f := newFixture(t, Config{})
 	f.c.write = func(string, []byte) error { return errors.New("injected: disk full") }
-	defer func() { f.c.write = writeFileAtomic }()
+	defer func() { f.c.write = writeState }()
 	_, err := f.c.Attach(context.Background(), "excl", f.i1)
 	if cloud.Classify(err) != cloud.KindRetryable {
 		t.Fatalf("Attach: %v, want retryable", err)

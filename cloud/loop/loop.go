@@ -51,7 +51,7 @@ type Cloud struct {
 	defLimit  int
 	now       func() time.Time
 	dev       devices
-	write     func(path string, data []byte) error // writeFileAtomic; a test seam
+	write     func(path string, data []byte) error // writeState; a test seam
 
 	// op serializes changes, each from its checks to its publication,
 	// device calls and state writes included.
@@ -121,7 +121,7 @@ func newCloud(cfg Config, dir string, dev devices) *Cloud {
 		defLimit:  cfg.AttachLimit,
 		now:       cfg.Now,
 		dev:       dev,
-		write:     writeFileAtomic,
+		write:     writeState,
 	}
 }
 

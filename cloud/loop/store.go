@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/durable"
 	"github.com/tether/tether/cloud/realdir"
 )
 
@@ -116,46 +117,13 @@ func (c *Cloud) save(w *world) error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data: a temporary file in the same
-// directory, written and fsynced, renamed over path, and the directory
-// fsynced, so that a crash leaves the old file or the new one, whole.
-func writeFileAtomic(path string, data []byte) error {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = f.Chmod(stateFileMode)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
+// writeState replaces the state file durably (durable.WriteFile).
+func writeState(path string, data []byte) error {
+	return durable.WriteFile(path, data, stateFileMode)
 }
 
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil

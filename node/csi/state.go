@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/durable"
 )
 
 // StateFile, in the node's data directory, is the Mounter's record of
@@ -128,42 +129,18 @@ func (f *stateFile) set(rel string, r *record) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(f.path, append(b, '\n')); err != nil {
+	if err := writeState(f.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("csi: writing %s: %v: %w", f.path, err, cloud.ErrRetryable)
 	}
 	f.st = next
 	return nil
 }
 
-// writeAtomic replaces path with data, whole or not at all, durably
-// (temporary file, fsync, rename, fsync of the directory).
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+// writeState replaces the state file durably (durable.WriteFile), its
+// directory made first.
+func writeState(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*") // mode 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a rename: nothing there
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return durable.WriteFile(path, data, 0o600)
 }
