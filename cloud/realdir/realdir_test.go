@@ -50,3 +50,70 @@ func TestIn(t *testing.T) {
 		t.Errorf("In with no root = %v, want ErrUnsafe", err)
 	}
 }
+
+// TestInRelativeDotDot: a relative root made only of ".." components, and
+// a path with more of them: by its string the path starts with the root,
+// but it lies above it, not below.
+func TestInRelativeDotDot(t *testing.T) {
+	base := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(base, "a", "b", "c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(base, "a", "b")) // ".." is base/a
+	for _, c := range []struct {
+		root, path string
+		ok         bool
+	}{
+		{"..", filepath.Join("..", "b"), true},
+		{"..", filepath.Join("..", "b", "c"), true},
+		{filepath.Join("..", ".."), filepath.Join("..", "..", "a", "b"), true},
+		{"..", filepath.Join("..", ".."), false},           // base
+		{"..", filepath.Join("..", "..", "a"), false},      // base/a: the root itself
+		{"..", filepath.Join("..", "..", "a", "b"), false}, // below the root, but not by this path
+		{filepath.Join("..", ".."), filepath.Join("..", "..", ".."), false},
+	} {
+		err := In(c.root, c.path)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("In(%s, %s) = %v, want nil", c.root, c.path, err)
+		case !c.ok && (!errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "not below")):
+			t.Errorf("In(%s, %s) = %v, want ErrUnsafe: not below", c.root, c.path, err)
+		}
+	}
+}
+
+// TestInBelowSymlinks: symlinks above the root (the operator's choice of
+// data directory: /tmp may be one) are followed, relative ones and ones
+// climbing through another symlink with ".." too; a root that is itself a
+// symlink is refused, naming it.
+func TestInBelowSymlinks(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{"r/root/vol/sub", "r/other"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, to := range map[string]string{
+		"abs":      filepath.Join(base, "r"),
+		"rel":      "r",
+		"r/x":      "other",
+		"up":       "r/x/..", // r/other/.., which is r
+		"rootlink": "r/root",
+	} {
+		if err := os.Symlink(to, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, top := range []string{"abs", "rel", "up"} {
+		root := filepath.Join(base, top, "root")
+		for _, path := range []string{filepath.Join(root, "vol"), filepath.Join(root, "vol", "sub")} {
+			if err := In(root, path); err != nil {
+				t.Errorf("In(%s, %s) = %v, want nil", root, path, err)
+			}
+		}
+	}
+	root := filepath.Join(base, "rootlink")
+	if err := In(root, filepath.Join(root, "vol")); !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), root) {
+		t.Errorf("In(symlinked root) = %v, want ErrUnsafe naming %s", err, root)
+	}
+}
