@@ -78,12 +78,12 @@ func (c *Cloud) makeContent(id cloud.VolumeID) error {
 }
 
 // makeContents is makeContent for many volumes, with the content root
-// checked once (realdir.In per volume resolved the root's whole path
-// again: fifteen syscalls a volume, most of a 100,000-volume apply). A
-// volume's directory is a direct child of the root (a valid ID is one
-// path element), so once the root is a real directory and resolves, a
-// child that is a real directory resolves into it: realdir.Check of the
-// child is all realdir.In would add.
+// checked once (realdir.Check) rather than with each volume's directory
+// (realdir.In, which would lstat the root again for each). A volume's
+// directory is a direct child of the root (a valid ID is one path
+// element), so once the root is a real directory, a child that is a real
+// directory lies right in it, with the symlinks above the root resolved
+// too: realdir.Check of the child is all realdir.In would add.
 func (c *Cloud) makeContents(ids []cloud.VolumeID) error {
 	fail := func(id cloud.VolumeID, err error) error {
 		return fmt.Errorf("sim: create volume %s: content directory: %w", id, err)
@@ -95,9 +95,6 @@ func (c *Cloud) makeContents(ids []cloud.VolumeID) error {
 		return fail(ids[0], err)
 	}
 	if err := unsafeContent(realdir.Check(c.content)); err != nil {
-		return fail(ids[0], err)
-	}
-	if _, err := filepath.EvalSymlinks(c.content); err != nil {
 		return fail(ids[0], err)
 	}
 	for _, id := range ids {
@@ -149,8 +146,25 @@ func unsafeContent(err error) error {
 // not counted, throttled, delayed or subject to injected errors. A content
 // directory that is not a real directory in the content root (a symlink, in
 // it or as it) is never returned: that error wraps ErrUnsafeContent, and
-// names the path.
+// names the path. The volume is looked up under the cloud's lock and its
+// directory checked after unlocking: the content root is immutable and the
+// lock does not guard the filesystem, so no other call of any node waits
+// for the check's lstat's.
 func (c *Cloud) DeviceSource(inst cloud.InstanceID, devicePath string) (string, error) {
+	vol, err := c.deviceVolume(inst, devicePath)
+	if err != nil {
+		return "", err
+	}
+	dir, err := c.contentDir(vol)
+	if err != nil {
+		return "", fmt.Errorf("sim: device source of %s on %s: volume %s: %w", devicePath, inst, vol, err)
+	}
+	return dir, nil
+}
+
+// deviceVolume is DeviceSource's lookup, under the lock: the volume, with
+// a valid ID, attached to the running inst at devicePath.
+func (c *Cloud) deviceVolume(inst cloud.InstanceID, devicePath string) (cloud.VolumeID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	notFound := func(why string) error {
@@ -173,11 +187,7 @@ func (c *Cloud) DeviceSource(inst cloud.InstanceID, devicePath string) (string, 
 		if err := validVolume(vol); err != nil {
 			return "", notFound(fmt.Sprintf("volume %q has no content: %v", vol, err))
 		}
-		dir, err := c.contentDir(vol)
-		if err != nil {
-			return "", fmt.Errorf("sim: device source of %s on %s: volume %s: %w", devicePath, inst, vol, err)
-		}
-		return dir, nil
+		return vol, nil
 	}
 	return "", notFound("no volume attached at that device")
 }
