@@ -126,6 +126,7 @@ func (c *Controller) Start() error {
 	for i, v := range vols {
 		ids[i] = v.ID
 	}
+	e.handOff(ids) // every snapshot in one read (restore_handoff.go)
 	// Heartbeats count once these have restored (liveness.go): the node
 	// actors spawned above started their clocks before the agents could
 	// report, and the restore is bulk work.

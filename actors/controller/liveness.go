@@ -23,6 +23,9 @@ type restoreWatch struct {
 	pending map[cloud.VolumeID]bool
 	// until: the latest moment liveness waits for (Start + RestoreGrace).
 	until time.Time
+	// handoff: Start's snapshots for its volume actors
+	// (restore_handoff.go); closed when the restore is over.
+	handoff handoff
 }
 
 // begin records the volumes Start spawns; must come before they can answer.
@@ -37,6 +40,7 @@ func (e *env) beginRestore(vols []cloud.VolumeID) {
 	w.until = e.clock.Now().Add(e.cfg.RestoreGrace)
 	if len(w.pending) == 0 {
 		e.started.Store(e.clock.Now().UnixNano())
+		w.handoff.close()
 	}
 }
 
@@ -53,6 +57,7 @@ func (e *env) volumeSettled(v cloud.VolumeID) {
 	delete(w.pending, v)
 	if len(w.pending) == 0 && e.started.Load() == 0 {
 		e.started.Store(e.clock.Now().UnixNano())
+		w.handoff.close() // every volume of Start has started: nothing is left to take
 	}
 }
 

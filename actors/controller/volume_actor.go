@@ -233,78 +233,19 @@ func (a *volumeActor) seed() uint64 {
 	return a.env.cfg.Seed ^ h.Sum64()
 }
 
+// readStore gives this incarnation's snapshot: the one Start read in bulk
+// if this is the volume's first incarnation (restore_handoff.go), else
+// the store's now.
 func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
-	snap, err := ReadVolume(a.env.store, a.id)
-	if err != nil {
-		return snap.Restored, nil, err
+	snap, ok := a.env.restore.handoff.take(a.id)
+	if !ok {
+		var err error
+		if snap, err = ReadVolume(a.env.store, a.id); err != nil {
+			return snap.Restored, nil, err
+		}
 	}
 	a.rev, a.deleted, a.ref.UID = snap.Revision, snap.Deleted, snap.ObjectUID
 	return snap.Restored, snap.Candidates, nil
-}
-
-// VolumeSnapshot is what a volume actor rebuilds from: the store's view.
-type VolumeSnapshot struct {
-	// Restored lacks only the cloud's truth (Truth, AsOf).
-	Restored volume.Restored
-	// Candidates: the nodes to ask the cloud about (desired, listed, in
-	// use, detaching, with an intent), sorted.
-	Candidates []cloud.NodeName
-	Deleted    bool   // the volume is not in the desired state
-	Revision   uint64 // read first: newer changes carry a higher one
-	ObjectUID  string // the desired volume's ("" when Deleted)
-}
-
-// ReadVolume reads a volume actor's rebuild snapshot from the store. The
-// deterministic simulation rebuilds its volume cores with it too.
-func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
-	snap := VolumeSnapshot{Restored: volume.Restored{Listed: map[cloud.NodeName]string{}, Nodes: map[cloud.NodeName]volume.NodeInfo{}}}
-	r := &snap.Restored
-	var err error
-	if snap.Revision, err = st.Revision(); err != nil {
-		return snap, err
-	}
-	spec, ok, err := st.Volume(id)
-	if err != nil {
-		return snap, err
-	}
-	snap.Deleted, r.Mode, snap.ObjectUID = !ok, spec.Mode, spec.ObjectUID
-	if r.Desired, err = st.DesiredNodes(id); err != nil {
-		return snap, err
-	}
-	statuses, err := st.StatusesWithVolume(id)
-	if err != nil {
-		return snap, err
-	}
-	cand := map[cloud.NodeName]bool{}
-	for _, n := range r.Desired {
-		cand[n] = true
-	}
-	for _, s := range statuses {
-		if dev, ok := s.VolumesAttached[id]; ok {
-			r.Listed[s.Name] = dev
-			cand[s.Name] = true
-		}
-		if s.VolumesDetaching[id] {
-			r.Detaching = append(r.Detaching, s.Name)
-		}
-		if s.VolumesInUse[id] || s.VolumesDetaching[id] {
-			cand[s.Name] = true
-		}
-		if cand[s.Name] {
-			i := s.Info(id)
-			r.Nodes[s.Name] = volume.NodeInfo{InUse: i.InUse, Ready: i.Ready, NotReadySince: i.NotReadySince, OutOfService: i.OutOfService}
-		}
-	}
-	intents, err := st.Intents(id)
-	if err != nil {
-		return snap, err
-	}
-	for _, in := range intents {
-		r.InFlight = append(r.InFlight, volume.InFlight{Node: in.Node, Deadline: in.Deadline})
-		cand[in.Node] = true
-	}
-	snap.Candidates = sortedKeys(cand)
-	return snap, nil
 }
 
 func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) {

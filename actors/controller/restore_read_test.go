@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
+)
+
+// fillVaried writes seeded random content: volumes of every access mode,
+// some deleted (and still named by workloads, statuses or intents);
+// workloads of several volumes each, replaced (keeping their Seq, on
+// another node) and deleted, so that Seq order is neither name nor node
+// order; node statuses listing volumes attached, in use, detaching (and
+// false entries, which list nothing), Ready or not, out of service; and
+// intents. It returns every volume named, and one named nowhere.
+func fillVaried(t *testing.T, st store.Store, seed uint64) []cloud.VolumeID {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 3))
+	nodes := []cloud.NodeName{"a", "b", "c", "d", "e"}
+	vols := []cloud.VolumeID{"v0", "v1", "v10", "v2", "v3", "v4", "v5", "v6"}
+	for i, v := range vols {
+		spec := store.VolumeSpec{ID: v, Mode: cloud.Exclusive}
+		switch i % 3 {
+		case 1:
+			spec.Mode = cloud.MultiNode
+		case 2:
+			spec.Mode, spec.ReadOnly = cloud.MultiNode, true
+		}
+		must(t, st.PutVolume(spec))
+	}
+	for i := range 30 {
+		w := store.Workload{UID: fmt.Sprintf("w%d", rng.IntN(10)), Node: nodes[rng.IntN(len(nodes))]}
+		for _, v := range vols {
+			if rng.IntN(3) == 0 {
+				w.Volumes = append(w.Volumes, v)
+			}
+		}
+		if i%7 == 6 {
+			must(t, st.DeleteWorkload(w.UID))
+			continue
+		}
+		must(t, st.PutWorkload(w))
+	}
+	for range 2 {
+		must(t, st.DeleteVolume(vols[rng.IntN(len(vols))]))
+	}
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, n := range nodes[:4] {
+		s := nodestatus.Status{Name: n, Ready: rng.IntN(3) > 0, OutOfService: rng.IntN(4) == 0, InUseSeq: rng.Uint64N(9),
+			VolumesAttached: map[cloud.VolumeID]string{}, VolumesInUse: map[cloud.VolumeID]bool{}, VolumesDetaching: map[cloud.VolumeID]bool{}}
+		if !s.Ready {
+			s.NotReadySince = at.Add(-time.Duration(rng.IntN(100)) * time.Second)
+		}
+		for _, v := range vols {
+			switch rng.IntN(6) {
+			case 0:
+				s.VolumesAttached[v] = "/dev/" + string(v)
+			case 1:
+				s.VolumesAttached[v] = "/dev/" + string(v)
+				s.VolumesInUse[v] = true
+			case 2:
+				s.VolumesDetaching[v] = true
+				s.VolumesInUse[v] = rng.IntN(2) == 0
+			case 3:
+				s.VolumesInUse[v] = rng.IntN(2) == 0
+				s.VolumesDetaching[v] = false
+			}
+		}
+		must(t, st.PutNodeStatus(s))
+	}
+	for i := range 12 {
+		in := store.Intent{Volume: vols[rng.IntN(len(vols))], Node: nodes[rng.IntN(len(nodes))], Op: uint64(i),
+			Attach: rng.IntN(2) == 0, Deadline: at.Add(time.Duration(i) * time.Second)}
+		must(t, st.PutIntent(in))
+	}
+	return append(vols, "nowhere")
+}
+
+// Stores that hide the bulk reads, for ReadVolumes' fallbacks: tables
+// read one by one with AllIntents, or with Intents per volume.
+type (
+	noTableReader struct {
+		store.Store
+		store.BulkIntents
+	}
+	noBulkReads struct{ store.Store }
+)
+
+// ReadVolumes gives every volume exactly ReadVolume's snapshot, on every
+// store and through each of its fallbacks.
+func TestReadVolumesMatchesReadVolume(t *testing.T) {
+	stores := []struct {
+		name string
+		open func(t *testing.T) store.Store
+	}{
+		{"memory", func(*testing.T) store.Store { return store.NewMemory() }},
+		{"bolt", func(t *testing.T) store.Store {
+			b, err := store.CreateBolt(filepath.Join(t.TempDir(), "tether.db"))
+			must(t, err)
+			t.Cleanup(func() { must(t, b.Close()) })
+			return b
+		}},
+		{"memory, table by table", func(*testing.T) store.Store { m := store.NewMemory(); return noTableReader{m, m} }},
+		{"memory, intents per volume", func(*testing.T) store.Store { return noBulkReads{store.NewMemory()} }},
+	}
+	for _, sc := range stores {
+		t.Run(sc.name, func(t *testing.T) {
+			seen := map[string]bool{}
+			for seed := uint64(1); seed <= 8; seed++ {
+				st := sc.open(t)
+				ids := fillVaried(t, st, seed)
+				bulk, err := ReadVolumes(st, ids)
+				must(t, err)
+				if len(bulk) != len(ids) {
+					t.Fatalf("seed %d: %d snapshots for %d volumes", seed, len(bulk), len(ids))
+				}
+				for _, id := range ids {
+					want, err := ReadVolume(st, id)
+					must(t, err)
+					if got := bulk[id]; !reflect.DeepEqual(got, want) {
+						t.Fatalf("seed %d, volume %s:\nbulk %+v\none  %+v", seed, id, got, want)
+					}
+					covered(seen, want)
+				}
+			}
+			for _, c := range []string{"deleted", "multi-node", "2+ desired", "listed on 2+", "detaching", "in use", "in flight", "not ready", "nothing"} {
+				if !seen[c] {
+					t.Errorf("no snapshot had %s: the content is not varied enough", c)
+				}
+			}
+		})
+	}
+}
+
+// covered notes which cases snap exercises.
+func covered(seen map[string]bool, snap VolumeSnapshot) {
+	r := snap.Restored
+	inUse, notReady := false, false
+	for _, n := range r.Nodes {
+		inUse = inUse || n.InUse
+		notReady = notReady || !n.Ready
+	}
+	for c, ok := range map[string]bool{
+		"deleted": snap.Deleted, "multi-node": r.Mode == cloud.MultiNode,
+		"2+ desired": len(r.Desired) > 1, "listed on 2+": len(r.Listed) > 1, "detaching": len(r.Detaching) > 0,
+		"in use": inUse, "in flight": len(r.InFlight) > 0, "not ready": notReady, "nothing": len(snap.Candidates) == 0,
+	} {
+		seen[c] = seen[c] || ok
+	}
+}
