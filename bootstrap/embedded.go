@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/dispatch"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/actors/slogrus"
@@ -113,6 +114,7 @@ type Embedded struct {
 	kind       string // CloudSim, CloudLoop or CloudCSI
 	guardian   actor.SupervisorStrategy
 	guard      *spawn.Guard
+	pool       *dispatch.Pool
 	ctlCfg     controller.Config
 	provider   cloud.Provider
 	mu         sync.Mutex
@@ -182,7 +184,11 @@ func (e *Embedded) start() error {
 		e.Events.Subscribe(func(ev events.Event) { cfg.Metrics.Event(ev.Type) })
 	}
 	e.System = actor.NewActorSystem(opts...)
+	// Every mailbox of this process runs on one pool of goroutines whose
+	// grown stacks are reused (package dispatch).
+	e.pool = dispatch.New(0, 0)
 	cc := cfg.Controller
+	cc.Dispatcher = e.pool
 	e.guard = spawn.New(e.System)
 	cc.Guard = e.guard
 	cc.Log, cc.Supervisor.Log = log, log
@@ -248,7 +254,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 	if e.cfg.WrapDevices != nil {
 		ac.Devices = e.cfg.WrapDevices(n, ac.Devices)
 	}
-	ac.Guard = e.guard
+	ac.Guard, ac.Dispatcher = e.guard, e.pool
 	if e.calls[n] == nil {
 		e.calls[n] = node.NewCalls()
 	}
@@ -382,6 +388,9 @@ func (e *Embedded) Stop() error {
 	}
 	if e.System != nil {
 		e.System.Shutdown()
+	}
+	if e.pool != nil {
+		e.pool.Close() // idle workers end now, busy ones after their run
 	}
 	if e.Account != nil {
 		errs = append(errs, e.Account.Close()) // the sim folds its state's log into its snapshot

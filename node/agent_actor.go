@@ -65,6 +65,9 @@ type Config struct {
 	// Middleware wraps the agent actor's Receive (metrics, message
 	// counts).
 	Middleware []actor.ReceiverMiddleware
+	// Dispatcher, if set, runs the agent's mailbox (nil: Proto.Actor's
+	// default; see package actors/dispatch).
+	Dispatcher actor.Dispatcher
 }
 
 // DefaultConfig: Kubernetes' timings (OpTimeout as the kubelet's CSI
@@ -267,7 +270,11 @@ func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy
 	if c.Calls == nil {
 		c.Calls = NewCalls()
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, actor.WithGuardian(guardian), actor.WithReceiverMiddleware(c.Middleware...))
+	opts := []actor.PropsOption{actor.WithGuardian(guardian), actor.WithReceiverMiddleware(c.Middleware...)}
+	if c.Dispatcher != nil {
+		opts = append(opts, actor.WithDispatcher(c.Dispatcher))
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, opts...)
 	pid, err := c.Guard.Spawn(props, AgentName(cfg.Node))
 	if err != nil {
 		return nil, fmt.Errorf("node agent %s: %w", cfg.Node, err)

@@ -46,10 +46,13 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 	// One Props per kind, shared by every actor of it (100,000 volumes
 	// must not carry 100,000 Props): an actor learns its identity from its
 	// name when it starts.
-	mw := actor.WithReceiverMiddleware(cfg.Middleware...)
-	volumeProps := actor.PropsFromProducer(func() actor.Actor { return &volumeActor{env: e} }, guardian, mw)
-	nodeProps := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{env: e} }, guardian, mw)
-	syncProps := actor.PropsFromProducer(func() actor.Actor { return newSyncActor(e) }, guardian, mw)
+	opts := []actor.PropsOption{guardian, actor.WithReceiverMiddleware(cfg.Middleware...)}
+	if cfg.Dispatcher != nil {
+		opts = append(opts, actor.WithDispatcher(cfg.Dispatcher))
+	}
+	volumeProps := actor.PropsFromProducer(func() actor.Actor { return &volumeActor{env: e} }, opts...)
+	nodeProps := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{env: e} }, opts...)
+	syncProps := actor.PropsFromProducer(func() actor.Actor { return newSyncActor(e) }, opts...)
 	e.lookup = &localLookup{
 		sys: sys, guard: e.guard, clock: cfg.Clock, respawn: cfg.Respawn, quiet: cfg.RespawnQuiet,
 		retiring: map[string]bool{}, deaths: map[string]*death{}, timers: map[string]clock.Timer{}, spawned: map[string]bool{},

@@ -52,6 +52,9 @@ type Config struct {
 	Guard *spawn.Guard
 	// Middleware wraps every actor's Receive (metrics, message counts).
 	Middleware []actor.ReceiverMiddleware
+	// Dispatcher, if set, runs every actor's mailbox (nil: Proto.Actor's
+	// default, a new goroutine per run; see package dispatch).
+	Dispatcher actor.Dispatcher
 	Clock      clock.Clock
 	Log        logrus.FieldLogger
 	// Seed seeds the backoff jitter (0: random).
