@@ -118,9 +118,6 @@ func (c *Controller) Start() error {
 	if err != nil {
 		return fmt.Errorf("controller: start: %w", err)
 	}
-	for _, n := range nodes {
-		e.guard.Send(e.lookup.Node(n.Name), wake)
-	}
 	vols, err := e.store.Volumes()
 	if err != nil {
 		return fmt.Errorf("controller: start: %w", err)
@@ -129,7 +126,12 @@ func (c *Controller) Start() error {
 	for i, v := range vols {
 		ids[i] = v.ID
 	}
-	e.handOff(ids) // every snapshot in one read (restore_handoff.go)
+	// Every volume's snapshot and every agent's first message in one
+	// read, before the actors that take them start (restore_handoff.go).
+	e.handOff(ids, nodes)
+	for _, n := range nodes {
+		e.guard.Send(e.lookup.Node(n.Name), wake)
+	}
 	// Heartbeats count once these have restored (liveness.go): the node
 	// actors spawned above started their clocks before the agents could
 	// report, and the restore is bulk work.

@@ -98,6 +98,12 @@ func agentMessages(st store.Store, nodes []cloud.NodeName) ([]*messages.NodeWork
 	if err != nil {
 		return nil, err
 	}
+	return workloadMessages(rev, ws, specs, vols, nodes), nil
+}
+
+// workloadMessages is agentMessages on tables already read (rev read
+// before them).
+func workloadMessages(rev uint64, ws []store.Workload, specs []store.NodeSpec, vols []store.VolumeSpec, nodes []cloud.NodeName) []*messages.NodeWorkloads {
 	rox := map[cloud.VolumeID]bool{}
 	for _, v := range vols {
 		if v.Mode == cloud.MultiNode && v.ReadOnly {
@@ -108,6 +114,7 @@ func agentMessages(st store.Store, nodes []cloud.NodeName) ([]*messages.NodeWork
 	for _, n := range specs {
 		byName[n.Name] = n
 	}
+	ws = slices.Clone(ws)
 	slices.SortFunc(ws, func(a, b store.Workload) int { return cmp.Compare(a.Seq, b.Seq) }) // as WorkloadsOn lists them
 	on := map[cloud.NodeName][]store.Workload{}
 	for _, w := range ws {
@@ -117,7 +124,7 @@ func agentMessages(st store.Store, nodes []cloud.NodeName) ([]*messages.NodeWork
 	for i, n := range nodes {
 		out[i] = workloadsMessage(n, rev, byName[n], on[n], rox)
 	}
-	return out, nil
+	return out
 }
 
 // DeleteNode removes a node no workload is scheduled on, and forgets its

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
 )
 
 // When heartbeats count. A starting controller restores every volume actor
@@ -25,7 +26,9 @@ type restoreWatch struct {
 	until time.Time
 	// handoff: Start's snapshots for its volume actors
 	// (restore_handoff.go); closed when the restore is over.
-	handoff handoff
+	handoff handoff[cloud.VolumeID, VolumeSnapshot]
+	// agents: Start's first messages of the node actors to their agents.
+	agents handoff[cloud.NodeName, *messages.NodeWorkloads]
 }
 
 // begin records the volumes Start spawns; must come before they can answer.
@@ -41,6 +44,7 @@ func (e *env) beginRestore(vols []cloud.VolumeID) {
 	if len(w.pending) == 0 {
 		e.started.Store(e.clock.Now().UnixNano())
 		w.handoff.close()
+		w.agents.close()
 	}
 }
 
@@ -58,6 +62,7 @@ func (e *env) volumeSettled(v cloud.VolumeID) {
 	if len(w.pending) == 0 && e.started.Load() == 0 {
 		e.started.Store(e.clock.Now().UnixNano())
 		w.handoff.close() // every volume of Start has started: nothing is left to take
+		w.agents.close()  // a node actor not started yet reads its own
 	}
 }
 

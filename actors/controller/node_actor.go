@@ -139,8 +139,16 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	}
 	a.graceUntil = a.env.clock.Now().Add(a.env.cfg.Node.NotReadyAfter)
 	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
-	// An agent that started before this actor is waiting for its state.
-	a.sendWorkloads(ctx)
+	// An agent that started before this actor is waiting for its state:
+	// Start's bulk read of it for a first incarnation (restore_handoff.go),
+	// else the store's now.
+	if msg, ok := a.env.restore.agents.take(a.name); ok {
+		if pid := a.env.agentFor(a.name); pid != nil {
+			a.env.guard.Send(pid, msg)
+		}
+	} else {
+		a.sendWorkloads(ctx)
+	}
 	a.later(ctx, held{do: a.pushStatus, push: true})
 }
 

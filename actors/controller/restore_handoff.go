@@ -6,6 +6,7 @@ import (
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
 )
 
 // The restore's bulk read. Start spawns an actor for every volume of the
@@ -38,42 +39,59 @@ import (
 // as for an actor that read the store itself just before the change.
 // Claims order concurrent activations of one volume, which only
 // distributed mode has, and it never comes here.
-func (e *env) handOff(ids []cloud.VolumeID) {
-	h := &e.restore.handoff
-	if _, ok := e.store.(store.TableReader); !ok || len(ids) == 0 || store.RemoteReads(e.store) {
-		h.close()
+func (e *env) handOff(ids []cloud.VolumeID, nodes []store.NodeSpec) {
+	w := &e.restore
+	if _, ok := e.store.(store.TableReader); !ok || len(ids)+len(nodes) == 0 || store.RemoteReads(e.store) {
+		w.handoff.close()
+		w.agents.close()
 		return
 	}
-	snaps, err := ReadVolumes(e.store, ids)
+	t, err := readTables(e.store, ids)
 	if err != nil {
 		e.log.Warnf("restore: reading every volume at once failed, each volume reads its own: %v", err)
-		h.close()
+		w.handoff.close()
+		w.agents.close()
 		return
 	}
 	// Dropped when the restore is over (volumeSettled), at the latest
 	// when liveness stops waiting for it: an actor that has not started
 	// by then reads the store itself.
-	h.fill(snaps, e.clock.AfterFunc(e.cfg.RestoreGrace, h.close))
+	w.handoff.fill(snapshotsOf(t, ids), e.clock.AfterFunc(e.cfg.RestoreGrace, w.handoff.close))
+	// The node actors' first message to their agents, from the same
+	// tables (agentMessages' rule: the revision read before them). An
+	// agent applies only a revision at least as new as the one it has, so
+	// a message that an apply after this read has overtaken changes nothing.
+	names := make([]cloud.NodeName, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	msgs := workloadMessages(t.Revision, t.Workloads, nodes, t.Volumes, names)
+	byNode := make(map[cloud.NodeName]*messages.NodeWorkloads, len(msgs))
+	for i, m := range msgs {
+		byNode[names[i]] = m
+	}
+	w.agents.fill(byNode, e.clock.AfterFunc(e.cfg.RestoreGrace, w.agents.close))
 }
 
-// handoff holds Start's snapshots until their actors take them. Each
-// serves one incarnation: the first of its volume since the controller
-// was made. A later one (a supervisor restart, a respawn) reads the store
-// afresh: its predecessor may have written since.
-type handoff struct {
+// handoff holds Start's reads until their actors take them: a volume's
+// snapshot, a node's first message to its agent. Each serves one
+// incarnation: the first of its actor since the controller was made. A
+// later one (a supervisor restart, a respawn) reads the store afresh: its
+// predecessor may have written since.
+type handoff[K comparable, V any] struct {
 	mu    sync.Mutex
-	over  bool                              // closed: nothing held, nothing tracked
-	snaps map[cloud.VolumeID]VolumeSnapshot // not taken yet
-	// started: the volumes an incarnation started for (tracked from New
-	// until close). Their snapshot, even one read after that start, may
-	// miss what that incarnation wrote: it is never handed.
-	started map[cloud.VolumeID]bool
+	over  bool    // closed: nothing held, nothing tracked
+	snaps map[K]V // not taken yet
+	// started: the actors an incarnation started for (tracked from New
+	// until close). Their read, even one made after that start, may miss
+	// what that incarnation wrote: it is never handed.
+	started map[K]bool
 	timer   clock.Timer
 }
 
 // fill leaves snaps for the actors to come, but for the volumes whose
 // actor has already started; t is the timer that closes h.
-func (h *handoff) fill(snaps map[cloud.VolumeID]VolumeSnapshot, t clock.Timer) {
+func (h *handoff[K, V]) fill(snaps map[K]V, t clock.Timer) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.over {
@@ -86,17 +104,18 @@ func (h *handoff) fill(snaps map[cloud.VolumeID]VolumeSnapshot, t clock.Timer) {
 	h.snaps, h.timer = snaps, t
 }
 
-// take is called by every incarnation of a volume actor as it starts: it
-// returns the volume's snapshot if one is held (and holds it no more) and
-// this is the volume's first incarnation.
-func (h *handoff) take(id cloud.VolumeID) (VolumeSnapshot, bool) {
+// take is called by every incarnation of an actor as it starts: it
+// returns the actor's read if one is held (and holds it no more) and this
+// is the actor's first incarnation.
+func (h *handoff[K, V]) take(id K) (V, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.over {
-		return VolumeSnapshot{}, false
+		var none V
+		return none, false
 	}
 	if h.started == nil {
-		h.started = map[cloud.VolumeID]bool{}
+		h.started = map[K]bool{}
 	}
 	h.started[id] = true
 	snap, ok := h.snaps[id]
@@ -105,7 +124,7 @@ func (h *handoff) take(id cloud.VolumeID) (VolumeSnapshot, bool) {
 }
 
 // close drops whatever is held, for good.
-func (h *handoff) close() {
+func (h *handoff[K, V]) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.over, h.snaps, h.started = true, nil, nil

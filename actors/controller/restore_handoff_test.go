@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store"
@@ -35,7 +38,7 @@ func TestHandoffServesFirstIncarnationOnly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(start)
-			var h handoff
+			var h handoff[cloud.VolumeID, VolumeSnapshot]
 			for i, s := range tc.steps {
 				f := strings.Fields(s.do)
 				switch f[0] {
@@ -73,7 +76,7 @@ func TestHandoffServesFirstIncarnationOnly(t *testing.T) {
 // RestoreGrace): what it held goes.
 func TestHandoffTimerDropsSnapshots(t *testing.T) {
 	clk := clock.NewFake(start)
-	var h handoff
+	var h handoff[cloud.VolumeID, VolumeSnapshot]
 	h.fill(map[cloud.VolumeID]VolumeSnapshot{"v1": {}}, clk.AfterFunc(time.Minute, h.close))
 	clk.Advance(time.Minute)
 	if _, ok := h.take("v1"); ok {
@@ -152,6 +155,24 @@ func (c *readCounter) DesiredNodes(v cloud.VolumeID) ([]cloud.NodeName, error) {
 	return c.Memory.DesiredNodes(v)
 }
 
+func (c *readCounter) WorkloadsOn(n cloud.NodeName) ([]store.Workload, error) {
+	c.count("WorkloadsOn " + string(n))
+	return c.Memory.WorkloadsOn(n)
+}
+
+// agentProbe stands in for a node's agent: it passes on the desired
+// states its node actor tells it.
+func agentProbe(r *rig, node cloud.NodeName, got chan<- *messages.NodeWorkloads) {
+	props := actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*messages.NodeWorkloads); ok {
+			got <- m
+		}
+	})
+	if _, err := r.sys.Root.SpawnNamed(props, AgentPrefix+string(node)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // A controller restart restores its volumes from one whole-store read: no
 // volume actor reads its own. One restarted by the supervisor reads the
 // store afresh, during the restore (its predecessor took the snapshot) as
@@ -179,9 +200,28 @@ func TestRestartHandsSnapshotsOnce(t *testing.T) {
 
 	// The restore waits for v11, whose claim fails until it is retried.
 	must(t, r.ctl.Stop(5*time.Second))
+	told := make(chan *messages.NodeWorkloads, 100)
+	agentProbe(r, "n1", told)
+	agentProbe(r, "n2", told)
+	rev, err := r.store.Revision()
+	must(t, err)
 	c := &readCounter{Memory: r.store, counts: map[string]int{}, failClaim: "v11"}
 	r.ctl = New(r.sys, r.cfg, r.calls, c, r.rec)
 	must(t, r.ctl.Start())
+	// Each node actor tells its agent its desired state, from the same
+	// read: no node actor reads its workloads itself.
+	for range 2 {
+		select {
+		case m := <-told:
+			want, err := agentMessages(r.store, []cloud.NodeName{cloud.NodeName(m.Node)})
+			must(t, err)
+			if m.Revision != rev || !proto.Equal(m, want[0]) {
+				t.Fatalf("agent of %s told %v, want %v (revision %d)", m.Node, m, want[0], rev)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a node actor told its agent nothing on restart")
+		}
+	}
 	r.eventually("v11's restart scheduled", func() bool { return len(r.restartDelays()) == 1 })
 	for _, v := range vols[:n-1] {
 		_, err := r.ctl.VolumeStatus(v, 5*time.Second) // through the mailbox: after Started
@@ -191,7 +231,7 @@ func TestRestartHandsSnapshotsOnce(t *testing.T) {
 		t.Fatalf("%d whole-store reads for the restore, want 1", got)
 	}
 	if got := c.perVolume(); got != 0 {
-		t.Fatalf("%d per-volume reads by the first incarnations of %d volumes, want 0: %v", got, n, c.counts)
+		t.Fatalf("%d per-object reads by the first incarnations of %d volumes and their nodes, want 0: %v", got, n, c.counts)
 	}
 	r.sys.Root.Send(r.pid(volumePrefix+"v00"), &messages.Crash{Reason: "test"})
 	r.eventually("v00's restart scheduled", func() bool { return len(r.restartDelays()) == 2 })

@@ -65,6 +65,11 @@ func ReadVolumes(st store.Store, ids []cloud.VolumeID) (map[cloud.VolumeID]Volum
 	if err != nil {
 		return nil, err
 	}
+	return snapshotsOf(t, ids), nil
+}
+
+// snapshotsOf is ReadVolumes on tables already read.
+func snapshotsOf(t store.Tables, ids []cloud.VolumeID) map[cloud.VolumeID]VolumeSnapshot {
 	specs := make(map[cloud.VolumeID]store.VolumeSpec, len(t.Volumes))
 	for _, v := range t.Volumes {
 		specs[v.ID] = v
@@ -80,7 +85,7 @@ func ReadVolumes(st store.Store, ids []cloud.VolumeID) (map[cloud.VolumeID]Volum
 		}
 		out[id] = in.snapshot(id)
 	}
-	return out, nil
+	return out
 }
 
 func readTables(st store.Store, ids []cloud.VolumeID) (store.Tables, error) {
