@@ -56,7 +56,8 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	if err != nil {
 		return err
 	}
-	if _, err := parentsSafe(b.l, op, target); err != nil {
+	p, err := checkParents(b.l, op, target)
+	if err != nil {
 		return err
 	}
 	source, err = checkSource(op, source)
@@ -77,7 +78,7 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 		}
 		return setReadOnly(op, target, readOnly)
 	}
-	if err := b.prepare(op, target); err != nil {
+	if err := b.prepare(op, target, p); err != nil {
 		return err
 	}
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
@@ -94,19 +95,19 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	return nil
 }
 
-// prepare makes target an empty directory to mount on: its parents are
-// created, a leftover symlink is replaced, an empty directory is reused.
-func (b bind) prepare(op, target string) error {
+// prepare makes target an empty directory to mount on: its missing
+// parents (p, as checkParents found them) are created, a leftover symlink
+// is replaced, an empty directory is reused.
+func (bind) prepare(op, target string, p parents) error {
 	if err := clearTarget(op, target, true); err != nil {
 		return err
 	}
-	if err := makeParents(b.l, op, target); err != nil {
-		return err
-	}
-	if err := os.Mkdir(target, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("mount: %s: %w", op, err)
-	}
-	return nil
+	return p.create(func() error {
+		if err := os.Mkdir(target, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("mount: %s: %w", op, err)
+		}
+		return nil
+	})
 }
 
 // setReadOnly makes the mount at target read-only or writable as asked. A
@@ -164,7 +165,7 @@ func unmountAll(l layout.Layout, op, target string, lazy bool) error {
 	if err != nil {
 		return err
 	}
-	if exist, err := parentsSafe(l, op, target); err != nil || !exist {
+	if p, err := checkParents(l, op, target); err != nil || !p.complete() {
 		return err
 	}
 	for range maxStack {

@@ -72,7 +72,8 @@ func (b block) Stage(source, target string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := parentsSafe(b.l, op, target); err != nil {
+	p, err := checkParents(b.l, op, target)
+	if err != nil {
 		return err
 	}
 	dev, err := checkBlockDevice(op, source)
@@ -87,7 +88,7 @@ func (b block) Stage(source, target string) error {
 		return err
 	}
 	// The target is made only now: a refused device leaves nothing behind.
-	if err := b.bind.prepare(op, target); err != nil {
+	if err := b.bind.prepare(op, target, p); err != nil {
 		return err
 	}
 	if err := b.ready(dev, act); err != nil {

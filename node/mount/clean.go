@@ -26,7 +26,7 @@ func CleanEmptyParents(l layout.Layout, dir, stop string) error {
 	if !below(stop, dir) || dir == stop {
 		return fmt.Errorf("mount: clean parents of %q: not below %q", dir, stop)
 	}
-	if _, err := parentsSafe(l, "clean parents of", dir); err != nil {
+	if _, err := checkParents(l, "clean parents of", dir); err != nil {
 		return err
 	}
 	for p := filepath.Dir(dir); p != stop; p = filepath.Dir(p) {

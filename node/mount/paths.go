@@ -72,51 +72,102 @@ func between(l layout.Layout, path string) []string {
 	return out
 }
 
-// parentsSafe checks that every existing directory between the root and
-// target is a real directory, not a symlink, so that an operation on target
-// cannot land outside the root. It reports whether all of them exist.
-func parentsSafe(l layout.Layout, op, target string) (bool, error) {
-	for _, dir := range between(l, target) {
-		fi, err := os.Lstat(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("mount: %s %q: %w", op, target, err)
-		}
-		if !fi.IsDir() {
-			return false, fmt.Errorf("mount: %s %q: %s is not a directory (%s): %w", op, target, dir, fi.Mode().Type(), ErrOutside)
-		}
-	}
-	return true, nil
+// parents is what checkParents found of the directories between the root
+// and a target (between), shallowest first: the first n exist and are real
+// directories; the others are missing (a missing directory has no
+// subdirectories).
+type parents struct {
+	l          layout.Layout
+	op, target string
+	dirs       []string
+	n          int
 }
 
-// makeParents creates the root and the directories between it and target,
-// one at a time, refusing any existing component that is not a real
-// directory.
-func makeParents(l layout.Layout, op, target string) error {
-	if err := os.MkdirAll(l.Root(), dirMode); err != nil {
-		return fmt.Errorf("mount: %s %q: %w", op, target, err)
-	}
-	for _, dir := range between(l, target) {
-		// Lstat first: most parents exist, and a mkdir that finds one
-		// costs as much as one that makes it (it locks the parent).
+// checkParents checks that every existing directory between the root and
+// target is a real directory, not a symlink (ErrOutside), so that an
+// operation on target cannot land outside the root. It stops at the first
+// missing one. One lstat per directory, the missing one included.
+func checkParents(l layout.Layout, op, target string) (parents, error) {
+	p := parents{l: l, op: op, target: target, dirs: between(l, target)}
+	for _, dir := range p.dirs {
 		fi, err := os.Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
-			err = os.Mkdir(dir, dirMode)
-			if err != nil && !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("mount: %s %q: %w", op, target, err)
-			}
-			fi, err = os.Lstat(dir)
+			return p, nil
 		}
 		if err != nil {
-			return fmt.Errorf("mount: %s %q: %w", op, target, err)
+			return p, fmt.Errorf("mount: %s %q: %w", op, target, err)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("mount: %s %q: %s is not a directory (%s): %w", op, target, dir, fi.Mode().Type(), ErrOutside)
+			return p, fmt.Errorf("mount: %s %q: %s is not a directory (%s): %w", op, target, dir, fi.Mode().Type(), ErrOutside)
+		}
+		p.n++
+	}
+	return p, nil
+}
+
+// complete reports whether every directory between the root and the
+// target exists: otherwise the target cannot.
+func (p parents) complete() bool { return p.n == len(p.dirs) }
+
+// make creates the directories checkParents found missing, one at a
+// time, from the first of them on; the root too (os.MkdirAll) when that
+// first one is right below it. Each is looked at after its mkdir: one that
+// was there already (made meanwhile by an operation on another target)
+// must be a real directory (ErrOutside).
+func (p parents) make() error {
+	if p.n == 0 {
+		if err := os.MkdirAll(p.l.Root(), dirMode); err != nil {
+			return fmt.Errorf("mount: %s %q: %w", p.op, p.target, err)
+		}
+	}
+	for _, dir := range p.dirs[p.n:] {
+		err := os.Mkdir(dir, dirMode)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("mount: %s %q: %w", p.op, p.target, err)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return fmt.Errorf("mount: %s %q: %w", p.op, p.target, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("mount: %s %q: %s is not a directory (%s): %w", p.op, p.target, dir, fi.Mode().Type(), ErrOutside)
 		}
 	}
 	return nil
+}
+
+// create makes the missing parents (make), then the target itself with
+// mk. Parents found by checkParents may be gone by then: CleanEmptyParents
+// after another volume's unstage or unpublish removes them once empty.
+// Where making a parent or the target finds one missing (ENOENT), the
+// parents are walked again from the root, checked and made, and mk is
+// run once more.
+func (p parents) create(mk func() error) error {
+	err := p.make()
+	if err == nil {
+		err = mk()
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if p, err = checkParents(p.l, p.op, p.target); err != nil {
+		return err
+	}
+	if err := p.make(); err != nil {
+		return err
+	}
+	return mk()
+}
+
+// makeParents creates the root and the directories between it and target,
+// refusing any existing component that is not a real directory: one walk,
+// checking the directories that exist and making the others.
+func makeParents(l layout.Layout, op, target string) error {
+	p, err := checkParents(l, op, target)
+	if err != nil {
+		return err
+	}
+	return p.make()
 }
 
 // clearTarget removes what an interrupted operation left at target: a

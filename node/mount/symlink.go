@@ -42,7 +42,8 @@ func (s symlink) link(op, source, target string, check func(op, source string) (
 	if err != nil {
 		return err
 	}
-	if _, err := parentsSafe(s.l, op, target); err != nil {
+	p, err := checkParents(s.l, op, target)
+	if err != nil {
 		return err
 	}
 	source, err = check(op, source)
@@ -62,13 +63,12 @@ func (s symlink) link(op, source, target string, check func(op, source string) (
 	if err := clearTarget(op, target, false); err != nil {
 		return err
 	}
-	if err := makeParents(s.l, op, target); err != nil {
-		return err
-	}
-	if err := os.Symlink(source, target); err != nil {
-		return fmt.Errorf("mount: %s: %w", op, err)
-	}
-	return nil
+	return p.create(func() error {
+		if err := os.Symlink(source, target); err != nil {
+			return fmt.Errorf("mount: %s: %w", op, err)
+		}
+		return nil
+	})
 }
 
 func (s symlink) unlink(op, target string) error {
@@ -76,7 +76,7 @@ func (s symlink) unlink(op, target string) error {
 	if err != nil {
 		return err
 	}
-	if exist, err := parentsSafe(s.l, op, target); err != nil || !exist {
+	if p, err := checkParents(s.l, op, target); err != nil || !p.complete() {
 		return err
 	}
 	return clearTarget(op, target, false)
