@@ -64,8 +64,8 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	if err != nil {
 		return err
 	}
-	mounted, err := isMountPoint(target)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	mounted, absent, err := targetState(p, target)
+	if err != nil {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
 	if mounted {
@@ -78,7 +78,7 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 		}
 		return setReadOnly(op, target, readOnly)
 	}
-	if err := b.prepare(op, target, p); err != nil {
+	if err := b.prepare(op, target, p, absent); err != nil {
 		return err
 	}
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
@@ -95,12 +95,29 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	return nil
 }
 
+// targetState asks the kernel whether target is a mount point (and says
+// whether it is missing), unless one of its parents is missing (p, as
+// checkParents found them): then so is the target.
+func targetState(p parents, target string) (mounted, absent bool, err error) {
+	if !p.complete() {
+		return false, true, nil
+	}
+	mounted, err = isMountPoint(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, true, nil
+	}
+	return mounted, false, err
+}
+
 // prepare makes target an empty directory to mount on: its missing
 // parents (p, as checkParents found them) are created, a leftover symlink
-// is replaced, an empty directory is reused.
-func (bind) prepare(op, target string, p parents) error {
-	if err := clearTarget(op, target, true); err != nil {
-		return err
+// is replaced, an empty directory is reused. A target found absent is
+// not looked at again.
+func (bind) prepare(op, target string, p parents, absent bool) error {
+	if !absent {
+		if err := clearTarget(op, target, true); err != nil {
+			return err
+		}
 	}
 	return p.create(func() error {
 		if err := os.Mkdir(target, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -170,7 +187,10 @@ func unmountAll(l layout.Layout, op, target string, lazy bool) error {
 	}
 	for range maxStack {
 		mounted, err := isMountPoint(target)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("mount: %s: %w", op, err)
 		}
 		if !mounted {

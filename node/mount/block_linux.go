@@ -1,7 +1,6 @@
 package mount
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -80,7 +79,11 @@ func (b block) Stage(source, target string) error {
 	if err != nil {
 		return err
 	}
-	if done, err := b.staged(op, dev, target); done || err != nil {
+	mounted, absent, err := targetState(p, target)
+	if err != nil {
+		return fmt.Errorf("mount: %s: %w", op, err)
+	}
+	if done, err := b.staged(op, dev, target, mounted); done || err != nil {
 		return err
 	}
 	act, err := b.plan(op, dev)
@@ -88,7 +91,7 @@ func (b block) Stage(source, target string) error {
 		return err
 	}
 	// The target is made only now: a refused device leaves nothing behind.
-	if err := b.bind.prepare(op, target, p); err != nil {
+	if err := b.bind.prepare(op, target, p, absent); err != nil {
 		return err
 	}
 	if err := b.ready(dev, act); err != nil {
@@ -172,15 +175,12 @@ func fileType(mode uint32) string {
 	return fmt.Sprintf("file of type %#o", mode&unix.S_IFMT)
 }
 
-// staged reports whether target already shows dev (done, nil), or shows
-// something else (ErrConflict). When target is not mounted it checks that
-// dev is not mounted elsewhere (ErrDeviceInUse): a mounted filesystem must
-// be neither checked nor formatted.
-func (b block) staged(op string, dev device, target string) (done bool, err error) {
-	mounted, err := isMountPoint(target)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("mount: %s: %w", op, err)
-	}
+// staged reports whether target, mounted as the kernel says, already
+// shows dev (done, nil), or shows something else (ErrConflict). When
+// target is not mounted it checks that dev is not mounted elsewhere
+// (ErrDeviceInUse): a mounted filesystem must be neither checked nor
+// formatted.
+func (b block) staged(op string, dev device, target string, mounted bool) (done bool, err error) {
 	if mounted && showsRootOf(target, dev) {
 		return true, nil
 	}

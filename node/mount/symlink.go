@@ -50,18 +50,22 @@ func (s symlink) link(op, source, target string, check func(op, source string) (
 	if err != nil {
 		return err
 	}
-	state, shown, err := s.inspect(target)
-	if err != nil {
-		return fmt.Errorf("mount: %s: %w", op, err)
+	state, shown := Absent, "" // a missing parent: the target too
+	if p.complete() {
+		if state, shown, err = s.inspect(target); err != nil {
+			return fmt.Errorf("mount: %s: %w", op, err)
+		}
 	}
-	if state == Mounted {
+	switch state {
+	case Mounted:
 		if sameDir(target, source) {
 			return nil
 		}
 		return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
-	}
-	if err := clearTarget(op, target, false); err != nil {
-		return err
+	case Partial:
+		if err := clearTarget(op, target, false); err != nil {
+			return err
+		}
 	}
 	return p.create(func() error {
 		if err := os.Symlink(source, target); err != nil {
