@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 
@@ -26,21 +25,17 @@ func CleanEmptyParents(l layout.Layout, dir, stop string) error {
 	if !below(stop, dir) || dir == stop {
 		return fmt.Errorf("mount: clean parents of %q: not below %q", dir, stop)
 	}
-	if _, err := checkParents(l, "clean parents of", dir); err != nil {
+	p, err := checkParents(l, "clean parents of", dir)
+	if err != nil {
 		return err
 	}
-	for p := filepath.Dir(dir); p != stop; p = filepath.Dir(p) {
-		fi, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
+	// p.dirs ends with dir's parent, each found a real directory or
+	// missing (from p.n on); stop is the root or one of them.
+	for i := len(p.dirs) - 1; i >= 0 && p.dirs[i] != stop; i-- {
+		if i >= p.n {
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("mount: clean parents of %q: %w", dir, err)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("mount: clean parents of %q: %s is not a directory (%s); left alone", dir, p, fi.Mode().Type())
-		}
-		err = os.Remove(p)
+		err := rmdir(p.dirs[i])
 		switch {
 		case err == nil, errors.Is(err, fs.ErrNotExist):
 		case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):

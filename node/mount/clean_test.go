@@ -79,3 +79,32 @@ func TestCleanEmptyParentsSymlink(t *testing.T) {
 	}
 	sameSnapshot(t, before, snapshot(t, e.base))
 }
+
+// TestCleanEmptyParentsStopMissing: with stop missing (and so everything
+// below it), nothing above stop is removed, empty or not.
+func TestCleanEmptyParentsStopMissing(t *testing.T) {
+	e := newEnv(t)
+	pod, err := e.l.PodDir("uid-1")
+	must(t, err)
+	mkdir(t, filepath.Join(e.l.Root(), "pods"))
+
+	before := snapshot(t, e.base)
+	must(t, CleanEmptyParents(e.l, e.podVolume(t, "uid-1", "vol-1"), pod))
+	sameSnapshot(t, before, snapshot(t, e.base))
+}
+
+// TestCleanEmptyParentsFile: a file where a directory was is never
+// removed.
+func TestCleanEmptyParentsFile(t *testing.T) {
+	e := newEnv(t)
+	pod, err := e.l.PodDir("uid-1")
+	must(t, err)
+	mkdir(t, pod)
+	writeFile(t, filepath.Join(pod, "volumes"), "data")
+
+	before := snapshot(t, e.base)
+	if err := CleanEmptyParents(e.l, e.podVolume(t, "uid-1", "vol-1"), e.l.Root()); !errors.Is(err, ErrOutside) {
+		t.Errorf("CleanEmptyParents through a file = %v, want ErrOutside", err)
+	}
+	sameSnapshot(t, before, snapshot(t, e.base))
+}

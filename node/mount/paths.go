@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/tether/tether/node/layout"
 )
@@ -204,6 +205,22 @@ func removeErr(op string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("mount: %s: %w", op, err)
+}
+
+// rmdir removes the empty directory dir with rmdir(2) alone, which
+// removes nothing else (not a file, not a symlink, not a directory that
+// holds anything); os.Remove tries unlink(2) first, which fails on a
+// directory.
+func rmdir(dir string) error {
+	for {
+		err := syscall.Rmdir(dir)
+		switch {
+		case err == nil:
+			return nil
+		case err != syscall.EINTR:
+			return &fs.PathError{Op: "remove", Path: dir, Err: err}
+		}
+	}
 }
 
 func emptyDir(dir string) (bool, error) {
