@@ -187,17 +187,26 @@ func clearTarget(op, target string, keepDir bool) error {
 	case !fi.IsDir():
 		return fmt.Errorf("mount: %s: %q is a %s, not a directory; left alone", op, target, fi.Mode().Type())
 	}
+	if !keepDir {
+		// rmdir(2) removes only an empty directory: no need to look first.
+		err := rmdir(target)
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return notEmpty(op, target)
+		}
+		return removeErr(op, err)
+	}
 	empty, err := emptyDir(target)
 	if err != nil {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
 	if !empty {
-		return fmt.Errorf("mount: %s: %q is not a mount and is not empty; left alone: %w", op, target, ErrNotEmpty)
+		return notEmpty(op, target)
 	}
-	if keepDir {
-		return nil
-	}
-	return removeErr(op, os.Remove(target))
+	return nil
+}
+
+func notEmpty(op, target string) error {
+	return fmt.Errorf("mount: %s: %q is not a mount and is not empty; left alone: %w", op, target, ErrNotEmpty)
 }
 
 func removeErr(op string, err error) error {
