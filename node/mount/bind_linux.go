@@ -60,7 +60,7 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	if err != nil {
 		return err
 	}
-	source, err = checkSource(op, source)
+	source, sourceInfo, err := checkSource(op, source)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
 	if mounted {
-		if !sameDir(target, source) {
+		if !showsDir(target, sourceInfo) {
 			shown, _, _ := sourceAt(target, selfTables.view(), b.avoid())
 			return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
 		}

@@ -27,36 +27,44 @@ func checkTarget(l layout.Layout, op, target string) (string, error) {
 }
 
 // checkSource returns source made absolute if it is a directory and not a
-// symlink (ErrUnsafeSource).
-func checkSource(op, source string) (string, error) {
-	abs, err := checkStaged(op, source)
+// symlink (ErrUnsafeSource), and its stat.
+func checkSource(op, source string) (string, fs.FileInfo, error) {
+	// A real directory, the usual source, needs one lstat: not a symlink,
+	// its lstat is its stat. Anything else is refused as the checks
+	// below refuse it.
+	if abs, err := filepath.Abs(source); source != "" && err == nil {
+		if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+			return abs, fi, nil
+		}
+	}
+	abs, fi, err := checkStaged(op, source)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := realDir(abs); err != nil {
-		return "", fmt.Errorf("mount: %s: source: %w", op, err)
+		return "", nil, fmt.Errorf("mount: %s: source: %w", op, err)
 	}
-	return abs, nil
+	return abs, fi, nil
 }
 
 // checkStaged is checkSource for the symlink mounter's publish, whose
 // source is its own stage: a symlink. It follows it.
-func checkStaged(op, source string) (string, error) {
+func checkStaged(op, source string) (string, fs.FileInfo, error) {
 	if source == "" {
-		return "", fmt.Errorf("mount: %s: empty source", op)
+		return "", nil, fmt.Errorf("mount: %s: empty source", op)
 	}
 	abs, err := filepath.Abs(source)
 	if err != nil {
-		return "", fmt.Errorf("mount: %s: source %q: %w", op, source, err)
+		return "", nil, fmt.Errorf("mount: %s: source %q: %w", op, source, err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return "", fmt.Errorf("mount: %s: source: %w", op, err)
+		return "", nil, fmt.Errorf("mount: %s: source: %w", op, err)
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("mount: %s: source %q is not a directory", op, abs)
+		return "", nil, fmt.Errorf("mount: %s: source %q is not a directory", op, abs)
 	}
-	return abs, nil
+	return abs, fi, nil
 }
 
 // between returns the paths strictly between the root and path (which must
@@ -253,15 +261,11 @@ func below(parent, path string) bool {
 	return path == parent || strings.HasPrefix(path, parent+string(filepath.Separator))
 }
 
-// sameDir reports whether a and b (following symlinks) are the same
-// directory: the test for "target already shows source".
-func sameDir(a, b string) bool {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	fb, err := os.Stat(b)
-	return err == nil && os.SameFile(fa, fb)
+// showsDir reports whether target (following symlinks) is the directory
+// whose stat is dir: the test for "target already shows source".
+func showsDir(target string, dir fs.FileInfo) bool {
+	fi, err := os.Stat(target)
+	return err == nil && os.SameFile(fi, dir)
 }
 
 // MakeParents creates the data directory and every directory between it

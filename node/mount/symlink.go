@@ -37,7 +37,7 @@ func (s symlink) Unstage(target string) error   { return s.unlink("unstage", tar
 func (s symlink) Unpublish(target string) error { return s.unlink("unpublish", target) }
 
 // link makes target a symlink to source, checked by check.
-func (s symlink) link(op, source, target string, check func(op, source string) (string, error)) error {
+func (s symlink) link(op, source, target string, check func(op, source string) (string, fs.FileInfo, error)) error {
 	target, err := checkTarget(s.l, op, target)
 	if err != nil {
 		return err
@@ -46,19 +46,19 @@ func (s symlink) link(op, source, target string, check func(op, source string) (
 	if err != nil {
 		return err
 	}
-	source, err = check(op, source)
+	source, sourceInfo, err := check(op, source)
 	if err != nil {
 		return err
 	}
-	state, shown := Absent, "" // a missing parent: the target too
+	state, shown, shows := Absent, "", fs.FileInfo(nil) // a missing parent: the target too
 	if p.complete() {
-		if state, shown, err = s.inspect(target); err != nil {
+		if state, shown, shows, err = s.inspect(target); err != nil {
 			return fmt.Errorf("mount: %s: %w", op, err)
 		}
 	}
 	switch state {
 	case Mounted:
-		if sameDir(target, source) {
+		if os.SameFile(shows, sourceInfo) {
 			return nil
 		}
 		return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
@@ -91,32 +91,34 @@ func (s symlink) Inspect(target string) (State, string, error) {
 	if err != nil {
 		return Absent, "", err
 	}
-	state, source, err := s.inspect(target)
+	state, source, _, err := s.inspect(target)
 	if err != nil {
 		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
 	}
 	return state, source, nil
 }
 
-// inspect reports the state of a checked target. For a dangling symlink
-// (Partial) the source is where it points.
-func (symlink) inspect(target string) (State, string, error) {
+// inspect reports the state of a checked target and, when Mounted, the
+// stat of the directory it shows. For a dangling symlink (Partial) the
+// source is where it points.
+func (symlink) inspect(target string) (State, string, fs.FileInfo, error) {
 	fi, err := os.Lstat(target)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Absent, "", nil
+		return Absent, "", nil, nil
 	}
 	if err != nil {
-		return Absent, "", err
+		return Absent, "", nil, err
 	}
 	if fi.Mode().Type() != fs.ModeSymlink {
-		return Partial, "", nil
+		return Partial, "", nil, nil
 	}
 	dest, err := os.Readlink(target)
 	if err != nil {
-		return Absent, "", err
+		return Absent, "", nil, err
 	}
-	if _, err := os.Stat(target); err != nil {
-		return Partial, dest, nil
+	shows, err := os.Stat(target)
+	if err != nil {
+		return Partial, dest, nil, nil
 	}
-	return Mounted, dest, nil
+	return Mounted, dest, shows, nil
 }
