@@ -134,24 +134,37 @@ func (bind) prepare(op, target string, p parents, absent bool) error {
 // per-mount flag apart; a remount to the mode asked is idempotent and
 // costs one system call, the table a read of every mount.
 func setReadOnly(op, target string, readOnly bool) error {
-	var st unix.Statfs_t
-	if err := unix.Statfs(target, &st); err != nil {
-		return fmt.Errorf("mount: %s: statfs %q: %w", op, target, err)
+	st, err := statfs(op, target)
+	if err != nil {
+		return err
 	}
 	if st.Flags&unix.ST_RDONLY == 0 && !readOnly {
 		return nil
 	}
-	return remount(op, target, readOnly)
+	return remountFrom(op, target, st, readOnly)
 }
 
 // remount sets the per-mount read-only flag of the bind mount at target,
 // keeping its other per-mount flags (a remount that drops a locked flag
 // such as nosuid fails in a user namespace).
 func remount(op, target string, readOnly bool) error {
+	st, err := statfs(op, target)
+	if err != nil {
+		return err
+	}
+	return remountFrom(op, target, st, readOnly)
+}
+
+func statfs(op, target string) (*unix.Statfs_t, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(target, &st); err != nil {
-		return fmt.Errorf("mount: %s: statfs %q: %w", op, target, err)
+		return nil, fmt.Errorf("mount: %s: statfs %q: %w", op, target, err)
 	}
+	return &st, nil
+}
+
+// remountFrom is remount with the flags of target's statfs, st.
+func remountFrom(op, target string, st *unix.Statfs_t, readOnly bool) error {
 	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND)
 	for stFlag, msFlag := range map[int64]uintptr{
 		unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
