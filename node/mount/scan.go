@@ -95,7 +95,7 @@ func (s scanner) stages() error {
 	}
 	for _, plugin := range plugins {
 		mounts := filepath.Join(s.l.Root(), layout.PluginsDir, plugin, layout.MountsDir)
-		if err := s.targets(mounts, Entry{Kind: KindStage, Plugin: plugin}); err != nil {
+		if err := s.targets(mounts, false, Entry{Kind: KindStage, Plugin: plugin}); err != nil {
 			return err
 		}
 	}
@@ -116,7 +116,7 @@ func (s scanner) publishes() error {
 		}
 		for _, plugin := range plugins {
 			e := Entry{Kind: KindPublish, UID: uid, Plugin: plugin}
-			if err := s.targets(filepath.Join(volumes, plugin), e); err != nil {
+			if err := s.targets(filepath.Join(volumes, plugin), true, e); err != nil {
 				return err
 			}
 		}
@@ -125,9 +125,9 @@ func (s scanner) publishes() error {
 }
 
 // targets adds an entry, based on e, for every valid name in dir (not yet
-// inspected).
-func (s scanner) targets(dir string, e Entry) error {
-	names, err := s.names(dir, layout.KindVolume)
+// inspected). checked: dirs found dir a real directory.
+func (s scanner) targets(dir string, checked bool, e Entry) error {
+	names, err := s.names(dir, checked, layout.KindVolume)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s scanner) targets(dir string, e Entry) error {
 // dirs returns the valid names of real directories in dir; the others are
 // reported in Invalid. A missing (or non-directory) dir has none.
 func (s scanner) dirs(dir, kind string) ([]string, error) {
-	names, err := s.names(dir, kind)
+	names, err := s.names(dir, false, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -158,18 +158,21 @@ func (s scanner) dirs(dir, kind string) ([]string, error) {
 }
 
 // names returns the valid names in dir, reporting the others in Invalid.
-// dir itself must not be a symlink: Scan never follows one.
-func (s scanner) names(dir, kind string) ([]string, error) {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mount: scan: %w", err)
-	}
-	if !fi.IsDir() {
-		s.found.Invalid = append(s.found.Invalid, dir)
-		return nil, nil
+// dir itself must not be a symlink: Scan never follows one. It is looked
+// at first unless checked (dirs found it a real directory).
+func (s scanner) names(dir string, checked bool, kind string) ([]string, error) {
+	if !checked {
+		fi, err := os.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mount: scan: %w", err)
+		}
+		if !fi.IsDir() {
+			s.found.Invalid = append(s.found.Invalid, dir)
+			return nil, nil
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
