@@ -14,7 +14,9 @@ import (
 // five read transactions); with 100,000 volumes that was a fifth of the
 // restart's CPU, queued on bbolt's metadata lock. In local mode Start now
 // reads every snapshot at once (ReadVolumes, one read transaction) and
-// hands each to the first incarnation of its volume.
+// hands each to the first incarnation of its volume; from the same read,
+// each node actor's first message to its agent (its workloads, which the
+// node actor read with one read per workload's volume).
 
 // handOff reads the snapshots of Start's volumes (ids) and leaves them for
 // their actors. Local mode only, and only on a store that reads all its
