@@ -214,17 +214,33 @@ func (e *Embedded) start() error {
 	// The nodes: instances in one cloud commit, specs in one store
 	// transaction (a fleet of 10,000 nodes must not start with 20,000
 	// fsyncs), then an agent each.
-	changes := make([]controller.Change, cfg.Nodes)
+	// A restart applies only the nodes the store lacks: re-applying the
+	// others would change nothing but the store's revision, and with it
+	// send every agent its state again and make every node actor read it
+	// again when its agent announces itself.
+	known, err := e.Store.Nodes()
+	if err != nil {
+		return err
+	}
+	have := make(map[cloud.NodeName]bool, len(known))
+	for _, n := range known {
+		have[n.Name] = true
+	}
+	var changes []controller.Change
 	for i := range cfg.Nodes {
 		n := cloud.NodeName(fmt.Sprintf("n%d", i+1))
 		e.NodeNames = append(e.NodeNames, n)
-		changes[i] = controller.Change{Node: &store.NodeSpec{Name: n}}
+		if !have[n] {
+			changes = append(changes, controller.Change{Node: &store.NodeSpec{Name: n}})
+		}
 	}
 	if err := e.Account.AddInstances(e.NodeNames); err != nil {
 		return err
 	}
-	if _, err := e.Controller.ApplyAll(changes); err != nil {
-		return err
+	if len(changes) > 0 {
+		if _, err := e.Controller.ApplyAll(changes); err != nil {
+			return err
+		}
 	}
 	for _, n := range e.NodeNames {
 		if err := e.StartAgent(n); err != nil {

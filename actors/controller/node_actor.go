@@ -45,6 +45,11 @@ type nodeActor struct {
 	// busy: a step or a flush is under way (a panic then drops the
 	// burst: the status may be half changed).
 	busy bool
+	// firstTold: the agent's desired state this first incarnation took
+	// from Start's bulk read; sent again, instead of read again, when the
+	// agent (started after this actor, as in one process) announces
+	// itself, if no change was applied since (restore_handoff.go).
+	firstTold *messages.NodeWorkloads
 }
 
 // named gives the actor its identity, from its name (see the shared Props
@@ -105,7 +110,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			a.env.agents.learn(a.name, ctx.Sender())
 		}
 		a.agentTold = true
-		a.sendWorkloads(ctx)
+		if !a.resendFirst() {
+			a.sendWorkloads(ctx)
+		}
 		a.later(ctx, held{do: a.pushStatus, push: true})
 		a.step(ctx, nodestatus.Resynced{})
 	case *messages.GetAgentStatus:
@@ -143,6 +150,7 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	// Start's bulk read of it for a first incarnation (restore_handoff.go),
 	// else the store's now.
 	if msg, ok := a.env.restore.agents.take(a.name); ok {
+		a.firstTold = msg
 		if pid := a.env.agentFor(a.name); pid != nil {
 			a.env.guard.Send(pid, msg)
 		}
@@ -223,6 +231,28 @@ func (a *nodeActor) sendWorkloads(ctx actor.Context) {
 	if pid := a.env.agentFor(a.name); pid != nil {
 		a.env.guard.Send(pid, msg)
 	}
+}
+
+// resendFirst sends the agent the state this incarnation took from Start's
+// bulk read, once, if it is still current: the store's revision has not
+// moved since (every change of the desired state moves it, and the
+// agent's state depends on nothing else). A restart of a process starts
+// the agents after the controller: each announces itself, and without
+// this each node actor would read the store for what it already holds.
+func (a *nodeActor) resendFirst() bool {
+	msg := a.firstTold
+	a.firstTold = nil
+	if msg == nil {
+		return false
+	}
+	rev, err := a.env.store.Revision()
+	if err != nil || rev != msg.Revision {
+		return false
+	}
+	if pid := a.env.agentFor(a.name); pid != nil {
+		a.env.guard.Send(pid, msg)
+	}
+	return true
 }
 
 // nodeWorkloads builds a node agent's desired state from the store. A

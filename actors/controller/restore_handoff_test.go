@@ -265,3 +265,71 @@ func TestRestartHandsSnapshotsOnce(t *testing.T) {
 	}
 	r.eventually("attached after the respawn", settledAll)
 }
+
+// An agent that announces itself after a restart (as every agent of a
+// restarted process does, after the controller started) is sent the state
+// its node actor took from Start's bulk read, without a read, if nothing
+// was applied since; otherwise, and on any later announcement, the node
+// actor reads the store.
+func TestAgentStartedResendsRestoreState(t *testing.T) {
+	r := newRig(t, func(c *Config, _ *sim.Config) { c.Node.NotReadyAfter = 24 * time.Hour })
+	r.node("n1", "n2")
+	r.volume("v1", cloud.Exclusive)
+	r.volume("v2", cloud.Exclusive)
+	r.workload("w1", "n1", "v1")
+	r.workload("w2", "n2", "v2")
+	r.eventually("attached", func() bool { return r.settled("v1", "n1")() && r.settled("v2", "n2")() })
+
+	must(t, r.ctl.Stop(5*time.Second))
+	told := make(chan *messages.NodeWorkloads, 100)
+	agentProbe(r, "n1", told)
+	agentProbe(r, "n2", told)
+	c := &readCounter{Memory: r.store, counts: map[string]int{}}
+	r.ctl = New(r.sys, r.cfg, r.calls, c, r.rec)
+	must(t, r.ctl.Start())
+	queued := map[string][]*messages.NodeWorkloads{}
+	next := func(node string) *messages.NodeWorkloads {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for len(queued[node]) == 0 {
+			select {
+			case m := <-told:
+				queued[m.Node] = append(queued[m.Node], m)
+			case <-deadline:
+				t.Fatalf("the agent of %s was told nothing", node)
+			}
+		}
+		m := queued[node][0]
+		queued[node] = queued[node][1:]
+		return m
+	}
+	first := map[string]*messages.NodeWorkloads{"n1": next("n1"), "n2": next("n2")}
+
+	// n1's agent announces itself, nothing applied since: the same state,
+	// not read again.
+	r.sys.Root.Send(r.pid(nodePrefix+"n1"), &messages.AgentStarted{Node: "n1"})
+	if m := next("n1"); !proto.Equal(m, first["n1"]) {
+		t.Fatalf("n1's agent told %v on its announcement, want the restore's %v", m, first["n1"])
+	}
+	if got := c.get("WorkloadsOn n1"); got != 0 {
+		t.Fatalf("n1's node actor read its workloads %d times, want 0", got)
+	}
+	// A change applied since (its own tell first): n2's agent gets the
+	// store's state now, read for it.
+	r.workload("w3", "n2", "v1")
+	applied := next("n2")
+	if applied.Revision <= first["n2"].Revision {
+		t.Fatalf("n2's agent told revision %d after a change, want more than %d", applied.Revision, first["n2"].Revision)
+	}
+	reads := c.get("WorkloadsOn n2")
+	r.sys.Root.Send(r.pid(nodePrefix+"n2"), &messages.AgentStarted{Node: "n2"})
+	if m := next("n2"); !proto.Equal(m, applied) {
+		t.Fatalf("n2's agent told %v on its announcement after a change, want the store's %v", m, applied)
+	}
+	if got := c.get("WorkloadsOn n2"); got != reads+1 {
+		t.Fatalf("n2's node actor read its workloads %d times for the announcement, want 1", got-reads)
+	}
+	// Announced again, n1 reads: the restore's state is sent only once.
+	r.sys.Root.Send(r.pid(nodePrefix+"n1"), &messages.AgentStarted{Node: "n1"})
+	r.eventually("n1's node actor read its workloads", func() bool { return c.get("WorkloadsOn n1") == 1 })
+}
