@@ -30,6 +30,18 @@ type VolumeSnapshot struct {
 // ReadVolume reads a volume actor's rebuild snapshot from the store. The
 // deterministic simulation rebuilds its volume cores with it too.
 func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
+	if r, ok := st.(store.VolumeReader); ok {
+		// The same reads in one (store.VolumeReader).
+		got, err := r.ReadVolume(id)
+		if err != nil {
+			return emptySnapshot(), err
+		}
+		in := volumeReads{rev: got.Revision, spec: got.Spec, found: got.Found, desired: got.Desired, intents: got.Intents}
+		for i := range got.Statuses {
+			in.statuses = append(in.statuses, &got.Statuses[i])
+		}
+		return in.snapshot(id), nil
+	}
 	var in volumeReads
 	var err error
 	if in.rev, err = st.Revision(); err != nil {

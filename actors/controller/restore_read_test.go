@@ -155,3 +155,36 @@ func covered(seen map[string]bool, snap VolumeSnapshot) {
 		seen[c] = seen[c] || ok
 	}
 }
+
+// perRead hides a store's one-read VolumeReader: ReadVolume then makes
+// its five reads.
+type perRead struct{ store.Store }
+
+// On Bolt, ReadVolume's one read transaction (store.VolumeReader) gives
+// what its five reads give.
+func TestReadVolumeOneReadMatchesFive(t *testing.T) {
+	b, err := store.CreateBolt(filepath.Join(t.TempDir(), "tether.db"))
+	must(t, err)
+	t.Cleanup(func() { must(t, b.Close()) })
+	if _, ok := store.Store(b).(store.VolumeReader); !ok {
+		t.Fatal("Bolt does not read a volume in one read")
+	}
+	seen := map[string]bool{}
+	for seed := uint64(1); seed <= 8; seed++ {
+		for _, id := range fillVaried(t, b, seed) {
+			one, err := ReadVolume(b, id)
+			must(t, err)
+			five, err := ReadVolume(perRead{b}, id)
+			must(t, err)
+			if !reflect.DeepEqual(one, five) {
+				t.Fatalf("seed %d, volume %s:\none read   %+v\nfive reads %+v", seed, id, one, five)
+			}
+			covered(seen, one)
+		}
+	}
+	for _, c := range []string{"deleted", "multi-node", "2+ desired", "listed on 2+", "detaching", "in use", "in flight", "not ready", "nothing"} {
+		if !seen[c] {
+			t.Errorf("no snapshot had %s: the content is not varied enough", c)
+		}
+	}
+}

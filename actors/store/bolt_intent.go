@@ -1,8 +1,6 @@
 package store
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,19 +34,13 @@ func (b *Bolt) PutIntent(in Intent) error {
 }
 
 // Intents implements Store.
-func (b *Bolt) Intents(vol cloud.VolumeID) ([]Intent, error) {
-	out := []Intent{}
-	prefix := []byte(intentKey(vol, ""))
-	err := b.view("intents", func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketIntents).Cursor()
-		for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
-			var rec intentRecord
-			if err := json.Unmarshal(data, &rec); err != nil {
-				return fmt.Errorf("decode %s/%q: %w", bucketIntents, k, err)
-			}
-			out = append(out, Intent(rec))
-		}
-		return nil
+func (b *Bolt) Intents(vol cloud.VolumeID) (out []Intent, err error) {
+	err = b.view("intents", func(tx *bolt.Tx) (err error) {
+		out, err = intentsOf(tx, vol)
+		return err
 	})
-	return sortIntents(out), err
+	if err != nil {
+		return []Intent{}, err
+	}
+	return out, nil
 }
