@@ -27,32 +27,7 @@ func TestDesiredByVolumeMatchesStore(t *testing.T) {
 		for _, n := range nodes {
 			must(t, st.PutNode(store.NodeSpec{Name: n}))
 		}
-		for i, v := range vols {
-			spec := store.VolumeSpec{ID: v, Mode: cloud.Exclusive}
-			switch i % 3 {
-			case 1:
-				spec.Mode = cloud.MultiNode
-			case 2:
-				spec.Mode, spec.ReadOnly = cloud.MultiNode, true
-			}
-			must(t, st.PutVolume(spec))
-		}
-		for i := range 30 {
-			w := store.Workload{UID: fmt.Sprintf("w%d", rng.IntN(12)), Node: nodes[rng.IntN(len(nodes))]}
-			for _, v := range vols {
-				if rng.IntN(3) == 0 {
-					w.Volumes = append(w.Volumes, v)
-					if rng.IntN(2) == 0 {
-						w.ReadOnly = append(w.ReadOnly, v)
-					}
-				}
-			}
-			if i%7 == 6 {
-				must(t, st.DeleteWorkload(w.UID))
-				continue
-			}
-			must(t, st.PutWorkload(w))
-		}
+		putDesired(t, st, rng, nodes, vols, 12, true)
 		ws, err := st.Workloads()
 		must(t, err)
 		got := desiredByVolume(ws)
@@ -180,5 +155,39 @@ func TestBulkThreshold(t *testing.T) {
 		if got := far.ctl.bulk(tc.n); got != tc.far {
 			t.Errorf("bulk(%d) on a remote store = %v, want %v", tc.n, got, tc.far)
 		}
+	}
+}
+
+// putDesired writes seeded random desired state: vols of every access mode
+// (by index: exclusive, multi-node, ReadOnlyMany), then 30 puts or deletes
+// of workloads named among uids names, on nodes, each using some of vols
+// (some of them read-only when readOnly).
+func putDesired(t *testing.T, st store.Store, rng *rand.Rand, nodes []cloud.NodeName, vols []cloud.VolumeID, uids int, readOnly bool) {
+	t.Helper()
+	for i, v := range vols {
+		spec := store.VolumeSpec{ID: v, Mode: cloud.Exclusive}
+		switch i % 3 {
+		case 1:
+			spec.Mode = cloud.MultiNode
+		case 2:
+			spec.Mode, spec.ReadOnly = cloud.MultiNode, true
+		}
+		must(t, st.PutVolume(spec))
+	}
+	for i := range 30 {
+		w := store.Workload{UID: fmt.Sprintf("w%d", rng.IntN(uids)), Node: nodes[rng.IntN(len(nodes))]}
+		for _, v := range vols {
+			if rng.IntN(3) == 0 {
+				w.Volumes = append(w.Volumes, v)
+				if readOnly && rng.IntN(2) == 0 {
+					w.ReadOnly = append(w.ReadOnly, v)
+				}
+			}
+		}
+		if i%7 == 6 {
+			must(t, st.DeleteWorkload(w.UID))
+			continue
+		}
+		must(t, st.PutWorkload(w))
 	}
 }

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -25,29 +24,7 @@ func fillVaried(t *testing.T, st store.Store, seed uint64) []cloud.VolumeID {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	nodes := []cloud.NodeName{"a", "b", "c", "d", "e"}
 	vols := []cloud.VolumeID{"v0", "v1", "v10", "v2", "v3", "v4", "v5", "v6"}
-	for i, v := range vols {
-		spec := store.VolumeSpec{ID: v, Mode: cloud.Exclusive}
-		switch i % 3 {
-		case 1:
-			spec.Mode = cloud.MultiNode
-		case 2:
-			spec.Mode, spec.ReadOnly = cloud.MultiNode, true
-		}
-		must(t, st.PutVolume(spec))
-	}
-	for i := range 30 {
-		w := store.Workload{UID: fmt.Sprintf("w%d", rng.IntN(10)), Node: nodes[rng.IntN(len(nodes))]}
-		for _, v := range vols {
-			if rng.IntN(3) == 0 {
-				w.Volumes = append(w.Volumes, v)
-			}
-		}
-		if i%7 == 6 {
-			must(t, st.DeleteWorkload(w.UID))
-			continue
-		}
-		must(t, st.PutWorkload(w))
-	}
+	putDesired(t, st, rng, nodes, vols, 10, false)
 	for range 2 {
 		must(t, st.DeleteVolume(vols[rng.IntN(len(vols))]))
 	}
