@@ -15,8 +15,48 @@ import (
 // writes that failed; SetStoreFailRate makes writes fail on purpose.
 // Writes of node statuses go through the wrapper one at a time, so that
 // their stamps follow the order in which they became durable.
+//
+// The wrapper keeps the store's whole-store and one-volume reads
+// (store.TableReader, store.BulkIntents, store.VolumeReader) where the
+// store has them, so that chaos runs the restore and rebuild paths that
+// tether up runs: they are reads, and nothing about them is recorded.
 func (c *Checker) WrapStore(s store.Store) store.Store {
-	return &recStore{Store: s, c: c}
+	r := &recStore{Store: s, c: c}
+	bulk, ok := s.(bulkReads)
+	if !ok {
+		return r
+	}
+	if v, ok := s.(store.VolumeReader); ok {
+		return &recStoreAll{recStoreBulk: &recStoreBulk{recStore: r, bulk: bulk}, vol: v}
+	}
+	return &recStoreBulk{recStore: r, bulk: bulk}
+}
+
+type bulkReads interface {
+	store.TableReader
+	store.BulkIntents
+}
+
+// recStoreBulk is a recStore over a store with whole-store reads.
+type recStoreBulk struct {
+	*recStore
+	bulk bulkReads
+}
+
+func (s *recStoreBulk) ReadTables() (store.Tables, error) { return s.bulk.ReadTables() }
+func (s *recStoreBulk) AllIntents() (map[cloud.VolumeID][]store.Intent, error) {
+	return s.bulk.AllIntents()
+}
+
+// recStoreAll is a recStoreBulk over a store that also reads a volume's
+// rebuild in one read (Bolt).
+type recStoreAll struct {
+	*recStoreBulk
+	vol store.VolumeReader
+}
+
+func (s *recStoreAll) ReadVolume(id cloud.VolumeID) (store.VolumeRead, error) {
+	return s.vol.ReadVolume(id)
 }
 
 // storeFaults is the checker's knob of node status write failures.
