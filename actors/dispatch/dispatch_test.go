@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +26,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// parked counts the pool workers blocked in their wait for work, from a
+// dump of every goroutine.
+func parked() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(head, "[select") && strings.Contains(g, "dispatch.(*Pool).worker") {
+			n++
+		}
+	}
+	return n
+}
+
 func closed(t *testing.T, p *Pool) {
 	t.Cleanup(func() {
 		p.Close()
@@ -41,7 +58,9 @@ func TestIdleWorkerIsReused(t *testing.T) {
 		if got := <-done; got != i {
 			t.Fatalf("run %d reported %d", i, got)
 		}
-		eventually(t, "the worker is idle again", func() bool { return p.Idle() == 1 })
+		// Counted idle is not yet waiting: wait until it is parked in
+		// its select, where a Schedule hands it the next run.
+		eventually(t, "the worker waits for work", func() bool { return p.Idle() == 1 && parked() == 1 })
 	}
 	if got := p.Started(); got != 1 {
 		t.Fatalf("50 runs, each after the last ended: %d goroutines started, want 1", got)
