@@ -252,7 +252,8 @@ func TestRestartHandsSnapshotsOnce(t *testing.T) {
 		return len(r.respawns) == 1
 	})
 	r.clk.Advance(r.cfg.Respawn.Initial)
-	r.eventually("v01 read the store", func() bool { return c.get("StatusesWithVolume v01") == 1 })
+	// Intents is ReadVolume's last read: the others came before it.
+	r.eventually("v01 read the store", func() bool { return c.get("Intents v01") == 1 })
 	for _, what := range []string{"Intents", "StatusesWithVolume", "DesiredNodes"} {
 		for _, v := range []string{"v00", "v01"} {
 			if got := c.get(what + " " + v); got != 1 {
