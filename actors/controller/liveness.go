@@ -27,7 +27,9 @@ type restoreWatch struct {
 	// handoff: Start's snapshots for its volume actors
 	// (restore_handoff.go); closed when the restore is over.
 	handoff handoff[cloud.VolumeID, VolumeSnapshot]
-	// agents: Start's first messages of the node actors to their agents.
+	// agents: Start's first messages of the node actors to their agents;
+	// closed once all are taken (node actors may start after the volumes
+	// have restored), at the latest at RestoreGrace.
 	agents handoff[cloud.NodeName, *messages.NodeWorkloads]
 }
 
@@ -44,7 +46,6 @@ func (e *env) beginRestore(vols []cloud.VolumeID) {
 	if len(w.pending) == 0 {
 		e.started.Store(e.clock.Now().UnixNano())
 		w.handoff.close()
-		w.agents.close()
 	}
 }
 
@@ -62,7 +63,6 @@ func (e *env) volumeSettled(v cloud.VolumeID) {
 	if len(w.pending) == 0 && e.started.Load() == 0 {
 		e.started.Store(e.clock.Now().UnixNano())
 		w.handoff.close() // every volume of Start has started: nothing is left to take
-		w.agents.close()  // a node actor not started yet reads its own
 	}
 }
 

@@ -122,6 +122,9 @@ func (h *handoff[K, V]) take(id K) (V, bool) {
 	h.started[id] = true
 	snap, ok := h.snaps[id]
 	delete(h.snaps, id)
+	if ok && len(h.snaps) == 0 {
+		h.closeLocked() // the last one taken: nothing is left to hand
+	}
 	return snap, ok
 }
 
@@ -129,6 +132,10 @@ func (h *handoff[K, V]) take(id K) (V, bool) {
 func (h *handoff[K, V]) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closeLocked()
+}
+
+func (h *handoff[K, V]) closeLocked() {
 	h.over, h.snaps, h.started = true, nil, nil
 	if h.timer != nil {
 		h.timer.Stop()

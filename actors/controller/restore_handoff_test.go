@@ -84,6 +84,27 @@ func TestHandoffTimerDropsSnapshots(t *testing.T) {
 	}
 }
 
+// Once everything held is taken the handoff closes: it tracks no more
+// starts and its timer is stopped; nodes' actors may start after the
+// restore is over, so that, not the restore's end, ends theirs.
+func TestHandoffClosesWhenAllTaken(t *testing.T) {
+	clk := clock.NewFake(start)
+	var h handoff[cloud.NodeName, int]
+	h.fill(map[cloud.NodeName]int{"n1": 1, "n2": 2}, clk.AfterFunc(time.Minute, h.close))
+	if got, ok := h.take("n2"); !ok || got != 2 {
+		t.Fatalf("take n2: %d, %v", got, ok)
+	}
+	if h.over || clk.Pending() != 1 {
+		t.Fatalf("closed with n1 still held (over %v, %d timers)", h.over, clk.Pending())
+	}
+	if got, ok := h.take("n1"); !ok || got != 1 {
+		t.Fatalf("take n1: %d, %v", got, ok)
+	}
+	if !h.over || h.started != nil || clk.Pending() != 0 {
+		t.Fatalf("all taken: over %v, %d starts tracked, %d timers; want closed, none, none", h.over, len(h.started), clk.Pending())
+	}
+}
+
 // readCounter counts the per-volume reads of a volume actor's rebuild and
 // the whole-store reads; it is a TableReader as its Memory is. Claims of
 // the volume failClaim fail while it is set.
