@@ -5,19 +5,31 @@ package durable
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // WriteFile replaces path with data: a temporary file in the same
 // directory (mode set before the data goes in), written and fsynced,
 // renamed over path, and the directory fsynced. On failure path is as it
-// was and no temporary file is left.
+// was and no temporary file is left, unless only the directory's fsync
+// failed (see Replace).
 func WriteFile(path string, data []byte, mode os.FileMode) error {
+	_, err := Replace(path, data, mode)
+	return err
+}
+
+// Replace is WriteFile, and says whether the rename happened: then path
+// holds data, durably unless err is not nil (the directory's fsync
+// failed: a crash may bring the old content back). Each call that
+// renamed made two fsyncs, the file's and the directory's.
+func Replace(path string, data []byte, mode os.FileMode) (renamed bool, err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, TempPrefix(filepath.Base(path))+"*")
 	if err != nil {
-		return err
+		return false, err
 	}
 	name := tmp.Name()
 	err = tmp.Chmod(mode)
@@ -34,9 +46,34 @@ func WriteFile(path string, data []byte, mode os.FileMode) error {
 		err = os.Rename(name, path)
 	}
 	if err != nil {
-		return errors.Join(err, removeTemp(name))
+		return false, errors.Join(err, removeTemp(name))
 	}
-	return SyncDir(dir)
+	if err := SyncDir(dir); err != nil {
+		return true, fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// TempPrefix is the name prefix of the temporary files that WriteFile
+// makes for the file named base.
+func TempPrefix(base string) string { return "." + base + ".tmp-" }
+
+// RemoveStaleTemps removes (best effort) the temporary files that a
+// process killed in WriteFile of path left behind.
+func RemoveStaleTemps(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), TempPrefix(base)) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // removeTemp removes a temporary file that was not renamed.

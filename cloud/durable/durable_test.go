@@ -34,3 +34,32 @@ func TestWriteFile(t *testing.T) {
 		t.Fatal("syncing a missing directory succeeded")
 	}
 }
+
+// Replace says whether it renamed; RemoveStaleTemps removes the temporary
+// files of the file it names (a killed WriteFile's), and nothing else.
+func TestReplaceAndStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	if renamed, err := Replace(path, []byte("x"), 0o600); !renamed || err != nil {
+		t.Fatalf("Replace: renamed %v, %v", renamed, err)
+	}
+	if renamed, err := Replace(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); renamed || err == nil {
+		t.Fatalf("Replace into a missing directory: renamed %v, %v", renamed, err)
+	}
+	stale := filepath.Join(dir, TempPrefix("state.json")+"123")
+	others := []string{filepath.Join(dir, TempPrefix("other.json")+"123"), filepath.Join(dir, "state.json.tmp-123")}
+	for _, p := range append([]string{stale}, others...) {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	RemoveStaleTemps(path)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("stale temporary file kept: %v", err)
+	}
+	for _, p := range append(others, path) {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s removed: %v", p, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/durable"
 )
 
 // Defaults applied by Open to zero (or negative) Config fields: the sim's.
@@ -127,7 +128,7 @@ func newCloud(cfg Config, dir string, dev devices) *Cloud {
 
 // start loads the state and reconciles it, before c is shared.
 func (c *Cloud) start() error {
-	removeStaleTemps(c.dir)
+	durable.RemoveStaleTemps(c.statePath)
 	w, err := c.loadWorld()
 	if err != nil {
 		return err

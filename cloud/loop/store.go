@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/durable"
@@ -23,7 +22,6 @@ const (
 	stateName  = "state.json"
 	lockName   = "lock"
 	imagesName = "images"
-	tempPrefix = "." + stateName + ".tmp-"
 
 	stateFileMode = 0o600
 	imageMode     = 0o600
@@ -127,20 +125,6 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-// removeStaleTemps removes (best effort) the temporary state files a
-// process killed while writing left behind.
-func removeStaleTemps(dir string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix) && e.Type().IsRegular() {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
 }
 
 // makeImage creates the sparse image of a new volume, durably. A file

@@ -11,9 +11,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tether/tether/cloud/durable"
 )
 
 // logSuffix names the log after the snapshot: <StatePath>.log.
@@ -101,8 +102,8 @@ func Open(cfg Config) (*Cloud, error) {
 	c.counters.Errors = nonNil(maps.Clone(st.Counters.Errors))
 	c.counters.Throttled = nonNil(maps.Clone(st.Counters.Throttled))
 	c.state = s
-	removeStaleTemps(path)
-	removeStaleTemps(s.logPath)
+	durable.RemoveStaleTemps(path)
+	durable.RemoveStaleTemps(s.logPath)
 	if fold {
 		_ = s.compact()
 	}
@@ -249,62 +250,11 @@ func (s *store) writeFileAtomic(path string, data []byte) (renamed bool, err err
 }
 
 func writeFileAtomic(path string, data []byte, fsyncs *atomic.Int64) (renamed bool, err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, tempPrefix(base)+"*")
-	if err != nil {
-		return false, err
+	renamed, err = durable.Replace(path, data, stateFileMode)
+	if renamed {
+		fsyncs.Add(2) // the file's and its directory's
 	}
-	tmp := f.Name()
-	err = f.Chmod(stateFileMode)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		fsyncs.Add(1)
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return false, err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return true, err
-	}
-	fsyncs.Add(1)
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return true, fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return true, nil
-}
-
-// tempPrefix is the name prefix of the temporary files of the file named
-// base.
-func tempPrefix(base string) string { return "." + base + ".tmp-" }
-
-// removeStaleTemps removes (best effort) the temporary files a process
-// killed while writing the file at path left behind.
-func removeStaleTemps(path string) {
-	dir, base := filepath.Split(path)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tempPrefix(base)) && e.Type().IsRegular() {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
+	return renamed, err
 }
 
 // ReadCounters returns the counters saved at statePath (the snapshot and
