@@ -30,40 +30,39 @@ type VolumeSnapshot struct {
 // ReadVolume reads a volume actor's rebuild snapshot from the store. The
 // deterministic simulation rebuilds its volume cores with it too.
 func ReadVolume(st store.Store, id cloud.VolumeID) (VolumeSnapshot, error) {
-	if r, ok := st.(store.VolumeReader); ok {
-		// The same reads in one (store.VolumeReader).
-		got, err := r.ReadVolume(id)
-		if err != nil {
-			return emptySnapshot(), err
-		}
-		in := volumeReads{rev: got.Revision, spec: got.Spec, found: got.Found, desired: got.Desired, intents: got.Intents}
-		for i := range got.Statuses {
-			in.statuses = append(in.statuses, &got.Statuses[i])
-		}
-		return in.snapshot(id), nil
-	}
-	var in volumeReads
-	var err error
-	if in.rev, err = st.Revision(); err != nil {
-		return emptySnapshot(), err
-	}
-	if in.spec, in.found, err = st.Volume(id); err != nil {
-		return emptySnapshot(), err
-	}
-	if in.desired, err = st.DesiredNodes(id); err != nil {
-		return emptySnapshot(), err
-	}
-	statuses, err := st.StatusesWithVolume(id)
+	got, err := readVolume(st, id)
 	if err != nil {
 		return emptySnapshot(), err
 	}
-	for i := range statuses {
-		in.statuses = append(in.statuses, &statuses[i])
-	}
-	if in.intents, err = st.Intents(id); err != nil {
-		return emptySnapshot(), err
+	in := volumeReads{rev: got.Revision, spec: got.Spec, found: got.Found, desired: got.Desired, intents: got.Intents}
+	for i := range got.Statuses {
+		in.statuses = append(in.statuses, &got.Statuses[i])
 	}
 	return in.snapshot(id), nil
+}
+
+// readVolume reads what a volume actor rebuilds from: in one read where
+// the store can (store.VolumeReader), else in five, Revision first.
+func readVolume(st store.Store, id cloud.VolumeID) (store.VolumeRead, error) {
+	if r, ok := st.(store.VolumeReader); ok {
+		return r.ReadVolume(id)
+	}
+	var r store.VolumeRead
+	var err error
+	if r.Revision, err = st.Revision(); err != nil {
+		return r, err
+	}
+	if r.Spec, r.Found, err = st.Volume(id); err != nil {
+		return r, err
+	}
+	if r.Desired, err = st.DesiredNodes(id); err != nil {
+		return r, err
+	}
+	if r.Statuses, err = st.StatusesWithVolume(id); err != nil {
+		return r, err
+	}
+	r.Intents, err = st.Intents(id)
+	return r, err
 }
 
 // ReadVolumes gives, for each of ids, what ReadVolume gives, from one read
