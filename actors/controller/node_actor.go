@@ -151,9 +151,7 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	// else the store's now.
 	if msg, ok := a.env.restore.agents.take(a.name); ok {
 		a.firstTold = msg
-		if pid := a.env.agentFor(a.name); pid != nil {
-			a.env.guard.Send(pid, msg)
-		}
+		a.tellAgent(msg)
 	} else {
 		a.sendWorkloads(ctx)
 	}
@@ -228,6 +226,11 @@ func (a *nodeActor) sendWorkloads(ctx actor.Context) {
 		a.env.log.WithField("node", a.name).Errorf("reading workloads for the agent: %v", err)
 		return
 	}
+	a.tellAgent(msg)
+}
+
+// tellAgent sends the agent its desired state.
+func (a *nodeActor) tellAgent(msg *messages.NodeWorkloads) {
 	if pid := a.env.agentFor(a.name); pid != nil {
 		a.env.guard.Send(pid, msg)
 	}
@@ -249,9 +252,7 @@ func (a *nodeActor) resendFirst() bool {
 	if err != nil || rev != msg.Revision {
 		return false
 	}
-	if pid := a.env.agentFor(a.name); pid != nil {
-		a.env.guard.Send(pid, msg)
-	}
+	a.tellAgent(msg)
 	return true
 }
 
