@@ -18,6 +18,10 @@ type callLog struct {
 	cloud.Provider
 	mu    sync.Mutex
 	insts []cloud.InstanceID
+	// gate, if set, holds every Attach until it is closed (or the call's
+	// context ends); attaching and peak count the attaches held at once.
+	gate            chan struct{}
+	attaching, peak int
 }
 
 func (l *callLog) note(insts ...cloud.InstanceID) {
@@ -48,7 +52,31 @@ func (l *callLog) namedSince(mark int, inst cloud.InstanceID) int {
 
 func (l *callLog) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
 	l.note(inst)
+	l.mu.Lock()
+	gate := l.gate
+	l.attaching++
+	l.peak = max(l.peak, l.attaching)
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.attaching--
+		l.mu.Unlock()
+	}()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 	return l.Provider.Attach(ctx, vol, inst)
+}
+
+// attaches reports the attaches running now and the most at once.
+func (l *callLog) attaches() (now, peak int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.attaching, l.peak
 }
 
 func (l *callLog) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {

@@ -38,6 +38,9 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 		e.guard = spawn.New(sys)
 	}
 	e.verify = newVerifier(e)
+	e.calls = newCallQueue(cfg.CallWorkers)
+	e.volumeCfg = cfg.Volume
+	e.volumeCfg.Rand = newRand(0)
 	scfg := cfg.Supervisor
 	if scfg.Clock == nil {
 		scfg.Clock = cfg.Clock

@@ -32,7 +32,12 @@ type Config struct {
 	SyncConcurrency int
 	// CloudTimeout bounds every cloud call.
 	CloudTimeout time.Duration
-	Supervisor   supervisor.Config
+	// CallWorkers bounds the volume actors' attach and detach calls
+	// running at once; the others wait their turn in order (callqueue.go).
+	// Zero means 256: above the cloud limiter's calls in flight (64 by
+	// default), so the limiter, not this, paces the cloud.
+	CallWorkers int
+	Supervisor  supervisor.Config
 	// Respawn is the delay curve for actors that stopped without being
 	// asked to; RespawnQuiet resets it.
 	Respawn      backoff.Policy
@@ -97,6 +102,11 @@ type env struct {
 	log    logrus.FieldLogger
 	clock  clock.Clock
 	ctx    context.Context // cancelled when the controller stops
+	// calls runs the volume actors' attach and detach calls.
+	calls *callQueue
+	// volumeCfg is the volume machines' configuration, shared by every
+	// volume unless Config.Seed gives each its own random source.
+	volumeCfg volume.Config
 	// started: unix nanoseconds (on clock) when the restore of Start
 	// finished, 0 before; restore tracks it (liveness.go).
 	started atomic.Int64

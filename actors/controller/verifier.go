@@ -38,7 +38,7 @@ type verifyAnswer struct {
 }
 
 type verifyAsk struct {
-	ctx   context.Context
+	ctx   alive // the asker's lifetime: no answer once it ended
 	vol   cloud.VolumeID
 	nodes []cloud.NodeName
 	reply func(verifyAnswer)
@@ -87,7 +87,7 @@ func (v *verifier) settled(vol cloud.VolumeID) {
 
 // ask queues a question; reply is called once, from the verifier's
 // goroutine, unless ctx ends first (then maybe never).
-func (v *verifier) ask(ctx context.Context, vol cloud.VolumeID, nodes []cloud.NodeName, reply func(verifyAnswer)) {
+func (v *verifier) ask(ctx alive, vol cloud.VolumeID, nodes []cloud.NodeName, reply func(verifyAnswer)) {
 	v.mu.Lock()
 	v.asks = append(v.asks, &verifyAsk{ctx: ctx, vol: vol, nodes: nodes, reply: reply})
 	delete(v.expect, vol)

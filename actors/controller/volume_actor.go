@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"hash/fnv"
 	"strings"
 	"time"
@@ -35,11 +34,10 @@ type volumeActor struct {
 	// answers; they are replayed after it, in order.
 	restoring bool
 	queued    []any
-	base      volume.Restored
-	cancel    context.CancelFunc
-	// ctx is this incarnation's: its cloud calls are cancelled when it
+	base      *volume.Restored
+	// life is this incarnation's: its cloud calls are cancelled when it
 	// stops or restarts.
-	ctx         context.Context
+	life        *lifetime
 	incarnation uint64
 	// epoch is this incarnation's claim on the volume (store.Fences):
 	// its intents are written only while no newer incarnation, here or on
@@ -184,8 +182,8 @@ func (a *volumeActor) shutdown() {
 		a.states = nil
 	}
 	a.timer.stop()
-	if a.cancel != nil {
-		a.cancel()
+	if a.life != nil {
+		a.life.end()
 	}
 }
 
@@ -194,11 +192,9 @@ func (a *volumeActor) shutdown() {
 // Until the answer arrives no operation starts.
 func (a *volumeActor) onStarted(ctx actor.Context) {
 	a.self = ctx.Self()
-	a.ctx, a.cancel = context.WithCancel(a.env.ctx)
-	cfg := a.env.cfg.Volume
-	cfg.Rand = newRand(a.seed())
+	a.life = newLifetime(a.env.ctx)
 	a.incarnation = incarnationBase()
-	a.core = volume.New(a.id, cfg, a.incarnation)
+	a.core = volume.NewShared(a.id, a.volumeConfig(), a.incarnation)
 	a.restoring = true
 	epoch, err := a.env.store.Claim(store.VolumeOwner(a.id))
 	if err != nil {
@@ -211,8 +207,8 @@ func (a *volumeActor) onStarted(ctx actor.Context) {
 		// supervisor retry with backoff.
 		panic("volume " + string(a.id) + ": rebuild from store: " + err.Error())
 	}
-	a.base = base
-	go a.verifyStart(a.ctx, candidates)
+	a.base = &base
+	a.verifyNodes(candidates, true) // the verifier's answer comes as VolumeRestored
 }
 
 // fenced: a newer incarnation of this volume claimed it (distributed mode:
@@ -222,6 +218,18 @@ func (a *volumeActor) onStarted(ctx actor.Context) {
 func (a *volumeActor) fenced(err error) {
 	a.env.log.WithField("volume", a.id).Warnf("stopping a stale activation: %v", err)
 	a.env.guard.Stop(a.self)
+}
+
+// volumeConfig is the machine's configuration: the controller's, shared
+// by every volume (it is read only), unless a seed asks each volume for
+// its own random source.
+func (a *volumeActor) volumeConfig() *volume.Config {
+	if a.env.cfg.Seed == 0 {
+		return &a.env.volumeCfg
+	}
+	cfg := a.env.cfg.Volume
+	cfg.Rand = newRand(a.seed())
+	return &cfg
 }
 
 func (a *volumeActor) seed() uint64 {
@@ -254,7 +262,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 	}
 	a.restoring = false
 	a.env.volumeSettled(a.id)
-	r := a.base
+	r := *a.base
 	r.AsOf = fromNanos(m.AsOfUnixNano)
 	if !m.VerifyFailed {
 		r.Truth = map[cloud.NodeName]bool{}
@@ -264,7 +272,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 	} else {
 		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed: trusting node statuses, and holding every node of the intent journal Uncertain until an idempotent attach or detach or newer truth settles it: %s", m.Error)
 	}
-	a.base = volume.Restored{} // release the snapshot's maps
+	a.base = nil // release the snapshot
 	a.step(ctx, r)
 	queued := a.queued
 	a.queued = nil

@@ -13,15 +13,15 @@ import (
 	"github.com/tether/tether/messages"
 )
 
-// run carries out one effect. Cloud calls start a goroutine whose result
-// comes back to this actor as a message.
+// run carries out one effect. Cloud calls go to the call queue
+// (callqueue.go); their result comes back to this actor as a message.
 func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 	e := a.env
 	switch f := eff.(type) {
 	case volume.CallAttach:
-		go a.callAttach(f)
+		e.calls.run(func() { a.callAttach(f) })
 	case volume.CallDetach:
-		go a.callDetach(f)
+		e.calls.run(func() { a.callDetach(f) })
 	case volume.PrepareDetach:
 		e.guard.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op, Force: f.Force})
 	case volume.ReportAttached:
@@ -29,7 +29,7 @@ func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
 	case volume.ReportDetached:
 		e.guard.Send(e.lookup.Node(f.Node), &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(a.id)})
 	case volume.VerifyNode:
-		go a.verifyNodes(a.ctx, []cloud.NodeName{f.Node}, false)
+		a.verifyNodes([]cloud.NodeName{f.Node}, false)
 	case volume.Record:
 		e.record(a.ref, f.Type, string(f.Node), f.Warning, f.Message)
 		if f.Retry > 0 && e.cfg.Observer != nil {
@@ -76,8 +76,11 @@ func (a *volumeActor) callDetach(f volume.CallDetach) {
 // the intent recorded nothing is sent, and the failure is retryable.
 func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call func(context.Context, cloud.InstanceID) error) error {
 	e := a.env
-	c, cancel := context.WithTimeout(a.ctx, e.cfg.CloudTimeout)
-	defer cancel()
+	if err := a.life.Err(); err != nil {
+		return err // this incarnation died while the call waited its turn: send nothing
+	}
+	c, release := a.life.call(e.cfg.CloudTimeout)
+	defer release()
 	intent := store.Intent{Volume: a.id, Node: n, Op: op, Attach: attach, Deadline: e.clock.Now().Add(e.cfg.CloudTimeout), Epoch: a.epoch}
 	if err := e.store.PutIntent(intent); err != nil {
 		if errors.Is(err, store.ErrFenced) {
@@ -117,18 +120,15 @@ func (a *volumeActor) landed(intent store.Intent, callErr, ctxErr error) {
 	}
 }
 
-func (a *volumeActor) verifyStart(c context.Context, nodes []cloud.NodeName) {
-	a.verifyNodes(c, nodes, true)
-}
-
 // verifyNodes asks the verifier (verifier.go) whether this volume is
 // attached to each node: it shares one cloud call per batch of instances
 // with every other volume asking at the time. At start-up the answer is one
-// VolumeRestored; later, one AttachmentVerified per node.
-func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, start bool) {
+// VolumeRestored; later, one AttachmentVerified per node. Asking never
+// blocks: the answer comes from the verifier's goroutine.
+func (a *volumeActor) verifyNodes(nodes []cloud.NodeName, start bool) {
 	e := a.env
 	incarnation := a.incarnation
-	e.verify.ask(c, a.id, nodes, func(ans verifyAnswer) {
+	e.verify.ask(a.life, a.id, nodes, func(ans verifyAnswer) {
 		asOf := ans.AsOf.UnixNano()
 		if start {
 			res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: ans.Attached, AsOfUnixNano: asOf, Incarnation: incarnation}
@@ -149,12 +149,12 @@ func (a *volumeActor) verifyNodes(c context.Context, nodes []cloud.NodeName, sta
 }
 
 // sendSelf delivers a goroutine's result to this incarnation. Once it has
-// stopped or restarted (its context is cancelled) the result is dropped:
+// stopped or restarted (its lifetime ended) the result is dropped:
 // the next incarnation rebuilds from the store and the cloud (and fences a
 // node where a detach may still land), and a send by name could reach a
 // new actor of the same name while Proto.Actor is still initialising it.
 func (a *volumeActor) sendSelf(msg any) {
-	if a.ctx.Err() != nil {
+	if a.life.Err() != nil {
 		return
 	}
 	a.env.guard.Send(a.self, msg)

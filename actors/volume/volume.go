@@ -27,7 +27,7 @@ type opKey struct {
 // use New. Until Restored arrives it starts no operation.
 type Volume struct {
 	id       VolumeID
-	cfg      Config
+	cfg      *Config
 	mode     cloud.AccessMode
 	restored bool
 	desired  []NodeName
@@ -50,6 +50,12 @@ type Volume struct {
 // this incarnation distinct from those of earlier ones (the shell passes a
 // random or time-derived value).
 func New(id VolumeID, cfg Config, opBase uint64) *Volume {
+	return NewShared(id, &cfg, opBase)
+}
+
+// NewShared is New with a configuration shared by many machines, which
+// none changes: a fleet's volumes need not carry one copy each.
+func NewShared(id VolumeID, cfg *Config, opBase uint64) *Volume {
 	return &Volume{
 		id:     id,
 		cfg:    cfg,
