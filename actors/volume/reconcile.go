@@ -21,10 +21,10 @@ func (v *Volume) reconcile(now time.Time) []Effect {
 		return nil
 	}
 	var effs []Effect
-	for _, n := range sortedNodes(v.att) {
+	for _, n := range v.att.nodes() {
 		effs = append(effs, v.checkPrepare(now, n)...)
 	}
-	for _, n := range sortedNodes(v.att) {
+	for _, n := range v.att.nodes() {
 		effs = append(effs, v.maybeDetach(now, n)...)
 	}
 	for _, n := range v.desired {
@@ -34,7 +34,7 @@ func (v *Volume) reconcile(now time.Time) []Effect {
 }
 
 func (v *Volume) maybeDetach(now time.Time, n NodeName) []Effect {
-	a := v.att[n]
+	a := v.att.get(n)
 	if v.isDesired(n) {
 		a.DetachRequested = time.Time{}
 		return nil
@@ -93,7 +93,7 @@ func (v *Volume) detachAllowed(now time.Time, n NodeName, a *Attachment) (force 
 }
 
 func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
-	a := v.att[n]
+	a := v.att.get(n)
 	if a != nil && (a.State != Uncertain || now.Before(a.Fence)) {
 		return nil
 	}
@@ -118,7 +118,7 @@ func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
 	}
 	if a == nil {
 		a = &Attachment{}
-		v.att[n] = a
+		v.att.put(n, a)
 	}
 	v.nextOp++
 	a.op = v.opBase + v.nextOp
@@ -130,7 +130,8 @@ func (v *Volume) maybeAttach(now time.Time, n NodeName) []Effect {
 // one per node when multi-node.
 func (v *Volume) canStart(n NodeName) bool {
 	exclusive := v.mode == cloud.Exclusive && !v.cfg.BreakMultiAttach
-	for m, a := range v.att {
+	for _, na := range v.att {
+		m, a := na.node, na.a
 		if a.op != 0 && (m == n || exclusive) {
 			return false
 		}
@@ -141,9 +142,9 @@ func (v *Volume) canStart(n NodeName) bool {
 // attachedElsewhere reports a node other than n holding an attachment in
 // any state (an Uncertain one may be real: I1 errs on the safe side).
 func (v *Volume) attachedElsewhere(n NodeName) (NodeName, bool) {
-	for _, m := range sortedNodes(v.att) {
-		if m != n {
-			return m, true
+	for _, na := range v.att { // in node order
+		if na.node != n {
+			return na.node, true
 		}
 	}
 	return "", false
@@ -154,7 +155,7 @@ func (v *Volume) attachedElsewhere(n NodeName) (NodeName, bool) {
 // rebuild fence once it has passed (the Uncertain attachment is then
 // resolved by an idempotent attach or detach, as any other).
 func (v *Volume) checkPrepare(now time.Time, n NodeName) []Effect {
-	a := v.att[n]
+	a := v.att.get(n)
 	if !a.Fence.IsZero() {
 		if now.Before(a.Fence) {
 			return []Effect{WakeAt{At: a.Fence}}

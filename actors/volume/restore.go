@@ -16,7 +16,7 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 		v.setNode(n, info)
 	}
 	for n, dev := range e.Listed {
-		v.att[n] = &Attachment{State: Attached, DevicePath: dev}
+		v.att.put(n, &Attachment{State: Attached, DevicePath: dev})
 	}
 	unsettled := map[NodeName]bool{}
 	for _, f := range e.InFlight {
@@ -33,7 +33,8 @@ func (v *Volume) onRestored(now time.Time, e Restored) []Effect {
 			effs = append(effs, v.onVerified(now, Verified{Node: n, Attached: e.Truth[n], DevicePath: e.Listed[n], AsOf: e.AsOf})...)
 		}
 	}
-	for _, a := range v.att {
+	for _, na := range v.att {
+		a := na.a
 		a.Since = e.AsOf
 	}
 	v.floor = e.AsOf
@@ -73,10 +74,10 @@ func (v *Volume) settles(e Restored, f InFlight, now time.Time) bool {
 // may vanish), an attach that may land may put it at another device than
 // the one listed (the listing may predate a loss of the attachment).
 func (v *Volume) fence(now time.Time, n NodeName, until time.Time) []Effect {
-	a := v.att[n]
+	a := v.att.get(n)
 	if a == nil {
 		a = &Attachment{}
-		v.att[n] = a
+		v.att.put(n, a)
 	}
 	if until.After(a.Fence) {
 		a.Fence = until

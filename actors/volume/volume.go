@@ -31,7 +31,7 @@ type Volume struct {
 	mode     cloud.AccessMode
 	restored bool
 	desired  []NodeName
-	att      map[NodeName]*Attachment
+	att      attachments
 	nodes    nodeInfos
 	backoffs map[opKey]*backoff.Backoff
 	// multiAttach remembers the nodes told about a Multi-Attach refusal, so
@@ -59,7 +59,6 @@ func NewShared(id VolumeID, cfg *Config, opBase uint64) *Volume {
 	return &Volume{
 		id:     id,
 		cfg:    cfg,
-		att:    map[NodeName]*Attachment{},
 		opBase: opBase,
 	}
 }
@@ -84,13 +83,13 @@ func (v *Volume) Step(now time.Time, ev Event) []Effect {
 	case Verified:
 		effs = v.onVerified(now, e)
 	case AttachRecorded:
-		if a := v.att[e.Node]; a != nil {
+		if a := v.att.get(e.Node); a != nil {
 			a.unacked = time.Time{}
 		}
 	case ReportFailed:
 		// Not listed, so not mountable there: make it Uncertain, and the
 		// (idempotent) attach of a desired node reports it again.
-		if a := v.att[e.Node]; a != nil && a.State == Attached && a.op == 0 {
+		if a := v.att.get(e.Node); a != nil && a.State == Attached && a.op == 0 {
 			v.set(a, Uncertain, now)
 		}
 	case Tick:
@@ -119,7 +118,7 @@ func (v *Volume) onDesired(e DesiredChanged) {
 }
 
 func (v *Volume) onAttachDone(now time.Time, e AttachDone) []Effect {
-	a := v.att[e.Node]
+	a := v.att.get(e.Node)
 	if a == nil || a.State != Attaching || a.op != e.Op {
 		return []Effect{VerifyNode{Node: e.Node}}
 	}
@@ -140,7 +139,7 @@ func (v *Volume) onAttachDone(now time.Time, e AttachDone) []Effect {
 }
 
 func (v *Volume) onDetachPrepared(now time.Time, e DetachPrepared) []Effect {
-	a := v.att[e.Node]
+	a := v.att.get(e.Node)
 	if a == nil || a.State != Detaching || a.op != e.Op || a.prepared {
 		return nil
 	}
@@ -170,7 +169,7 @@ func (v *Volume) onDetachPrepared(now time.Time, e DetachPrepared) []Effect {
 }
 
 func (v *Volume) onDetachDone(now time.Time, e DetachDone) []Effect {
-	a := v.att[e.Node]
+	a := v.att.get(e.Node)
 	if a == nil || a.State != Detaching || a.op != e.Op {
 		return []Effect{VerifyNode{Node: e.Node}}
 	}
@@ -189,7 +188,7 @@ func (v *Volume) onDetachDone(now time.Time, e DetachDone) []Effect {
 // an operation in flight, or older than the attachment's last change, is
 // stale and ignored: the operation's own result decides.
 func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
-	a := v.att[e.Node]
+	a := v.att.get(e.Node)
 	if a != nil && (a.op != 0 || !e.AsOf.After(a.Since) || e.AsOf.Before(a.Fence)) {
 		return nil
 	}
@@ -199,7 +198,7 @@ func (v *Volume) onVerified(now time.Time, e Verified) []Effect {
 	switch {
 	case e.Attached && a == nil:
 		a = &Attachment{DevicePath: e.DevicePath}
-		v.att[e.Node] = a
+		v.att.put(e.Node, a)
 		var effs []Effect
 		if e.DevicePath == "" {
 			// Attached, but where? Never report a device we do not know:
@@ -248,7 +247,7 @@ func (v *Volume) reportAttached(now time.Time, n NodeName, a *Attachment) Effect
 // remove deletes an attachment and remembers when, so that truth asked
 // before now is recognized as stale.
 func (v *Volume) remove(n NodeName, now time.Time) {
-	delete(v.att, n)
+	v.att.remove(n)
 	if v.removed == nil {
 		v.removed = map[NodeName]time.Time{}
 	}
@@ -374,7 +373,8 @@ type Status struct {
 // Status returns a copy of the machine's state.
 func (v *Volume) Status() Status {
 	st := Status{Mode: v.mode, Restored: v.restored, Desired: slices.Clone(v.desired), Attachments: map[NodeName]Attachment{}}
-	for n, a := range v.att {
+	for _, na := range v.att {
+		n, a := na.node, na.a
 		st.Attachments[n] = *a
 	}
 	st.Nodes = v.nodes.toMap()
@@ -385,7 +385,8 @@ func (v *Volume) Status() Status {
 // metrics after every step).
 func (v *Volume) StateCounts() map[string]int {
 	out := make(map[string]int, len(v.att))
-	for _, a := range v.att {
+	for _, na := range v.att {
+		a := na.a
 		out[a.State.String()]++
 	}
 	return out
