@@ -116,8 +116,17 @@ func (a *volumeActor) handle(ctx actor.Context, msg any) {
 
 func (a *volumeActor) step(ctx actor.Context, ev volume.Event) {
 	now := a.env.clock.Now()
+	woken := false
 	for _, eff := range a.core.Step(now, ev) {
+		_, wake := eff.(volume.WakeAt)
+		woken = woken || wake
 		a.run(ctx, eff)
+	}
+	if !woken && a.core.Settled() {
+		// Nothing pending: a timer set for a report's acknowledgement (or
+		// any earlier wake) would only bring a Tick that does nothing. A
+		// fleet at rest keeps no timer per volume.
+		a.timer.stop()
 	}
 	a.reportStates()
 }

@@ -392,6 +392,24 @@ func (v *Volume) StateCounts() map[string]int {
 	return out
 }
 
+// Settled reports that nothing is pending: the volume is attached, with
+// the node's acknowledgement, on exactly the nodes desired, and no
+// operation, fence or report awaits anything. A settled machine asks for
+// no wake-up (Step returns no WakeAt): only a new event can give it work,
+// so its shell may drop a timer set earlier.
+func (v *Volume) Settled() bool {
+	if !v.restored || len(v.att) != len(v.desired) {
+		return false
+	}
+	for _, na := range v.att {
+		a := na.a
+		if a.State != Attached || a.op != 0 || !a.Fence.IsZero() || !a.unacked.IsZero() || !v.isDesired(na.node) {
+			return false
+		}
+	}
+	return true
+}
+
 // Idle reports that the volume is wanted nowhere and attached nowhere: its
 // actor may stop.
 func (v *Volume) Idle() bool { return v.restored && len(v.desired) == 0 && len(v.att) == 0 }
