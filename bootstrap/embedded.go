@@ -170,6 +170,10 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 }
 
 // start starts the actors and the agents on the opened store and cloud.
+// leanMailbox makes the mailboxes of the embedded runtime's actors: 100,000
+// volume actors at rest each keep an empty mailbox (package dispatch).
+var leanMailbox = dispatch.Mailbox()
+
 func (e *Embedded) start() error {
 	cfg, log := e.cfg, e.Log
 	if cfg.WrapStore != nil {
@@ -189,6 +193,9 @@ func (e *Embedded) start() error {
 	e.pool = dispatch.New(0, 0)
 	cc := cfg.Controller
 	cc.Dispatcher = e.pool
+	if cc.Mailbox == nil {
+		cc.Mailbox = leanMailbox // queues that cost nothing while empty
+	}
 	e.guard = spawn.New(e.System)
 	cc.Guard = e.guard
 	cc.Log, cc.Supervisor.Log = log, log
@@ -271,6 +278,9 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		ac.Devices = e.cfg.WrapDevices(n, ac.Devices)
 	}
 	ac.Guard, ac.Dispatcher = e.guard, e.pool
+	if ac.Mailbox == nil {
+		ac.Mailbox = leanMailbox
+	}
 	if e.calls[n] == nil {
 		e.calls[n] = node.NewCalls()
 	}

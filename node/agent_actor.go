@@ -68,6 +68,9 @@ type Config struct {
 	// Dispatcher, if set, runs the agent's mailbox (nil: Proto.Actor's
 	// default; see package actors/dispatch).
 	Dispatcher actor.Dispatcher
+	// Mailbox, if set, makes the agent's mailbox (nil: Proto.Actor's
+	// default; see dispatch.Mailbox).
+	Mailbox actor.MailboxProducer
 }
 
 // DefaultConfig: Kubernetes' timings (OpTimeout as the kubelet's CSI
@@ -273,6 +276,9 @@ func Start(sys *actor.ActorSystem, cfg Config, guardian actor.SupervisorStrategy
 	opts := []actor.PropsOption{actor.WithGuardian(guardian), actor.WithReceiverMiddleware(c.Middleware...)}
 	if c.Dispatcher != nil {
 		opts = append(opts, actor.WithDispatcher(c.Dispatcher))
+	}
+	if c.Mailbox != nil {
+		opts = append(opts, actor.WithMailbox(c.Mailbox))
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &agentActor{cfg: &c} }, opts...)
 	pid, err := c.Guard.Spawn(props, AgentName(cfg.Node))

@@ -53,6 +53,9 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 	if cfg.Dispatcher != nil {
 		opts = append(opts, actor.WithDispatcher(cfg.Dispatcher))
 	}
+	if cfg.Mailbox != nil {
+		opts = append(opts, actor.WithMailbox(cfg.Mailbox))
+	}
 	volumeProps := actor.PropsFromProducer(func() actor.Actor { return &volumeActor{env: e} }, opts...)
 	nodeProps := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{env: e} }, opts...)
 	syncProps := actor.PropsFromProducer(func() actor.Actor { return newSyncActor(e) }, opts...)

@@ -60,8 +60,11 @@ type Config struct {
 	// Dispatcher, if set, runs every actor's mailbox (nil: Proto.Actor's
 	// default, a new goroutine per run; see package dispatch).
 	Dispatcher actor.Dispatcher
-	Clock      clock.Clock
-	Log        logrus.FieldLogger
+	// Mailbox, if set, makes every actor's mailbox (nil: Proto.Actor's
+	// default; see dispatch.Mailbox).
+	Mailbox actor.MailboxProducer
+	Clock   clock.Clock
+	Log     logrus.FieldLogger
 	// Seed seeds the backoff jitter (0: random).
 	Seed uint64
 }

@@ -37,8 +37,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
+	"github.com/tether/tether/actors/dispatch"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -317,14 +316,11 @@ func (r *run) start() error {
 	cfg.DataDir, cfg.Durable, cfg.Nodes = r.dir, true, r.cfg.Nodes
 	cfg.Sim.Latency, cfg.Sim.AttachLimit = r.cfg.CloudLatency, r.cfg.AttachLimit
 	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
-	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
-		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-			r.messages.Add(1)
-			next(c, env)
-		}
-	}
-	cfg.Controller.Middleware = append(cfg.Controller.Middleware, count)
-	cfg.Agent.Middleware = append(cfg.Agent.Middleware, count)
+	// The mailboxes count the messages: a receiver middleware would give
+	// every actor Proto.Actor's per-actor extras and wrap every message,
+	// which tether up does not pay.
+	count := dispatch.Mailbox(dispatch.CountReceived(&r.messages))
+	cfg.Controller.Mailbox, cfg.Agent.Mailbox = count, count
 	cfg.NewMounter = mount.NewSymlink
 	if r.cfg.Mounter == "bind" {
 		cfg.NewMounter = mount.NewBind
