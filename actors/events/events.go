@@ -32,9 +32,6 @@ type Ref struct {
 	UID  string
 }
 
-// key is a name without its incarnation: the history of a name is one list.
-func (r Ref) key() Ref { return Ref{Kind: r.Kind, Name: r.Name} }
-
 // forgottenMax bounds the UIDs remembered as forgotten (about 50 bytes
 // each): an event that an actor records for an incarnation after its
 // delete is dropped if fewer than this many deletes came in between, and
@@ -54,11 +51,16 @@ type Event struct {
 
 // Recorder keeps the last PerObject events of each name (of whatever
 // incarnations) and counts all events by type. Safe for concurrent use.
+//
+// Every object of a fleet keeps an event at rest (a volume its
+// SuccessfulAttachVolume, a workload its SuccessfulMountVolume), so what
+// one costs is paid per volume: events are kept as records (record.go),
+// not as Events, and turned back into Events when read.
 type Recorder struct {
 	mu        sync.Mutex
 	perObject int
-	byObject  map[Ref][]Event // by Ref.key()
-	counts    map[string]int
+	byObject  objects
+	types     types
 	subs      []func(Event)
 	// forgotten: UIDs whose events are not kept, at most forgottenMax;
 	// order is their ring, next the oldest once it is full.
@@ -69,22 +71,18 @@ type Recorder struct {
 
 // NewRecorder keeps perObject events per object (at least 1).
 func NewRecorder(perObject int) *Recorder {
-	return &Recorder{perObject: max(1, perObject), byObject: map[Ref][]Event{}, counts: map[string]int{}, forgotten: map[string]bool{}}
+	return &Recorder{perObject: max(1, perObject), types: newTypes(), forgotten: map[string]bool{}}
 }
 
 // Record stores e, unless its incarnation was forgotten, and hands it to
 // subscribers (forgotten or not).
 func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
+	typ := r.types.count(e.Type)
 	if !r.forgotten[e.Object.UID] {
-		k := e.Object.key()
-		list := append(r.byObject[k], e)
-		if len(list) > r.perObject {
-			list = append(list[:0:0], list[len(list)-r.perObject:]...)
-		}
-		r.byObject[k] = list
+		m := r.byObject.of(e.Object.Kind, true)
+		m[e.Object.Name] = appendBounded(m[e.Object.Name], toRecord(e, typ), r.perObject)
 	}
-	r.counts[e.Type]++
 	subs := r.subs
 	r.mu.Unlock()
 	for _, f := range subs {
@@ -106,9 +104,9 @@ func (r *Recorder) For(ref Ref) []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Event
-	for _, e := range r.byObject[ref.key()] {
-		if ref.UID == "" || e.Object.UID == ref.UID {
-			out = append(out, e)
+	for _, rec := range r.byObject.of(ref.Kind, false)[ref.Name] {
+		if ref.UID == "" || rec.uid == ref.UID {
+			out = append(out, rec.event(ref.Kind, ref.Name, &r.types))
 		}
 	}
 	return out
@@ -120,17 +118,21 @@ func (r *Recorder) For(ref Ref) []Event {
 func (r *Recorder) Forget(ref Ref) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := ref.key()
-	var keep []Event
-	for _, e := range r.byObject[k] {
-		if ref.UID != "" && e.Object.UID != "" && e.Object.UID != ref.UID {
-			keep = append(keep, e)
+	if m := r.byObject.of(ref.Kind, false); m != nil {
+		list := m[ref.Name]
+		keep := list[:0]
+		for _, rec := range list {
+			if ref.UID != "" && rec.uid != "" && rec.uid != ref.UID {
+				keep = append(keep, rec)
+			}
 		}
-	}
-	if len(keep) == 0 {
-		delete(r.byObject, k)
-	} else {
-		r.byObject[k] = keep
+		clear(list[len(keep):]) // drop what the removed records held
+		if len(keep) == 0 {
+			delete(m, ref.Name)
+			r.byObject.dropEmpty(ref.Kind)
+		} else {
+			m[ref.Name] = keep
+		}
 	}
 	if ref.UID == "" || r.forgotten[ref.UID] {
 		return
@@ -149,5 +151,5 @@ func (r *Recorder) Forget(ref Ref) {
 func (r *Recorder) Count(typ string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.counts[typ]
+	return r.types.total(typ)
 }

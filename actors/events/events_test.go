@@ -42,7 +42,7 @@ func TestRecorderForgetsDeletedIncarnations(t *testing.T) {
 	r.Record(Event{Object: old, Message: "a"})
 	r.Record(Event{Object: Ref{Kind: KindVolume, Name: "v1"}, Message: "b"}) // no UID
 	r.Forget(old)
-	if got := messages(r.For(old.key())); got != "" {
+	if got := messages(r.For(Ref{Kind: old.Kind, Name: old.Name})); got != "" {
 		t.Fatalf("after Forget: %q, want nothing", got)
 	}
 	if len(r.byObject) != 0 {
@@ -53,7 +53,7 @@ func TestRecorderForgetsDeletedIncarnations(t *testing.T) {
 	if got := messages(r.For(cur)); got != "c" {
 		t.Fatalf("For(new) = %q, want c", got)
 	}
-	if got := messages(r.For(old.key())); got != "c" {
+	if got := messages(r.For(Ref{Kind: old.Kind, Name: old.Name})); got != "c" {
 		t.Fatalf("For(name) = %q, want c (the late event of a forgotten UID is not kept)", got)
 	}
 	if seen != 4 {
