@@ -82,7 +82,10 @@ func (a *nodeActor) flush(ctx actor.Context) {
 	a.dirty, a.held = false, nil
 	a.busy = true
 	defer func() { a.busy = false }()
-	err := a.env.store.PutNodeStatusAt(a.core.Status(), a.epoch)
+	// The status as it is, not a copy: a store keeps none of what it is
+	// given (it encodes it, or copies it), and nothing changes it during
+	// the write.
+	err := a.env.store.PutNodeStatusAt(a.core.View(), a.epoch)
 	if errors.Is(err, store.ErrFenced) {
 		// A newer incarnation owns the node: stop, tell nobody.
 		a.env.log.WithField("node", a.name).Warnf("stopping a stale activation: %v", err)

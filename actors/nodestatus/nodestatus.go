@@ -13,7 +13,6 @@ package nodestatus
 
 import (
 	"maps"
-	"sort"
 	"time"
 
 	"github.com/tether/tether/cloud"
@@ -87,10 +86,18 @@ type Config struct {
 func DefaultConfig() Config { return Config{NotReadyAfter: 40 * time.Second} }
 
 // Node is the machine. Use New, then step Restored first.
+//
+// It holds one copy of the status: cur, the current one. The last
+// persisted status is cur with the changes made since undone (undo.go):
+// a fleet's node statuses are a copy of every volume's entries, and a
+// second, persisted copy at rest doubled them.
 type Node struct {
-	cfg           Config
-	cur           Status
+	cfg Config
+	cur Status
+	// saved is the last persisted status but for its maps (nil): those
+	// are cur's with undo undone.
 	saved         Status
+	undo          []change
 	lastHeartbeat time.Time
 	pending       []PrepareAnswer  // answered OK after Persisted, refused after PersistFailed
 	attaching     []cloud.VolumeID // VolumeAttached in the write under way
@@ -98,8 +105,9 @@ type Node struct {
 
 // New returns a node machine holding an empty status for name.
 func New(name cloud.NodeName, cfg Config) *Node {
-	st := Status{Name: name}.Clone()
-	return &Node{cfg: cfg, cur: st, saved: st.Clone()}
+	n := &Node{cfg: cfg, cur: Status{Name: name}.Clone()}
+	n.markSaved()
+	return n
 }
 
 // Status returns a copy of the current status.
@@ -115,12 +123,3 @@ func (n *Node) Ready() bool { return n.cur.Ready }
 
 // LastHeartbeat returns when the agent last reported.
 func (n *Node) LastHeartbeat() time.Time { return n.lastHeartbeat }
-
-func sortedVolumes[T any](m map[cloud.VolumeID]T) []cloud.VolumeID {
-	out := make([]cloud.VolumeID, 0, len(m))
-	for v := range m {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}

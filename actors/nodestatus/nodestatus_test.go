@@ -2,6 +2,7 @@ package nodestatus
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -11,17 +12,23 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func render(now time.Time, effs []Effect) []string {
+func sortedVolumes[T any](m map[cloud.VolumeID]T) []cloud.VolumeID {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// render shows effs, each Persist with the status to write: the node's
+// status after the step.
+func render(n *Node, now time.Time, effs []Effect) []string {
 	var out []string
 	for _, e := range effs {
 		switch e := e.(type) {
 		case Persist:
-			det := ""
-			if len(e.Status.VolumesDetaching) > 0 {
-				det = fmt.Sprintf(" detaching=%v", sortedVolumes(e.Status.VolumesDetaching))
+			st, det := n.View(), ""
+			if len(st.VolumesDetaching) > 0 {
+				det = fmt.Sprintf(" detaching=%v", sortedVolumes(st.VolumesDetaching))
 			}
 			out = append(out, fmt.Sprintf("persist attached=%v inuse=%v ready=%v oos=%v%s",
-				sortedVolumes(e.Status.VolumesAttached), sortedVolumes(e.Status.VolumesInUse), e.Status.Ready, e.Status.OutOfService, det))
+				sortedVolumes(st.VolumesAttached), sortedVolumes(st.VolumesInUse), st.Ready, st.OutOfService, det))
 		case PrepareAnswer:
 			out = append(out, fmt.Sprintf("answer %s ok=%v", e.Volume, e.OK))
 		case NotifyVolume:
@@ -44,7 +51,7 @@ func run(t *testing.T, n *Node, steps []step) {
 	now := t0
 	for i, s := range steps {
 		now = now.Add(s.advance)
-		got := render(now, n.Step(now, s.ev))
+		got := render(n, now, n.Step(now, s.ev))
 		if !slices.Equal(got, s.want) {
 			t.Fatalf("step %d (%T%+v):\n got  %q\n want %q", i, s.ev, s.ev, got, s.want)
 		}

@@ -2,6 +2,7 @@ package nodestatus
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tether/tether/cloud"
@@ -78,10 +79,13 @@ func (Resynced) isEvent() {}
 type Effect interface{ isEffect() }
 
 type (
-	// Persist writes Status. Effects after it depend on it: on failure the
-	// shell drops them and steps PersistFailed; on success it steps
-	// Persisted and carries them out.
-	Persist struct{ Status Status }
+	// Persist: write the status. The shell writes it as it is when it
+	// writes (View), which may be after more steps (a group commit).
+	// Effects after it depend on it: on failure the shell drops them and
+	// steps PersistFailed; on success it steps Persisted and carries them
+	// out. It carries no copy of the status: the shells never wrote one,
+	// and making one cost a copy of every map per changing step.
+	Persist struct{}
 	// PrepareAnswer answers a DetachRequested to the volume actor.
 	PrepareAnswer struct {
 		Volume cloud.VolumeID
@@ -121,24 +125,24 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 	case Restored:
 		return n.onRestored(now, e)
 	case Resynced:
-		return n.notifyAll()
+		return n.notifyAll(nil)
 	case VolumeAttached:
 		rec := AttachRecorded{Volume: e.Volume}
 		if dev, ok := n.cur.VolumesAttached[e.Volume]; ok && dev == e.DevicePath && !n.cur.VolumesDetaching[e.Volume] {
 			return []Effect{rec}
 		}
-		n.cur.VolumesAttached[e.Volume] = e.DevicePath
-		delete(n.cur.VolumesDetaching, e.Volume)
+		n.attach(e.Volume, e.DevicePath)
+		n.mark(fieldDetaching, e.Volume, false)
 		n.attaching = append(n.attaching, e.Volume)
-		return append(n.persist(), rec)
+		return persisted(rec)
 	case VolumeDetached:
 		_, listed := n.cur.VolumesAttached[e.Volume]
 		if !listed && !n.cur.VolumesDetaching[e.Volume] {
 			return nil
 		}
-		delete(n.cur.VolumesAttached, e.Volume)
-		delete(n.cur.VolumesDetaching, e.Volume)
-		return n.persist()
+		n.unattach(e.Volume)
+		n.mark(fieldDetaching, e.Volume, false)
+		return persisted()
 	case DetachRequested:
 		return n.onDetachRequested(e)
 	case InUseReported:
@@ -151,15 +155,15 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 			return nil
 		}
 		n.cur.OutOfService = e.OutOfService
-		return append(n.persist(), n.notifyAll()...)
+		return n.notifyAll(persisted())
 	case Tick:
 		return n.onTick(now, e.From)
 	case Persisted:
-		n.saved = n.cur.Clone()
+		n.markSaved()
 		n.pending, n.attaching = nil, nil
 		return nil
 	case PersistFailed:
-		n.cur = n.saved.Clone()
+		n.restoreSaved()
 		var effs []Effect
 		for _, p := range n.pending {
 			effs = append(effs, PrepareAnswer{Volume: p.Volume, Op: p.Op, OK: false, Msg: e.Msg})
@@ -184,11 +188,11 @@ func (n *Node) onRestored(now time.Time, e Restored) []Effect {
 		n.cur.Ready, n.cur.NotReadySince = false, now
 		// The wake changes nothing here (it is NotReady already); the
 		// shell tells, once the agent had its NotReadyAfter to say hello.
-		return append(n.persist(), WakeAt{At: now.Add(n.cfg.NotReadyAfter)})
+		return persisted(WakeAt{At: now.Add(n.cfg.NotReadyAfter)})
 	}
 	n.cur = e.Status.Clone()
 	n.cur.Name = n.saved.Name
-	n.saved = n.cur.Clone()
+	n.markSaved()
 	return []Effect{WakeAt{At: now.Add(n.cfg.NotReadyAfter)}}
 }
 
@@ -204,10 +208,10 @@ func (n *Node) onDetachRequested(e DetachRequested) []Effect {
 		// Already out of VolumesAttached and marked detaching: nothing to write.
 		return []Effect{ans}
 	}
-	delete(n.cur.VolumesAttached, e.Volume)
-	n.cur.VolumesDetaching[e.Volume] = true
+	n.unattach(e.Volume)
+	n.mark(fieldDetaching, e.Volume, true)
 	n.pending = append(n.pending, ans)
-	return append(n.persist(), ans)
+	return persisted(ans)
 }
 
 func (n *Node) onInUse(e InUseReported) []Effect {
@@ -216,30 +220,46 @@ func (n *Node) onInUse(e InUseReported) []Effect {
 	}
 	n.cur.InUseSeq = e.Seq
 	n.saved.InUseSeq = max(n.saved.InUseSeq, e.Seq) // unchanged reports are not written: the number is
-	next := map[cloud.VolumeID]bool{}
-	for _, v := range e.Volumes {
-		next[v] = true
+	// Agents report sorted lists, most of them unchanged: those cost no
+	// allocation. Others are sorted first.
+	report := e.Volumes
+	if !strictlySorted(report) {
+		report = slices.Compact(slices.Sorted(slices.Values(report)))
 	}
+	inUse := n.cur.VolumesInUse
 	var changed []cloud.VolumeID
-	for v := range next {
-		if !n.cur.VolumesInUse[v] {
+	for _, v := range report {
+		if !inUse[v] {
 			changed = append(changed, v)
 		}
 	}
-	for v := range n.cur.VolumesInUse {
-		if !next[v] {
+	for v := range inUse {
+		if _, listed := slices.BinarySearch(report, v); !listed {
 			changed = append(changed, v)
 		}
 	}
 	if len(changed) == 0 {
 		return nil
 	}
-	n.cur.VolumesInUse = next
-	effs := n.persist()
-	for _, v := range sortedVolumes(setOf(changed)) {
+	slices.Sort(changed) // distinct: report's are, and the others are not in report
+	for _, v := range changed {
+		_, listed := slices.BinarySearch(report, v)
+		n.mark(fieldInUse, v, listed)
+	}
+	effs := slices.Grow(persisted(), len(changed))
+	for _, v := range changed {
 		effs = append(effs, NotifyVolume{Volume: v, Info: n.cur.Info(v)})
 	}
 	return effs
+}
+
+func strictlySorted(vs []cloud.VolumeID) bool {
+	for i := 1; i < len(vs); i++ {
+		if vs[i-1] >= vs[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *Node) onTick(now, from time.Time) []Effect {
@@ -268,32 +288,34 @@ func (n *Node) setReady(at time.Time, ready bool) []Effect {
 	if !ready {
 		n.cur.NotReadySince = at
 	}
-	effs := append(n.persist(), n.notifyAll()...)
+	effs := n.notifyAll(persisted())
 	if ready {
 		effs = append(effs, WakeAt{At: n.lastHeartbeat.Add(n.cfg.NotReadyAfter)})
 	}
 	return effs
 }
 
-// notifyAll tells every volume attached to or in use on the node.
-func (n *Node) notifyAll() []Effect {
-	all := setOf(sortedVolumes(n.cur.VolumesInUse))
-	for v := range n.cur.VolumesAttached {
-		all[v] = true
+// notifyAll appends to effs a notification of every volume attached to
+// or in use on the node.
+func (n *Node) notifyAll(effs []Effect) []Effect {
+	all := make([]cloud.VolumeID, 0, len(n.cur.VolumesInUse)+len(n.cur.VolumesAttached))
+	for v := range n.cur.VolumesInUse {
+		all = append(all, v)
 	}
-	var effs []Effect
-	for _, v := range sortedVolumes(all) {
+	for v := range n.cur.VolumesAttached {
+		all = append(all, v)
+	}
+	slices.Sort(all)
+	effs = slices.Grow(effs, len(all))
+	for _, v := range slices.Compact(all) {
 		effs = append(effs, NotifyVolume{Volume: v, Info: n.cur.Info(v)})
 	}
 	return effs
 }
 
-func (n *Node) persist() []Effect { return []Effect{Persist{Status: n.cur.Clone()}} }
-
-func setOf(vs []cloud.VolumeID) map[cloud.VolumeID]bool {
-	m := map[cloud.VolumeID]bool{}
-	for _, v := range vs {
-		m[v] = true
-	}
-	return m
+// persisted returns a Persist, then effs (which depend on it).
+func persisted(effs ...Effect) []Effect {
+	out := make([]Effect, 1, 1+len(effs))
+	out[0] = Persist{}
+	return append(out, effs...)
 }

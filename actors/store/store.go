@@ -157,7 +157,9 @@ type Store interface {
 	// PutNodeStatusAt replaces the status of st.Name if epoch is 0
 	// (unfenced) or the latest claim of NodeOwner(st.Name), checked
 	// atomically with the write; else it returns an error wrapping
-	// ErrFenced and writes nothing.
+	// ErrFenced and writes nothing. It keeps nothing of st once it
+	// returns (it encodes or copies it): the node actor hands it its live
+	// status, not a copy, and changes it afterwards.
 	PutNodeStatusAt(st nodestatus.Status, epoch uint64) error
 	NodeStatuses() ([]nodestatus.Status, error)
 	// StatusesWithVolume returns the statuses that list vol in
