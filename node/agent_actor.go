@@ -103,8 +103,8 @@ type agentActor struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	// running: the calls of earlier incarnations running when this one
-	// attached to Calls (token); results that arrive before the disk scan
-	// is stepped wait in held.
+	// attached to Calls (token), until the disk scan is stepped; results
+	// that arrive before that wait in held.
 	running  map[cloud.VolumeID]agent.Running
 	token    uint64
 	restored bool

@@ -21,13 +21,20 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 	case agent.ReportInUse:
 		a.cfg.Guard.SendFrom(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq), a.self)
 	case agent.Stage:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpStage}, func(c context.Context) error { return a.stage(c, f) })
+		parent, timeout := a.ctx, a.cfg.OpTimeout
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpStage}, func() error {
+			// Made here, so that a call Calls refuses leaves no timer
+			// behind.
+			c, cancel := withTimeout(parent, timeout)
+			defer cancel()
+			return a.stage(c, f)
+		})
 	case agent.Unstage:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnstage}, func(context.Context) error { return a.unstage(f.Volume) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnstage}, func() error { return a.unstage(f.Volume) })
 	case agent.Publish:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpPublish, UID: f.UID}, func(context.Context) error { return a.publish(f) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpPublish, UID: f.UID}, func() error { return a.publish(f) })
 	case agent.Unpublish:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnpublish, UID: f.UID}, func(context.Context) error { return a.unpublish(f) })
+		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnpublish, UID: f.UID}, func() error { return a.unpublish(f) })
 	case agent.Record:
 		a.record(f)
 	case agent.WakeAt:
@@ -47,17 +54,16 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 
 // do runs one mount operation in a goroutine of its own (through Calls)
 // and reports its result whenever the call returns. Its deadline is the
-// core's (OpTimeout on Clock); the context only bounds what can be
-// cancelled (the device lookup), never the mount(2) itself.
-func (a *agentActor) do(vol cloud.VolumeID, r agent.Running, f func(context.Context) error) {
+// core's (OpTimeout on Clock). A stage's context bounds what can be
+// cancelled (the device lookup), never the mount(2) itself; the other
+// calls have nothing to cancel and get no context: each cost a timer that
+// outlived its call (a stopped timer may stay in the runtime's heap, with
+// its context, until its deadline is due) and a place among the
+// incarnation context's children (a map keeps the room of its most
+// entries).
+func (a *agentActor) do(vol cloud.VolumeID, r agent.Running, f func() error) {
 	r.Since = a.cfg.Clock.Now()
-	parent, timeout := a.ctx, a.cfg.OpTimeout
-	a.cfg.Calls.start(vol, r, func() error {
-		// Made here, so that a call Calls refuses leaves no timer behind.
-		c, cancel := withTimeout(parent, timeout)
-		defer cancel()
-		return f(c)
-	})
+	a.cfg.Calls.start(vol, r, f)
 }
 
 func (a *agentActor) stage(c context.Context, f agent.Stage) error {
@@ -149,7 +155,7 @@ func (a *agentActor) onScanned(ctx actor.Context, m scanned) {
 		panic(fmt.Sprintf("agent %s: reading %s back: %v", a.cfg.Node, a.layout.Root(), m.err))
 	}
 	a.step(ctx, a.restoredFrom(m.found))
-	a.restored = true
+	a.restored, a.running = true, nil // the core has them now
 	held := a.held
 	a.held = nil
 	for _, r := range held {
@@ -236,7 +242,7 @@ func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []agent.Workload 
 }
 
 func statusFromProto(m *messages.NodeStatusUpdated) agent.StatusChanged {
-	s := agent.StatusChanged{Attached: map[cloud.VolumeID]string{}, InUse: map[cloud.VolumeID]bool{}, InUseSeq: m.InUseSeq}
+	s := agent.StatusChanged{Attached: make(map[cloud.VolumeID]string, len(m.VolumesAttached)), InUse: make(map[cloud.VolumeID]bool, len(m.VolumesInUse)), InUseSeq: m.InUseSeq}
 	for _, v := range m.VolumesAttached {
 		s.Attached[cloud.VolumeID(v.VolumeId)] = v.DevicePath
 	}

@@ -19,7 +19,9 @@ import (
 // incarnation is current when it returns. Calls never runs two calls on one
 // volume at once.
 type Calls struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// running is nil while empty: a map keeps the room of its most
+	// entries, and no call runs at rest.
 	running map[cloud.VolumeID]*call
 	// deliver hands a result to the current incarnation (nil between
 	// incarnations: the next one's disk scan accounts for the call).
@@ -33,7 +35,7 @@ type call struct {
 }
 
 // NewCalls returns an empty registry.
-func NewCalls() *Calls { return &Calls{running: map[cloud.VolumeID]*call{}} }
+func NewCalls() *Calls { return &Calls{} }
 
 // attach makes deliver the receiver of results from now on and returns the
 // calls running now, with a token for detach. Every call returns either
@@ -75,6 +77,9 @@ func (c *Calls) start(vol cloud.VolumeID, r agent.Running, f func() error) {
 		return
 	}
 	cl := &call{Running: r, done: make(chan struct{})}
+	if c.running == nil {
+		c.running = map[cloud.VolumeID]*call{}
+	}
 	c.running[vol] = cl
 	c.mu.Unlock()
 	go func() {
@@ -84,6 +89,9 @@ func (c *Calls) start(vol cloud.VolumeID, r agent.Running, f func() error) {
 		}
 		c.mu.Lock()
 		delete(c.running, vol)
+		if len(c.running) == 0 {
+			c.running = nil
+		}
 		deliver := c.deliver
 		c.mu.Unlock()
 		if deliver != nil {

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"fmt"
-	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -26,33 +24,29 @@ type opKey struct {
 	kind OpKind
 }
 
-type desiredWorkload struct {
-	uses     []Use // by volume, each once (a slice: a map per workload cost ~250 bytes of heap per volume at rest)
-	since    time.Time
-	timedOut bool
-}
-
 // Agent is the machine of one node agent. Use New, then step Restored.
 type Agent struct {
 	cfg          Config
 	restored     bool
 	desiredKnown bool
 	statusKnown  bool
-	desired      map[string]*desiredWorkload
-	wanted       map[VolumeID]map[string]bool // wantedBy's answer for desired; nil: not computed yet
-	attached     map[VolumeID]string
-	inUseAcked   map[VolumeID]bool
-	stages       map[VolumeID]MountState
-	pubs         map[PubKey]MountState
+	desired      []desiredWorkload // by UID, each once
+	uses         []use             // of the desired workloads, in their order
+	wanted       []int32           // wantedBy's answer for desired; nil: not computed yet
+	seen         seen              // the latest node status: VolumesAttached and VolumesInUse
+	mounts       mounts
 	reported     []VolumeID
 	reportedOnce bool
 	reportSeq    uint64 // of the last ReportInUse
 	ackedSeq     uint64 // InUseSeq of the last StatusChanged
 	desiredRev   uint64 // Revision of the last DesiredChanged applied
-	busy         map[VolumeID]inflight
-	stuck        map[VolumeID]inflight // past their deadline, or an earlier incarnation's: not returned yet
-	backoffs     map[opKey]*backoff.Backoff
-	nextOp       uint64
+	// busy, stuck and backoffs are nil while empty: a map keeps the room
+	// of its most entries, and these are empty at rest (busy kept ~130
+	// bytes per volume after a fleet start).
+	busy     map[VolumeID]inflight
+	stuck    map[VolumeID]inflight // past their deadline, or an earlier incarnation's: not returned yet
+	backoffs map[opKey]*backoff.Backoff
+	nextOp   uint64
 }
 
 // New returns an agent machine. seqBase starts its report and operation
@@ -61,17 +55,10 @@ type Agent struct {
 // (the shell passes a random value).
 func New(cfg Config, seqBase uint64) *Agent {
 	return &Agent{
-		cfg:        cfg,
-		reportSeq:  seqBase,
-		nextOp:     seqBase,
-		desired:    map[string]*desiredWorkload{},
-		attached:   map[VolumeID]string{},
-		inUseAcked: map[VolumeID]bool{},
-		stages:     map[VolumeID]MountState{},
-		pubs:       map[PubKey]MountState{},
-		busy:       map[VolumeID]inflight{},
-		stuck:      map[VolumeID]inflight{},
-		backoffs:   map[opKey]*backoff.Backoff{},
+		cfg:       cfg,
+		reportSeq: seqBase,
+		nextOp:    seqBase,
+		mounts:    newMounts(),
 	}
 }
 
@@ -85,8 +72,9 @@ func (a *Agent) Step(now time.Time, ev Event) []Effect {
 		a.onDesired(now, e)
 	case StatusChanged:
 		a.statusKnown = true
-		a.attached = maps.Clone(e.Attached)
-		a.inUseAcked = maps.Clone(e.InUse)
+		if !a.seen.same(e) {
+			a.seen = seenFrom(e)
+		}
 		a.ackedSeq = e.InUseSeq
 	case OpDone:
 		effs = a.onOpDone(now, e)
@@ -104,9 +92,10 @@ func (a *Agent) onRestored(now time.Time, e Restored) []Effect {
 	var hung []Effect
 	for _, v := range sortedVols(e.Stages) {
 		f := e.Stages[v]
-		a.stages[v] = Uncertain
+		a.mounts.setStage(v, Uncertain)
 		if f.Mounted {
-			a.stages[v], kept = Mounted, kept+1
+			a.mounts.setStage(v, Mounted)
+			kept++
 		} else {
 			partial++
 		}
@@ -116,9 +105,10 @@ func (a *Agent) onRestored(now time.Time, e Restored) []Effect {
 	}
 	for _, k := range sortedPubs(e.Publishes) {
 		f := e.Publishes[k]
-		a.pubs[k] = Uncertain
+		a.mounts.setPub(k, Uncertain)
 		if f.Mounted {
-			a.pubs[k], kept = Mounted, kept+1
+			a.mounts.setPub(k, Mounted)
+			kept++
 		} else {
 			partial++
 		}
@@ -134,24 +124,6 @@ func (a *Agent) onRestored(now time.Time, e Restored) []Effect {
 		Message: fmt.Sprintf("found %d working and %d half-done mounts on disk: keeping what is wanted, completing or rolling back the rest", kept, partial)}}, effs...)
 }
 
-func (a *Agent) onDesired(now time.Time, e DesiredChanged) {
-	if e.Revision < a.desiredRev {
-		return // an older snapshot, overtaken
-	}
-	a.desiredRev = e.Revision
-	a.desiredKnown = true
-	next := map[string]*desiredWorkload{}
-	for _, w := range e.Workloads {
-		d := a.desired[w.UID]
-		if d == nil {
-			d = &desiredWorkload{since: now}
-		}
-		d.uses = usesOf(w.Volumes)
-		next[w.UID] = d
-	}
-	a.desired, a.wanted = next, nil
-}
-
 func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
 	if in, ok := a.stuck[e.Volume]; ok && in.op == e.Op {
 		return a.onStuckReturned(now, e, in)
@@ -160,30 +132,30 @@ func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
 	if !ok || in.op != e.Op {
 		return nil // a result this incarnation did not ask for: the disk scan already accounted for it
 	}
-	delete(a.busy, e.Volume)
+	a.busy = without(a.busy, e.Volume)
 	key := opKey{e.Volume, in.uid, in.kind}
 	pk := PubKey{in.uid, e.Volume}
 	if e.Err != "" {
 		switch in.kind {
 		case OpStage, OpUnstage:
-			a.stages[e.Volume] = Uncertain
+			a.mounts.setStage(e.Volume, Uncertain)
 		default:
-			a.pubs[pk] = Uncertain
+			a.mounts.setPub(pk, Uncertain)
 		}
 		return a.failed(now, key, e.Err)
 	}
-	delete(a.backoffs, key)
+	a.backoffs = without(a.backoffs, key)
 	switch in.kind {
 	case OpStage:
-		a.stages[e.Volume] = Mounted
+		a.mounts.setStage(e.Volume, Mounted)
 	case OpUnstage:
-		delete(a.stages, e.Volume)
+		a.mounts.deleteStage(e.Volume)
 	case OpPublish:
-		a.pubs[pk] = Mounted
+		a.mounts.setPub(pk, Mounted)
 		return []Effect{Record{Type: EventSuccessfulMount, Workload: in.uid, Volume: e.Volume,
 			Message: fmt.Sprintf("MountVolume.SetUp succeeded for volume %q", e.Volume)}}
 	case OpUnpublish:
-		delete(a.pubs, pk)
+		a.mounts.deletePub(pk)
 	}
 	return nil
 }
@@ -192,7 +164,7 @@ func (a *Agent) failed(now time.Time, key opKey, msg string) []Effect {
 	b := a.backoffs[key]
 	if b == nil {
 		b = &backoff.Backoff{}
-		a.backoffs[key] = b
+		a.backoffs = with(a.backoffs, key, b)
 	}
 	u := 0.0
 	if a.cfg.Rand != nil {
@@ -210,19 +182,23 @@ func coalesce(effs []Effect) []Effect {
 		func(t time.Time) Effect { return WakeAt{At: t} })
 }
 
-// usesOf is a workload's uses sorted by volume, each volume once: the last
-// use of a volume named twice says whether it is read-only.
-func usesOf(in []Use) []Use {
-	out := make([]Use, 0, len(in))
-	for _, u := range in {
-		if i := slices.IndexFunc(out, func(o Use) bool { return o.Volume == u.Volume }); i >= 0 {
-			out[i].ReadOnly = u.ReadOnly
-			continue
-		}
-		out = append(out, u)
+// with sets m[k] = v, making m if it is nil.
+func with[K comparable, V any](m map[K]V, k K, v V) map[K]V {
+	if m == nil {
+		m = map[K]V{}
 	}
-	slices.SortFunc(out, func(a, b Use) int { return strings.Compare(string(a.Volume), string(b.Volume)) })
-	return slices.Clip(out)
+	m[k] = v
+	return m
+}
+
+// without deletes m[k] and returns nil once m is empty, so that an empty
+// map does not keep the room of its most entries.
+func without[K comparable, V any](m map[K]V, k K) map[K]V {
+	delete(m, k)
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func sortedVols[T any](m map[VolumeID]T) []VolumeID {
@@ -231,15 +207,6 @@ func sortedVols[T any](m map[VolumeID]T) []VolumeID {
 		out = append(out, v)
 	}
 	slices.Sort(out)
-	return out
-}
-
-func sortedStrings(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for s := range m {
-		out = append(out, s)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -261,12 +228,9 @@ type Status struct {
 // Status returns a copy of the machine's state, mounts sorted.
 func (a *Agent) Status() Status {
 	st := Status{Ready: a.restored && a.desiredKnown && a.statusKnown, InUse: slices.Clone(a.reported), Seq: a.reportSeq}
-	for v, s := range a.stages {
-		st.Mounts = append(st.Mounts, Mount{Volume: v, State: s})
-	}
-	for k, s := range a.pubs {
-		st.Mounts = append(st.Mounts, Mount{Volume: k.Volume, UID: k.UID, State: s})
-	}
+	a.mounts.all(func(v VolumeID, uid string, s MountState) {
+		st.Mounts = append(st.Mounts, Mount{Volume: v, UID: uid, State: s})
+	})
 	slices.SortFunc(st.Mounts, func(x, y Mount) int {
 		if x.Volume != y.Volume {
 			return strings.Compare(string(x.Volume), string(y.Volume))

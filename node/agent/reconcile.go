@@ -15,7 +15,7 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 	}
 	wanted := a.wantedBy()
 	var effs []Effect
-	if inUse := a.inUse(wanted); !a.reportedOnce || !slices.Equal(inUse, a.reported) {
+	if inUse := a.inUse(); !a.reportedOnce || !slices.Equal(inUse, a.reported) {
 		a.reported, a.reportedOnce = inUse, true
 		a.reportSeq++
 		effs = append(effs, ReportInUse{Volumes: slices.Clone(inUse), Seq: a.reportSeq})
@@ -31,8 +31,8 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 		for _, v := range a.reported {
 			set[v] = true
 		}
-		for v := range wanted {
-			set[v] = true
+		for _, u := range a.uses {
+			set[u.vol] = true
 		}
 		vols = sortedVols(set)
 	}
@@ -40,74 +40,51 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 		_, busy := a.busy[v]
 		_, stuck := a.stuck[v]
 		if !busy && !stuck {
-			effs = append(effs, a.next(now, v, wanted[v])...)
+			effs = append(effs, a.next(now, v, a.usersOf(wanted, v))...)
 		}
 	}
 	return effs
 }
 
-// wantedBy maps each wanted volume to its workloads (uid -> read-only).
-// It is kept until the desired state changes (it was built again on every
-// step: a fifth of a fleet start's garbage); callers only read it.
-func (a *Agent) wantedBy() map[VolumeID]map[string]bool {
-	if a.wanted != nil {
-		return a.wanted
-	}
-	out := map[VolumeID]map[string]bool{}
-	for uid, d := range a.desired {
-		for _, u := range d.uses {
-			if out[u.Volume] == nil {
-				out[u.Volume] = map[string]bool{}
-			}
-			out[u.Volume][uid] = u.ReadOnly
-		}
-	}
-	a.wanted = out
-	return out
-}
-
 // inUse: wanted volumes and every volume with anything mounted (even
 // uncertainly): it leaves VolumesInUse only when fully unmounted.
-func (a *Agent) inUse(wanted map[VolumeID]map[string]bool) []VolumeID {
+func (a *Agent) inUse() []VolumeID {
 	set := map[VolumeID]bool{}
-	for v := range wanted {
-		if !a.cfg.BreakMountBeforeInUse {
-			set[v] = true
+	if !a.cfg.BreakMountBeforeInUse {
+		for _, u := range a.uses {
+			set[u.vol] = true
 		}
 	}
-	for v := range a.stages {
-		set[v] = true
-	}
-	for k := range a.pubs {
-		set[k.Volume] = true
-	}
+	a.mounts.all(func(v VolumeID, _ string, _ MountState) { set[v] = true })
 	return sortedVols(set)
 }
 
-// next picks the one operation volume v needs now, if any.
-func (a *Agent) next(now time.Time, v VolumeID, users map[string]bool) []Effect {
+// next picks the one operation volume v needs now, if any; users are the
+// workloads that want it (usersOf).
+func (a *Agent) next(now time.Time, v VolumeID, users []int32) []Effect {
 	// Unpublish what no workload wants any more, first.
-	for _, k := range a.pubKeys(v) {
-		if _, ok := users[k.UID]; !ok {
+	for _, k := range a.mounts.pubsOf(v) {
+		if !a.wants(users, k.UID) {
 			return a.start(now, opKey{v, k.UID, OpUnpublish}, Unpublish{Volume: v, UID: k.UID})
 		}
 	}
 	if len(users) == 0 {
-		if _, staged := a.stages[v]; staged {
+		if a.mounts.stage(v) != 0 {
 			return a.start(now, opKey{v, "", OpUnstage}, Unstage{Volume: v})
 		}
 		return nil
 	}
-	dev, attached := a.attached[v]
-	if !attached || (!a.cfg.BreakMountBeforeInUse && (!a.inUseAcked[v] || a.ackedSeq != a.reportSeq)) {
+	sv := a.seen.of(v)
+	if !sv.attached || (!a.cfg.BreakMountBeforeInUse && (!sv.inUse || a.ackedSeq != a.reportSeq)) {
 		return nil // I3: wait for the controller to have heard our latest report
 	}
-	if a.stages[v] != Mounted {
-		return a.start(now, opKey{v, "", OpStage}, Stage{Volume: v, Device: dev})
+	if a.mounts.stage(v) != Mounted {
+		return a.start(now, opKey{v, "", OpStage}, Stage{Volume: v, Device: sv.device})
 	}
-	for _, uid := range sortedStrings(boolKeys(users)) {
-		if a.pubs[PubKey{uid, v}] != Mounted {
-			return a.start(now, opKey{v, uid, OpPublish}, Publish{Volume: v, UID: uid, ReadOnly: users[uid]})
+	for _, i := range users {
+		u := a.uses[i]
+		if uid := a.desired[u.w].uid; a.mounts.pub(PubKey{uid, v}) != Mounted {
+			return a.start(now, opKey{v, uid, OpPublish}, Publish{Volume: v, UID: uid, ReadOnly: u.ro})
 		}
 	}
 	return nil
@@ -121,21 +98,25 @@ func (a *Agent) start(now time.Time, key opKey, eff Effect) []Effect {
 	}
 	a.nextOp++
 	op := a.nextOp
-	a.busy[key.vol] = inflight{op: op, kind: key.kind, uid: key.uid, started: now}
+	a.busy = with(a.busy, key.vol, inflight{op: op, kind: key.kind, uid: key.uid, started: now})
 	pk := PubKey{key.uid, key.vol}
 	switch e := eff.(type) {
 	case Stage:
 		e.Op = op
-		eff, a.stages[key.vol] = e, Pending
+		eff = e
+		a.mounts.setStage(key.vol, Pending)
 	case Unstage:
 		e.Op = op
-		eff, a.stages[key.vol] = e, Pending
+		eff = e
+		a.mounts.setStage(key.vol, Pending)
 	case Publish:
 		e.Op = op
-		eff, a.pubs[pk] = e, Pending
+		eff = e
+		a.mounts.setPub(pk, Pending)
 	case Unpublish:
 		e.Op = op
-		eff, a.pubs[pk] = e, Pending
+		eff = e
+		a.mounts.setPub(pk, Pending)
 	default:
 		panic(fmt.Sprintf("agent: start %T", eff))
 	}
@@ -149,15 +130,16 @@ func (a *Agent) start(now time.Time, key opKey, eff Effect) []Effect {
 // not all mounted in time, naming what is missing.
 func (a *Agent) timeouts(now time.Time) []Effect {
 	var effs []Effect
-	for _, uid := range sortedStrings(boolKeys(a.desired)) {
-		d := a.desired[uid]
+	for i := range a.desired {
+		d := &a.desired[i]
+		uid := d.uid
 		var unattached, unmounted []VolumeID
-		for _, u := range d.uses {
-			v := u.Volume
-			if _, ok := a.attached[v]; !ok {
+		for _, u := range a.uses[d.lo:d.hi] {
+			v := u.vol
+			if !a.seen.of(v).attached {
 				unattached = append(unattached, v)
 			}
-			if a.pubs[PubKey{uid, v}] != Mounted {
+			if a.mounts.pub(PubKey{uid, v}) != Mounted {
 				unmounted = append(unmounted, v)
 			}
 		}
@@ -173,31 +155,4 @@ func (a *Agent) timeouts(now time.Time) []Effect {
 		}
 	}
 	return effs
-}
-
-func (a *Agent) pubKeys(v VolumeID) []PubKey {
-	var out []PubKey
-	for k := range a.pubs {
-		if k.Volume == v {
-			out = append(out, k)
-		}
-	}
-	slices.SortFunc(out, func(x, y PubKey) int {
-		if x.UID < y.UID {
-			return -1
-		}
-		if x.UID > y.UID {
-			return 1
-		}
-		return 0
-	})
-	return out
-}
-
-func boolKeys[K comparable, V any](m map[K]V) map[K]bool {
-	out := make(map[K]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }

@@ -30,8 +30,8 @@ func (a *Agent) overdue(now time.Time) []Effect {
 			effs = append(effs, WakeAt{At: deadline})
 			continue
 		}
-		delete(a.busy, v)
-		a.stuck[v] = in
+		a.busy = without(a.busy, v)
+		a.stuck = with(a.stuck, v, in)
 		a.uncertain(v, in)
 		msg := fmt.Sprintf("timed out after %s, still running: volume %q is not operated on again before it returns", a.cfg.OpTimeout, v)
 		effs = append(effs, a.failed(now, opKey{v, in.uid, in.kind}, msg)...)
@@ -46,7 +46,7 @@ func (a *Agent) restoreRunning(now time.Time, running map[VolumeID]Running) []Ef
 	for _, v := range sortedVols(running) {
 		r := running[v]
 		in := inflight{op: r.Op, kind: r.Kind, uid: r.UID, started: r.Since}
-		a.stuck[v] = in
+		a.stuck = with(a.stuck, v, in)
 		a.uncertain(v, in)
 		effs = append(effs, Record{Type: failedType(r.Kind), Workload: r.UID, Volume: v, Warning: true,
 			Message: fmt.Sprintf("%s of volume %q, started %s ago by an earlier incarnation, still running: volume %q is not operated on again before it returns", r.Kind, v, now.Sub(r.Since), v)})
@@ -56,7 +56,7 @@ func (a *Agent) restoreRunning(now time.Time, running map[VolumeID]Running) []Ef
 
 // onStuckReturned frees the volume of a stuck call that has returned.
 func (a *Agent) onStuckReturned(now time.Time, e OpDone, in inflight) []Effect {
-	delete(a.stuck, e.Volume)
+	a.stuck = without(a.stuck, e.Volume)
 	result := "succeeded"
 	if e.Err != "" {
 		result = "failed: " + e.Err
@@ -68,10 +68,10 @@ func (a *Agent) onStuckReturned(now time.Time, e OpDone, in inflight) []Effect {
 // uncertain marks the mount a call works on as Uncertain.
 func (a *Agent) uncertain(v VolumeID, in inflight) {
 	if in.kind == OpStage || in.kind == OpUnstage {
-		a.stages[v] = Uncertain
+		a.mounts.setStage(v, Uncertain)
 		return
 	}
-	a.pubs[PubKey{in.uid, v}] = Uncertain
+	a.mounts.setPub(PubKey{in.uid, v}, Uncertain)
 }
 
 func failedType(k OpKind) string {
