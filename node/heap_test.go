@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
+	"github.com/tether/tether/actors/heapstat"
 	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/cloud"
@@ -84,7 +84,7 @@ func agentHeapPerVolume(tb testing.TB, agents, perNode int) float64 {
 		names = append(names, node)
 	}
 	guard := spawn.New(sys) // as the controller's, shared
-	before := liveHeap()
+	before := heapstat.Live()
 	var started []*Agent
 	for _, node := range names {
 		cfg := DefaultConfig()
@@ -110,21 +110,13 @@ func agentHeapPerVolume(tb testing.TB, agents, perNode int) float64 {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	after := liveHeap()
+	after := heapstat.Live()
 	for _, a := range started {
 		if err := a.Stop(); err != nil {
 			tb.Error(err)
 		}
 	}
 	return float64(int64(after)-int64(before)) / float64(agents*perNode)
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // BenchmarkAgentHeapAtRest reports the live heap node agents keep at rest

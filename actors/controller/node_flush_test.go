@@ -90,11 +90,14 @@ func TestNodeStatusBurstSharesOneWrite(t *testing.T) {
 	t.Run("crash", func(t *testing.T) { testBurst(t, false, true) })
 }
 
-func testBurst(t *testing.T, fail, crash bool) {
+// oneNode starts a controller on st with one node, n1, whose agent has
+// said hello; the fake clock only the test advances. Stopped at cleanup,
+// leaving no goroutine.
+func oneNode(t *testing.T, st store.Store) (*Controller, *actor.ActorSystem, *clock.Fake) {
+	t.Helper()
 	leaks := []goleak.Option{goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
 	t.Cleanup(func() { goleak.VerifyNone(t, leaks...) })
 	clk := clock.NewFake(start)
-	st := &gatedStore{Memory: store.NewMemory()}
 	cfg := DefaultConfig()
 	cfg.Clock, cfg.Supervisor.Clock = clk, clk
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
@@ -110,6 +113,12 @@ func testBurst(t *testing.T, fail, crash bool) {
 	})
 	must(t, ctl.ApplyNode(store.NodeSpec{Name: "n1"}))
 	ctl.Heartbeat("n1")
+	return ctl, sys, clk
+}
+
+func testBurst(t *testing.T, fail, crash bool) {
+	st := &gatedStore{Memory: store.NewMemory()}
+	ctl, sys, clk := oneNode(t, st)
 	ready := func() bool {
 		s, ok, _ := st.NodeStatus("n1")
 		return ok && s.Ready

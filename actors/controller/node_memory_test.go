@@ -9,16 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
-
-	"github.com/tether/tether/actors/clock"
-	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/nodestatus"
-	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
 )
 
 // mapsStore notes which map each node status write is given for
@@ -57,25 +50,8 @@ func (m *mapsStore) last() (nodestatus.Status, []uintptr) {
 // place. A fleet's node statuses hold an entry per volume: a second copy
 // at rest, or one per write, cost as much again.
 func TestNodeStatusIsKeptOnce(t *testing.T) {
-	leaks := []goleak.Option{goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
-	t.Cleanup(func() { goleak.VerifyNone(t, leaks...) })
-	clk := clock.NewFake(start)
 	st := &mapsStore{Memory: store.NewMemory()}
-	cfg := DefaultConfig()
-	cfg.Clock, cfg.Supervisor.Clock = clk, clk
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
-	cl := sim.New(sim.Config{Now: clk.Now, Permissive: true})
-	cl.AddInstance("n1")
-	ctl := New(sys, cfg, cl, st, events.NewRecorder(100))
-	must(t, ctl.Start())
-	t.Cleanup(func() {
-		if err := ctl.Stop(5 * time.Second); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		sys.Shutdown()
-	})
-	must(t, ctl.ApplyNode(store.NodeSpec{Name: "n1"}))
-	ctl.Heartbeat("n1")
+	ctl, _, _ := oneNode(t, st)
 	written := func(want ...cloud.VolumeID) []uintptr {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/actors/heapstat"
 )
 
 // What is read is what was recorded, as kept in its compact form.
@@ -74,23 +76,15 @@ func TestRecorderCostPerObject(t *testing.T) {
 		names[i] = fmt.Sprintf("v%06d", i)
 	}
 	uid, msg, now := "0123456789abcdef", "AttachVolume.Attach succeeded", time.Now()
-	before := liveHeap()
+	before := heapstat.Live()
 	r := NewRecorder(100)
 	for _, name := range names {
 		r.Record(Event{Time: now, Object: Ref{Kind: KindVolume, Name: name, UID: uid}, Type: "SuccessfulAttachVolume", Node: "n1", Message: msg})
 	}
-	per := float64(int64(liveHeap())-int64(before)) / n
+	per := float64(int64(heapstat.Live())-int64(before)) / n
 	runtime.KeepAlive(r)
 	if per > 160 {
 		t.Errorf("%.0f bytes per object with one event, want at most 160", per)
 	}
 	t.Logf("%.0f bytes per object with one event", per)
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

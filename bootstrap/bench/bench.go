@@ -30,7 +30,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync/atomic"
@@ -38,6 +37,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/dispatch"
+	"github.com/tether/tether/actors/heapstat"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -228,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, err
 	}
 	r.res.BatchSize = r.e.Cloud.BatchSize()
-	heapBefore := liveHeap()
+	heapBefore := heapstat.Live()
 	steps := []struct {
 		name string
 		do   func(context.Context) (string, error)
@@ -248,7 +248,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		}
 		r.res.Phases = append(r.res.Phases, p)
 		if s.name == "fleet_start" {
-			r.res.HeapBytesPerVolume = float64(int64(liveHeap())-int64(heapBefore)) / float64(cfg.Volumes)
+			r.res.HeapBytesPerVolume = float64(int64(heapstat.Live())-int64(heapBefore)) / float64(cfg.Volumes)
 			if err := writeHeapProfile(cfg.HeapProfile); err != nil {
 				return nil, err
 			}
@@ -447,14 +447,6 @@ func (r *run) describe(v cloud.VolumeID) string {
 	r.truth.mu.Lock()
 	defer r.truth.mu.Unlock()
 	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.truth.want[v], r.truth.attached[v], nodesOf(r.truth.published[v]))
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // profile starts the CPU profile of phase name if asked; stop ends it.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tether/tether/actors/heapstat"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 )
@@ -181,7 +182,7 @@ func TestTruthCostPerVolume(t *testing.T) {
 		vols[i] = cloud.VolumeID(volName(i))
 		paths[i] = fmt.Sprintf("/tmp/tether-bench-1/nodes/%s/pods/%s/volumes/tether-sim/%s", nodes[i%len(nodes)], workName(i), vols[i])
 	}
-	before := liveHeap()
+	before := heapstat.Live()
 	tr := newTruth()
 	// As in a fleet start: every volume differs at first.
 	for i, v := range vols {
@@ -193,7 +194,7 @@ func TestTruthCostPerVolume(t *testing.T) {
 	for i := range vols {
 		tr.publish(nodes[i%len(nodes)], paths[i])
 	}
-	per := float64(int64(liveHeap())-int64(before)) / n
+	per := float64(int64(heapstat.Live())-int64(before)) / n
 	if ok, v := tr.matches(); !ok {
 		t.Fatalf("differs at %s", v)
 	}

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/actors/heapstat"
 )
 
 // restFleet drives agents machines to rest, each with perNode volumes, one
@@ -86,20 +88,12 @@ func (f *restFleet) run(tb testing.TB) {
 	}
 }
 
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // heapPerVolume is the live heap the machines keep at rest, per volume.
 func heapPerVolume(tb testing.TB, agents, perNode int) float64 {
 	f := newRestFleet(agents, perNode)
-	before := liveHeap()
+	before := heapstat.Live()
 	f.run(tb)
-	after := liveHeap()
+	after := heapstat.Live()
 	runtime.KeepAlive(f)
 	return float64(int64(after)-int64(before)) / float64(agents*perNode)
 }
