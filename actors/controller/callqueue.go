@@ -22,7 +22,7 @@ type callQueue struct {
 }
 
 // defaultCallWorkers bounds Config.CallWorkers' zero value.
-const defaultCallWorkers = 256
+const defaultCallWorkers = 1024
 
 func newCallQueue(max int) *callQueue {
 	if max <= 0 {
