@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"io"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/heapstat"
 	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
@@ -105,7 +105,7 @@ func lifecycle(b *testing.B, v, n int) lifecycleResult {
 		cl.AddInstance(name)
 		must(b, ctl.ApplyNode(store.NodeSpec{Name: name}))
 	}
-	heap0 := heapNow()
+	heap0 := heapstat.Live()
 	for i := 0; i < v; i++ {
 		id := cloud.VolumeID(fmt.Sprintf("v%05d", i))
 		cl.CreateVolume(id, cloud.Exclusive)
@@ -116,7 +116,7 @@ func lifecycle(b *testing.B, v, n int) lifecycleResult {
 		_, err := ctl.VolumeStatus(cloud.VolumeID(fmt.Sprintf("v%05d", i)), time.Minute)
 		must(b, err)
 	}
-	idle := float64(heapNow()-heap0) / float64(v)
+	idle := float64(heapstat.Live()-heap0) / float64(v)
 	received.Store(0)
 	b.StartTimer()
 	t0 := time.Now()
@@ -145,14 +145,6 @@ func wait(b *testing.B, ch chan struct{}, what string) {
 	}
 }
 
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // bareDelivery sends total messages round-robin to v bare actors that only
 // count, and returns ns per actor for delivering them all and the heap
 // bytes per idle bare actor.
@@ -168,11 +160,11 @@ func bareDelivery(b *testing.B, v, total int) (float64, float64) {
 		}
 	})
 	pids := make([]*actor.PID, v)
-	heap0 := heapNow()
+	heap0 := heapstat.Live()
 	for i := range pids {
 		pids[i] = sys.Root.Spawn(props)
 	}
-	idle := float64(heapNow()-heap0) / float64(v)
+	idle := float64(heapstat.Live()-heap0) / float64(v)
 	t0 := time.Now()
 	for i := 0; i < total; i++ {
 		sys.Root.Send(pids[i%v], &messages.Wake{})
