@@ -429,6 +429,11 @@ func TestFleetSurvivesProcessFaults(t *testing.T) {
 	// Every member loses its etcd lease at once (as after an etcd outage
 	// longer than the TTL): the others drop and block each of them, so
 	// each must notice, leave, and join again under a new identity.
+	// A SIGKILLed member's record stays until its lease expires (an etcd
+	// restart renews every lease's TTL), so wait for it to go first.
+	r.eventually("the SIGKILLed member's record expired", 3*distributed.DefaultMemberTTL, func() bool {
+		return len(r.memberIDs()) == 3
+	})
 	before := r.memberIDs()
 	r.revokeMemberLeases()
 	r.eventually("every member joined again under a new identity", 90*time.Second, func() bool {
