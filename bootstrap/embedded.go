@@ -60,10 +60,17 @@ type Config struct {
 	// its faults there on a cloud without fault knobs of its own.
 	WrapProvider func(cloud.Provider) cloud.Provider
 	// DataDir holds everything on disk: the sim cloud's volume content
-	// (cloud/) or the loop cloud (loop/, loop-account.json), and each node
-	// agent's mounts (nodes/<node>/).
+	// (cloud/, unless Sim.ContentDir says otherwise) or the loop cloud
+	// (loop/, loop-account.json), and each node agent's mounts
+	// (nodes/<node>/, unless NodesDir says otherwise).
 	DataDir string
-	Agent   node.Config
+	// NodesDir, if set, holds each node agent's directory (<NodesDir>/<node>/)
+	// in place of <DataDir>/nodes/: an absolute path other than /, made
+	// if missing. On a real fleet every node keeps its mounts on its own
+	// disk; tether bench --machines-dir puts the simulated nodes' apart from
+	// the store's disk so. The data directory's lock does not cover it.
+	NodesDir string
+	Agent    node.Config
 	// Durable keeps the desired state and node statuses in
 	// <data>/tether.db and the sim cloud's state in <data>/cloud-state.json
 	// (the loop cloud's state is always durable), so that a restarted
@@ -154,6 +161,12 @@ func NewLogger(level, format string, w io.Writer) (*logrus.Logger, error) {
 func StartEmbedded(cfg Config) (*Embedded, error) {
 	if cfg.DataDir == "" {
 		return nil, fmt.Errorf("embedded: a data directory is required")
+	}
+	if err := checkApart("nodes directory", cfg.NodesDir); err != nil {
+		return nil, err
+	}
+	if err := checkApart("sim content directory", cfg.Sim.ContentDir); err != nil {
+		return nil, err
 	}
 	log, err := NewLogger(cfg.LogLevel, cfg.LogFormat, cfg.LogOutput)
 	if err != nil {
@@ -259,7 +272,30 @@ func (e *Embedded) start() error {
 
 // NodeDir is node n's agent data directory.
 func (e *Embedded) NodeDir(n cloud.NodeName) string {
-	return filepath.Join(e.cfg.DataDir, "nodes", string(n))
+	return filepath.Join(e.nodesDir(), string(n))
+}
+
+// nodesDir holds the node agents' directories.
+func (e *Embedded) nodesDir() string {
+	if e.cfg.NodesDir != "" {
+		return e.cfg.NodesDir
+	}
+	return filepath.Join(e.cfg.DataDir, "nodes")
+}
+
+// checkApart checks a directory set apart from the data directory (empty:
+// not set apart): absolute, clean, and not the filesystem's root, so that
+// the names joined under it stay inside it.
+func checkApart(what, dir string) error {
+	switch {
+	case dir == "":
+		return nil
+	case !filepath.IsAbs(dir) || filepath.Clean(dir) != dir:
+		return fmt.Errorf("embedded: %s %q: want an absolute, clean path", what, dir)
+	case dir == string(filepath.Separator):
+		return fmt.Errorf("embedded: %s %q: want a directory of its own, not the filesystem's root", what, dir)
+	}
+	return nil
 }
 
 // StartAgent starts (or starts again) node n's agent.

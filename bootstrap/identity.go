@@ -80,11 +80,10 @@ func (ev evidence) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// gatherEvidence reads the cloud and the node directories; it changes
-// nothing.
-func gatherEvidence(dataDir string, cl owner) (evidence, error) {
+// gatherEvidence reads the cloud and the node directories (under nodes);
+// it changes nothing.
+func gatherEvidence(nodes string, cl owner) (evidence, error) {
 	ev := evidence{tag: cl.Tag(), inventory: cl.Inventory(), nodeIDs: map[string]string{}}
-	nodes := filepath.Join(dataDir, "nodes")
 	entries, err := os.ReadDir(nodes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ev, nil

@@ -69,7 +69,9 @@ func (e *Embedded) openCloud() error {
 		return e.openCSI()
 	}
 	sc := cfg.Sim
-	sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
+	if sc.ContentDir == "" {
+		sc.ContentDir = filepath.Join(cfg.DataDir, "cloud")
+	}
 	if !cfg.Durable {
 		e.Cloud = sim.New(sc)
 		e.Account = simAccount{e.Cloud}
@@ -91,7 +93,7 @@ func (e *Embedded) openCloud() error {
 // cloud and the node directories (identity.go), or rebuilds it.
 func (e *Embedded) openStore() error {
 	cfg := e.cfg
-	ev, err := gatherEvidence(cfg.DataDir, e.Account)
+	ev, err := gatherEvidence(e.nodesDir(), e.Account)
 	if err != nil {
 		return err
 	}

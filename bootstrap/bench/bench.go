@@ -65,6 +65,14 @@ type Config struct {
 	PhaseTimeout time.Duration
 	// Dir, if set, is where the temporary data directory is made.
 	Dir string
+	// MachinesDir, if set, is where the simulated machines' disks are
+	// made, in a temporary directory of their own: each node agent's
+	// directory (nodes/<node>, its mounts) and the sim volumes' contents
+	// (cloud/). On a real fleet those are other machines' disks, each
+	// working in parallel; by default they share the data directory's
+	// disk with the store and the cloud's state, whose writes and fsyncs
+	// stay there either way.
+	MachinesDir string
 	// Log receives tether's own log (warnings and errors); nil: discarded.
 	Log io.Writer
 	// Progress, if set, hears one line as each phase starts.
@@ -182,7 +190,10 @@ type Result struct {
 	Mounter            string  `json:"mounter"`
 	SyncPeriodSeconds  float64 `json:"sync_period_seconds"`
 	BatchSize          int     `json:"batch_size"`
-	Phases             []Phase `json:"phases"`
+	// MachinesApart: the simulated machines' disks were under
+	// Config.MachinesDir, apart from the data directory.
+	MachinesApart bool    `json:"machines_apart"`
+	Phases        []Phase `json:"phases"`
 	// HeapBytesPerVolume: live heap after the fleet start (after a GC),
 	// less the live heap before it, over the volumes: controller, agents,
 	// store and sim cloud together.
@@ -199,6 +210,7 @@ type Result struct {
 type run struct {
 	cfg      Config
 	dir      string
+	machines string // holds nodes/ and cloud/: dir, or one under MachinesDir
 	e        *bootstrap.Embedded
 	client   *client
 	truth    *truth
@@ -221,8 +233,16 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	r := &run{cfg: cfg, dir: dir, truth: newTruth()}
-	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, AttachLimit: cfg.attachLimit(), CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds()}
+	r := &run{cfg: cfg, dir: dir, machines: dir, truth: newTruth()}
+	if cfg.MachinesDir != "" {
+		if r.machines, err = os.MkdirTemp(cfg.MachinesDir, "tether-bench-machines-"); err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: --machines-dir: %w", err), os.RemoveAll(dir))
+		}
+		if r.machines, err = filepath.Abs(r.machines); err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: --machines-dir: %w", err), os.RemoveAll(dir), os.RemoveAll(r.machines))
+		}
+	}
+	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, AttachLimit: cfg.attachLimit(), CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds(), MachinesApart: cfg.MachinesDir != ""}
 	defer func() { err = errors.Join(err, r.cleanup()) }()
 	if err := r.start(); err != nil {
 		return nil, err
@@ -314,6 +334,10 @@ func (r *run) start() error {
 		cfg.LogOutput = io.Discard
 	}
 	cfg.DataDir, cfg.Durable, cfg.Nodes = r.dir, true, r.cfg.Nodes
+	if r.machines != r.dir {
+		cfg.NodesDir = filepath.Join(r.machines, "nodes")
+		cfg.Sim.ContentDir = filepath.Join(r.machines, "cloud")
+	}
 	cfg.Sim.Latency, cfg.Sim.AttachLimit = r.cfg.CloudLatency, r.cfg.AttachLimit
 	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
 	// The mailboxes count the messages: a receiver middleware would give
@@ -381,7 +405,7 @@ func (r *run) stop() error {
 // through), then the directory.
 func (r *run) cleanup() error {
 	errs := []error{r.stop()}
-	nodes, _ := filepath.Glob(filepath.Join(r.dir, "nodes", "*"))
+	nodes, _ := filepath.Glob(filepath.Join(r.machines, "nodes", "*"))
 	for _, nd := range nodes {
 		l, err := layout.New(nd)
 		if err != nil {
@@ -397,9 +421,17 @@ func (r *run) cleanup() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("bench: cleanup (left %s in place): %w", r.dir, err)
+		left := r.dir
+		if r.machines != r.dir {
+			left += " and " + r.machines
+		}
+		return fmt.Errorf("bench: cleanup (left %s in place): %w", left, err)
 	}
-	return os.RemoveAll(r.dir)
+	var machines error
+	if r.machines != r.dir {
+		machines = os.RemoveAll(r.machines)
+	}
+	return errors.Join(machines, os.RemoveAll(r.dir))
 }
 
 // waitFor polls done (cheap: in-memory ground truth) until it holds or ctx

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,54 @@ func TestPeakPerNode(t *testing.T) {
 	} {
 		if got := PeakPerNode(tc.volumes, tc.nodes); got != tc.want {
 			t.Errorf("PeakPerNode(%d, %d) = %d, want %d", tc.volumes, tc.nodes, got, tc.want)
+		}
+	}
+}
+
+// progressFunc hears each progress line.
+type progressFunc func(line string)
+
+func (f progressFunc) Write(b []byte) (int, error) { f(string(b)); return len(b), nil }
+
+// With MachinesDir, the nodes' mounts and the sim volumes' contents are
+// made there while the store and the cloud's state stay in the data
+// directory; both are removed at the end.
+func TestRunMachinesApart(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Volumes, cfg.Nodes, cfg.SyncPeriod, cfg.PhaseTimeout = 20, 2, time.Second, time.Minute
+	cfg.Dir, cfg.MachinesDir = t.TempDir(), t.TempDir()
+	checked := false
+	cfg.Progress = progressFunc(func(line string) {
+		if line != "bench: verify...\n" {
+			return
+		}
+		checked = true // after the fleet start: every volume mounted
+		data, _ := filepath.Glob(filepath.Join(cfg.Dir, "*", "*"))
+		for _, p := range data {
+			if b := filepath.Base(p); b == "nodes" || b == "cloud" {
+				t.Errorf("the data directory holds %s", p)
+			}
+		}
+		if got, _ := filepath.Glob(filepath.Join(cfg.Dir, "*", "tether.db")); len(got) != 1 {
+			t.Errorf("the data directory holds %d stores, want 1", len(got))
+		}
+		if got, _ := filepath.Glob(filepath.Join(cfg.MachinesDir, "*", "cloud", "v*")); len(got) != cfg.Volumes {
+			t.Errorf("%d volume contents in the machines' directory, want %d", len(got), cfg.Volumes)
+		}
+		if got, _ := filepath.Glob(filepath.Join(cfg.MachinesDir, "*", "nodes", "*", "pods", "*")); len(got) != cfg.Volumes {
+			t.Errorf("%d pod directories in the machines' directory, want %d", len(got), cfg.Volumes)
+		}
+	})
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !checked || !res.MachinesApart {
+		t.Errorf("checked during the run %v, result says apart %v: want both", checked, res.MachinesApart)
+	}
+	for _, d := range []string{cfg.Dir, cfg.MachinesDir} {
+		if left, _ := os.ReadDir(d); len(left) > 0 {
+			t.Errorf("the run left %d entries in %s (%s first)", len(left), d, left[0].Name())
 		}
 	}
 }

@@ -84,6 +84,7 @@ Proto.Actor delivering as many messages in the same run.`,
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period (node loss heals at the next pass)")
 	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of each phase")
 	f.StringVar(&cfg.Dir, "dir", "", "where to make the temporary data directory (default: the system's)")
+	f.StringVar(&cfg.MachinesDir, "machines-dir", "", "where to make the simulated machines' disks (each node's mounts, the sim volumes' contents), apart from the store and the cloud's state, as on a real fleet (default: inside the data directory)")
 	f.BoolVar(&asJSON, "json", false, `print one JSON object: {"phases":[{"name","seconds","messages","cloud_calls","fsyncs","baseline_ratio"}],"heap_bytes_per_volume","peak_rss_bytes",...}`)
 	f.BoolVar(&verbose, "verbose", false, "show tether's warnings and errors on stderr")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
@@ -102,8 +103,12 @@ func validateBench(fs *pflag.FlagSet) error {
 }
 
 func printBench(out io.Writer, r *bench.Result) {
-	fmt.Fprintf(out, "tether bench: %d volumes over %d nodes, attach limit %d, mounter %s, cloud latency %gms, sync period %gs, batch %d\n\n",
-		r.Volumes, r.Nodes, r.AttachLimit, r.Mounter, r.CloudLatencyMillis, r.SyncPeriodSeconds, r.BatchSize)
+	apart := ""
+	if r.MachinesApart {
+		apart = ", machines' disks apart"
+	}
+	fmt.Fprintf(out, "tether bench: %d volumes over %d nodes, attach limit %d, mounter %s, cloud latency %gms, sync period %gs, batch %d%s\n\n",
+		r.Volumes, r.Nodes, r.AttachLimit, r.Mounter, r.CloudLatencyMillis, r.SyncPeriodSeconds, r.BatchSize, apart)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "PHASE\tSECONDS\tMESSAGES\tx BARE\tFSYNCS\tCLOUD CALLS\tNOTE")
 	for _, p := range r.Phases {
