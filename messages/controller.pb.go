@@ -1459,6 +1459,55 @@ func (*SyncNow) Descriptor() ([]byte, []int) {
 	return file_controller_proto_rawDescGZIP(), []int{20}
 }
 
+// SyncNodes asks for these nodes to be verified now, in ceil(len/batch)
+// calls, without waiting for the next periodic pass: a node actor sends it
+// when its agent came back in a new incarnation (its machine may have
+// rebooted or been replaced and lost attachments). A periodic pass under
+// way when it arrives is followed by one over these nodes.
+type SyncNodes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nodes         []string               `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SyncNodes) Reset() {
+	*x = SyncNodes{}
+	mi := &file_controller_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncNodes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncNodes) ProtoMessage() {}
+
+func (x *SyncNodes) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncNodes.ProtoReflect.Descriptor instead.
+func (*SyncNodes) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SyncNodes) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
 // SyncBatchFinished carries one batched cloud answer back to the sync actor.
 type SyncBatchFinished struct {
 	state         protoimpl.MessageState  `protogen:"open.v1"`
@@ -1473,7 +1522,7 @@ type SyncBatchFinished struct {
 
 func (x *SyncBatchFinished) Reset() {
 	*x = SyncBatchFinished{}
-	mi := &file_controller_proto_msgTypes[21]
+	mi := &file_controller_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1534,7 @@ func (x *SyncBatchFinished) String() string {
 func (*SyncBatchFinished) ProtoMessage() {}
 
 func (x *SyncBatchFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[21]
+	mi := &file_controller_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1547,7 @@ func (x *SyncBatchFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncBatchFinished.ProtoReflect.Descriptor instead.
 func (*SyncBatchFinished) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{21}
+	return file_controller_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SyncBatchFinished) GetPass() uint64 {
@@ -1545,7 +1594,7 @@ type NodeVolumes struct {
 
 func (x *NodeVolumes) Reset() {
 	*x = NodeVolumes{}
-	mi := &file_controller_proto_msgTypes[22]
+	mi := &file_controller_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1606,7 @@ func (x *NodeVolumes) String() string {
 func (*NodeVolumes) ProtoMessage() {}
 
 func (x *NodeVolumes) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[22]
+	mi := &file_controller_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1619,7 @@ func (x *NodeVolumes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeVolumes.ProtoReflect.Descriptor instead.
 func (*NodeVolumes) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{22}
+	return file_controller_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodeVolumes) GetVolumes() map[string]string {
@@ -1595,14 +1644,17 @@ type SyncPassFinished struct {
 	StartedUnixNano int64 `protobuf:"varint,7,opt,name=started_unix_nano,json=startedUnixNano,proto3" json:"started_unix_nano,omitempty"`
 	// moved: attachments the cloud reports at another device than the one
 	// recorded (the volume actors adopt the cloud's).
-	Moved         int32 `protobuf:"varint,8,opt,name=moved,proto3" json:"moved,omitempty"`
+	Moved int32 `protobuf:"varint,8,opt,name=moved,proto3" json:"moved,omitempty"`
+	// partial: a pass over the nodes SyncNodes asked for, not over every
+	// node (nodes says how many).
+	Partial       bool `protobuf:"varint,9,opt,name=partial,proto3" json:"partial,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncPassFinished) Reset() {
 	*x = SyncPassFinished{}
-	mi := &file_controller_proto_msgTypes[23]
+	mi := &file_controller_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1666,7 @@ func (x *SyncPassFinished) String() string {
 func (*SyncPassFinished) ProtoMessage() {}
 
 func (x *SyncPassFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[23]
+	mi := &file_controller_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1679,7 @@ func (x *SyncPassFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncPassFinished.ProtoReflect.Descriptor instead.
 func (*SyncPassFinished) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{23}
+	return file_controller_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SyncPassFinished) GetPass() uint64 {
@@ -1686,6 +1738,13 @@ func (x *SyncPassFinished) GetMoved() int32 {
 	return 0
 }
 
+func (x *SyncPassFinished) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
 // Crash makes the receiving actor panic (chaos testing; the supervisor
 // restarts it).
 type Crash struct {
@@ -1697,7 +1756,7 @@ type Crash struct {
 
 func (x *Crash) Reset() {
 	*x = Crash{}
-	mi := &file_controller_proto_msgTypes[24]
+	mi := &file_controller_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1768,7 @@ func (x *Crash) String() string {
 func (*Crash) ProtoMessage() {}
 
 func (x *Crash) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[24]
+	mi := &file_controller_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1781,7 @@ func (x *Crash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Crash.ProtoReflect.Descriptor instead.
 func (*Crash) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{24}
+	return file_controller_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Crash) GetReason() string {
@@ -1735,15 +1794,20 @@ func (x *Crash) GetReason() string {
 // AgentStarted: a node agent (re)started and wants its desired state and
 // its node's status.
 type AgentStarted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// agent_epoch: the announcing agent incarnation's epoch (its durable
+	// start count; 0 when the controller replays the announcement itself).
+	// A node actor that heard another epoch before has seen the agent come
+	// back, and has the node verified at once (SyncNodes).
+	AgentEpoch    uint64 `protobuf:"varint,2,opt,name=agent_epoch,json=agentEpoch,proto3" json:"agent_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentStarted) Reset() {
 	*x = AgentStarted{}
-	mi := &file_controller_proto_msgTypes[25]
+	mi := &file_controller_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1819,7 @@ func (x *AgentStarted) String() string {
 func (*AgentStarted) ProtoMessage() {}
 
 func (x *AgentStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[25]
+	mi := &file_controller_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1832,7 @@ func (x *AgentStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentStarted.ProtoReflect.Descriptor instead.
 func (*AgentStarted) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{25}
+	return file_controller_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AgentStarted) GetNode() string {
@@ -1776,6 +1840,13 @@ func (x *AgentStarted) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *AgentStarted) GetAgentEpoch() uint64 {
+	if x != nil {
+		return x.AgentEpoch
+	}
+	return 0
 }
 
 // NodeStatusUpdated is the node's persisted status, pushed to its agent
@@ -1795,7 +1866,7 @@ type NodeStatusUpdated struct {
 
 func (x *NodeStatusUpdated) Reset() {
 	*x = NodeStatusUpdated{}
-	mi := &file_controller_proto_msgTypes[26]
+	mi := &file_controller_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1878,7 @@ func (x *NodeStatusUpdated) String() string {
 func (*NodeStatusUpdated) ProtoMessage() {}
 
 func (x *NodeStatusUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[26]
+	mi := &file_controller_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1891,7 @@ func (x *NodeStatusUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatusUpdated.ProtoReflect.Descriptor instead.
 func (*NodeStatusUpdated) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{26}
+	return file_controller_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NodeStatusUpdated) GetNode() string {
@@ -1861,7 +1932,7 @@ type VolumeUse struct {
 
 func (x *VolumeUse) Reset() {
 	*x = VolumeUse{}
-	mi := &file_controller_proto_msgTypes[27]
+	mi := &file_controller_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1944,7 @@ func (x *VolumeUse) String() string {
 func (*VolumeUse) ProtoMessage() {}
 
 func (x *VolumeUse) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[27]
+	mi := &file_controller_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +1957,7 @@ func (x *VolumeUse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeUse.ProtoReflect.Descriptor instead.
 func (*VolumeUse) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{27}
+	return file_controller_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *VolumeUse) GetVolumeId() string {
@@ -1916,7 +1987,7 @@ type WorkloadSpec struct {
 
 func (x *WorkloadSpec) Reset() {
 	*x = WorkloadSpec{}
-	mi := &file_controller_proto_msgTypes[28]
+	mi := &file_controller_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +1999,7 @@ func (x *WorkloadSpec) String() string {
 func (*WorkloadSpec) ProtoMessage() {}
 
 func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[28]
+	mi := &file_controller_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2012,7 @@ func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadSpec.ProtoReflect.Descriptor instead.
 func (*WorkloadSpec) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{28}
+	return file_controller_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WorkloadSpec) GetUid() string {
@@ -1983,7 +2054,7 @@ type NodeWorkloads struct {
 
 func (x *NodeWorkloads) Reset() {
 	*x = NodeWorkloads{}
-	mi := &file_controller_proto_msgTypes[29]
+	mi := &file_controller_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2066,7 @@ func (x *NodeWorkloads) String() string {
 func (*NodeWorkloads) ProtoMessage() {}
 
 func (x *NodeWorkloads) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[29]
+	mi := &file_controller_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2079,7 @@ func (x *NodeWorkloads) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWorkloads.ProtoReflect.Descriptor instead.
 func (*NodeWorkloads) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{29}
+	return file_controller_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeWorkloads) GetNode() string {
@@ -2051,7 +2122,7 @@ type AttachRecorded struct {
 
 func (x *AttachRecorded) Reset() {
 	*x = AttachRecorded{}
-	mi := &file_controller_proto_msgTypes[30]
+	mi := &file_controller_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2134,7 @@ func (x *AttachRecorded) String() string {
 func (*AttachRecorded) ProtoMessage() {}
 
 func (x *AttachRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[30]
+	mi := &file_controller_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2147,7 @@ func (x *AttachRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRecorded.ProtoReflect.Descriptor instead.
 func (*AttachRecorded) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{30}
+	return file_controller_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AttachRecorded) GetVolumeId() string {
@@ -2105,7 +2176,7 @@ type AttachNotRecorded struct {
 
 func (x *AttachNotRecorded) Reset() {
 	*x = AttachNotRecorded{}
-	mi := &file_controller_proto_msgTypes[31]
+	mi := &file_controller_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2188,7 @@ func (x *AttachNotRecorded) String() string {
 func (*AttachNotRecorded) ProtoMessage() {}
 
 func (x *AttachNotRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[31]
+	mi := &file_controller_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2201,7 @@ func (x *AttachNotRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachNotRecorded.ProtoReflect.Descriptor instead.
 func (*AttachNotRecorded) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{31}
+	return file_controller_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AttachNotRecorded) GetVolumeId() string {
@@ -2159,7 +2230,7 @@ type MountFinished struct {
 
 func (x *MountFinished) Reset() {
 	*x = MountFinished{}
-	mi := &file_controller_proto_msgTypes[32]
+	mi := &file_controller_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2242,7 @@ func (x *MountFinished) String() string {
 func (*MountFinished) ProtoMessage() {}
 
 func (x *MountFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[32]
+	mi := &file_controller_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2255,7 @@ func (x *MountFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MountFinished.ProtoReflect.Descriptor instead.
 func (*MountFinished) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{32}
+	return file_controller_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MountFinished) GetVolumeId() string {
@@ -2217,7 +2288,7 @@ type GetAgentStatus struct {
 
 func (x *GetAgentStatus) Reset() {
 	*x = GetAgentStatus{}
-	mi := &file_controller_proto_msgTypes[33]
+	mi := &file_controller_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2300,7 @@ func (x *GetAgentStatus) String() string {
 func (*GetAgentStatus) ProtoMessage() {}
 
 func (x *GetAgentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[33]
+	mi := &file_controller_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2313,7 @@ func (x *GetAgentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAgentStatus.ProtoReflect.Descriptor instead.
 func (*GetAgentStatus) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{33}
+	return file_controller_proto_rawDescGZIP(), []int{34}
 }
 
 type AgentMount struct {
@@ -2256,7 +2327,7 @@ type AgentMount struct {
 
 func (x *AgentMount) Reset() {
 	*x = AgentMount{}
-	mi := &file_controller_proto_msgTypes[34]
+	mi := &file_controller_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2339,7 @@ func (x *AgentMount) String() string {
 func (*AgentMount) ProtoMessage() {}
 
 func (x *AgentMount) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[34]
+	mi := &file_controller_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2352,7 @@ func (x *AgentMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMount.ProtoReflect.Descriptor instead.
 func (*AgentMount) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{34}
+	return file_controller_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AgentMount) GetVolumeId() string {
@@ -2317,7 +2388,7 @@ type AgentStatus struct {
 
 func (x *AgentStatus) Reset() {
 	*x = AgentStatus{}
-	mi := &file_controller_proto_msgTypes[35]
+	mi := &file_controller_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2400,7 @@ func (x *AgentStatus) String() string {
 func (*AgentStatus) ProtoMessage() {}
 
 func (x *AgentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_controller_proto_msgTypes[35]
+	mi := &file_controller_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2413,7 @@ func (x *AgentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentStatus.ProtoReflect.Descriptor instead.
 func (*AgentStatus) Descriptor() ([]byte, []int) {
-	return file_controller_proto_rawDescGZIP(), []int{35}
+	return file_controller_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AgentStatus) GetNode() string {
@@ -2490,7 +2561,9 @@ const file_controller_proto_rawDesc = "" +
 	"\x18last_heartbeat_unix_nano\x18\a \x01(\x03R\x15lastHeartbeatUnixNano\x12\x1d\n" +
 	"\n" +
 	"object_uid\x18\b \x01(\tR\tobjectUid\"\t\n" +
-	"\aSyncNow\"\xa8\x02\n" +
+	"\aSyncNow\"!\n" +
+	"\tSyncNodes\x12\x14\n" +
+	"\x05nodes\x18\x01 \x03(\tR\x05nodes\"\xa8\x02\n" +
 	"\x11SyncBatchFinished\x12\x12\n" +
 	"\x04pass\x18\x01 \x01(\x04R\x04pass\x12F\n" +
 	"\x06actual\x18\x02 \x03(\v2..tether.messages.SyncBatchFinished.ActualEntryR\x06actual\x12!\n" +
@@ -2504,7 +2577,7 @@ const file_controller_proto_rawDesc = "" +
 	"\avolumes\x18\x01 \x03(\v2).tether.messages.NodeVolumes.VolumesEntryR\avolumes\x1a:\n" +
 	"\fVolumesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdc\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf6\x01\n" +
 	"\x10SyncPassFinished\x12\x12\n" +
 	"\x04pass\x18\x01 \x01(\x04R\x04pass\x12\x14\n" +
 	"\x05nodes\x18\x02 \x01(\x05R\x05nodes\x12\x14\n" +
@@ -2513,11 +2586,14 @@ const file_controller_proto_rawDesc = "" +
 	"\x04lost\x18\x05 \x01(\x05R\x04lost\x12\x1a\n" +
 	"\bdangling\x18\x06 \x01(\x05R\bdangling\x12*\n" +
 	"\x11started_unix_nano\x18\a \x01(\x03R\x0fstartedUnixNano\x12\x14\n" +
-	"\x05moved\x18\b \x01(\x05R\x05moved\"\x1f\n" +
+	"\x05moved\x18\b \x01(\x05R\x05moved\x12\x18\n" +
+	"\apartial\x18\t \x01(\bR\apartial\"\x1f\n" +
 	"\x05Crash\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"\"\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"C\n" +
 	"\fAgentStarted\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\"\xb7\x01\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1f\n" +
+	"\vagent_epoch\x18\x02 \x01(\x04R\n" +
+	"agentEpoch\"\xb7\x01\n" +
 	"\x11NodeStatusUpdated\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12J\n" +
 	"\x10volumes_attached\x18\x02 \x03(\v2\x1f.tether.messages.AttachedVolumeR\x0fvolumesAttached\x12$\n" +
@@ -2576,7 +2652,7 @@ func file_controller_proto_rawDescGZIP() []byte {
 }
 
 var file_controller_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_controller_proto_goTypes = []any{
 	(AccessMode)(0),                // 0: tether.messages.AccessMode
 	(*SetDesiredNodes)(nil),        // 1: tether.messages.SetDesiredNodes
@@ -2600,38 +2676,39 @@ var file_controller_proto_goTypes = []any{
 	(*AttachedVolume)(nil),         // 19: tether.messages.AttachedVolume
 	(*NodeStatus)(nil),             // 20: tether.messages.NodeStatus
 	(*SyncNow)(nil),                // 21: tether.messages.SyncNow
-	(*SyncBatchFinished)(nil),      // 22: tether.messages.SyncBatchFinished
-	(*NodeVolumes)(nil),            // 23: tether.messages.NodeVolumes
-	(*SyncPassFinished)(nil),       // 24: tether.messages.SyncPassFinished
-	(*Crash)(nil),                  // 25: tether.messages.Crash
-	(*AgentStarted)(nil),           // 26: tether.messages.AgentStarted
-	(*NodeStatusUpdated)(nil),      // 27: tether.messages.NodeStatusUpdated
-	(*VolumeUse)(nil),              // 28: tether.messages.VolumeUse
-	(*WorkloadSpec)(nil),           // 29: tether.messages.WorkloadSpec
-	(*NodeWorkloads)(nil),          // 30: tether.messages.NodeWorkloads
-	(*AttachRecorded)(nil),         // 31: tether.messages.AttachRecorded
-	(*AttachNotRecorded)(nil),      // 32: tether.messages.AttachNotRecorded
-	(*MountFinished)(nil),          // 33: tether.messages.MountFinished
-	(*GetAgentStatus)(nil),         // 34: tether.messages.GetAgentStatus
-	(*AgentMount)(nil),             // 35: tether.messages.AgentMount
-	(*AgentStatus)(nil),            // 36: tether.messages.AgentStatus
-	nil,                            // 37: tether.messages.VolumeRestored.AttachedEntry
-	nil,                            // 38: tether.messages.SyncBatchFinished.ActualEntry
-	nil,                            // 39: tether.messages.NodeVolumes.VolumesEntry
+	(*SyncNodes)(nil),              // 22: tether.messages.SyncNodes
+	(*SyncBatchFinished)(nil),      // 23: tether.messages.SyncBatchFinished
+	(*NodeVolumes)(nil),            // 24: tether.messages.NodeVolumes
+	(*SyncPassFinished)(nil),       // 25: tether.messages.SyncPassFinished
+	(*Crash)(nil),                  // 26: tether.messages.Crash
+	(*AgentStarted)(nil),           // 27: tether.messages.AgentStarted
+	(*NodeStatusUpdated)(nil),      // 28: tether.messages.NodeStatusUpdated
+	(*VolumeUse)(nil),              // 29: tether.messages.VolumeUse
+	(*WorkloadSpec)(nil),           // 30: tether.messages.WorkloadSpec
+	(*NodeWorkloads)(nil),          // 31: tether.messages.NodeWorkloads
+	(*AttachRecorded)(nil),         // 32: tether.messages.AttachRecorded
+	(*AttachNotRecorded)(nil),      // 33: tether.messages.AttachNotRecorded
+	(*MountFinished)(nil),          // 34: tether.messages.MountFinished
+	(*GetAgentStatus)(nil),         // 35: tether.messages.GetAgentStatus
+	(*AgentMount)(nil),             // 36: tether.messages.AgentMount
+	(*AgentStatus)(nil),            // 37: tether.messages.AgentStatus
+	nil,                            // 38: tether.messages.VolumeRestored.AttachedEntry
+	nil,                            // 39: tether.messages.SyncBatchFinished.ActualEntry
+	nil,                            // 40: tether.messages.NodeVolumes.VolumesEntry
 }
 var file_controller_proto_depIdxs = []int32{
 	0,  // 0: tether.messages.SetDesiredNodes.access_mode:type_name -> tether.messages.AccessMode
-	37, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
+	38, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
 	0,  // 2: tether.messages.VolumeStatus.access_mode:type_name -> tether.messages.AccessMode
 	10, // 3: tether.messages.VolumeStatus.attachments:type_name -> tether.messages.VolumeAttachment
 	19, // 4: tether.messages.NodeStatus.volumes_attached:type_name -> tether.messages.AttachedVolume
-	38, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
-	39, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
+	39, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
+	40, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
 	19, // 7: tether.messages.NodeStatusUpdated.volumes_attached:type_name -> tether.messages.AttachedVolume
-	28, // 8: tether.messages.WorkloadSpec.volumes:type_name -> tether.messages.VolumeUse
-	29, // 9: tether.messages.NodeWorkloads.workloads:type_name -> tether.messages.WorkloadSpec
-	35, // 10: tether.messages.AgentStatus.mounts:type_name -> tether.messages.AgentMount
-	23, // 11: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
+	29, // 8: tether.messages.WorkloadSpec.volumes:type_name -> tether.messages.VolumeUse
+	30, // 9: tether.messages.NodeWorkloads.workloads:type_name -> tether.messages.WorkloadSpec
+	36, // 10: tether.messages.AgentStatus.mounts:type_name -> tether.messages.AgentMount
+	24, // 11: tether.messages.SyncBatchFinished.ActualEntry.value:type_name -> tether.messages.NodeVolumes
 	12, // [12:12] is the sub-list for method output_type
 	12, // [12:12] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
@@ -2650,7 +2727,7 @@ func file_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_controller_proto_rawDesc), len(file_controller_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

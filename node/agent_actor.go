@@ -98,6 +98,9 @@ type agentActor struct {
 	wakeAt  time.Time
 	beat    *beater
 	beats   int
+	// epoch: this incarnation's durable start count (nextEpoch), told to
+	// the controller in every AgentStarted.
+	epoch uint64
 	// beatQueued: a beat's Heartbeat to self waits in the mailbox.
 	beatQueued atomic.Bool
 	ctx        context.Context
@@ -167,6 +170,7 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	if err != nil {
 		panic(fmt.Sprintf("agent %s: %v", a.cfg.Node, err))
 	}
+	a.epoch = epoch
 	core := a.cfg.Agent
 	core.OpTimeout = a.cfg.OpTimeout
 	a.core = agent.New(core, epoch<<32)
@@ -211,7 +215,7 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	if !st.Ready || a.beats%resyncEvery == 0 {
 		// Ask for the desired state: at start, and now and then in case a
 		// snapshot was lost on the way (revisions make repeats harmless).
-		g.SendFrom(ctl, &messages.AgentStarted{Node: string(a.cfg.Node)}, a.self)
+		g.SendFrom(ctl, &messages.AgentStarted{Node: string(a.cfg.Node), AgentEpoch: a.epoch}, a.self)
 	}
 	if st.Ready {
 		// Repeat the report: at-most-once delivery must not leave the

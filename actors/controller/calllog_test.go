@@ -22,6 +22,10 @@ type callLog struct {
 	// context ends); attaching and peak count the attaches held at once.
 	gate            chan struct{}
 	attaching, peak int
+	// listGate, if set, holds every InstanceVolumes call until it is
+	// closed (or the call's context ends); listing counts those held.
+	listGate chan struct{}
+	listing  int
 }
 
 func (l *callLog) note(insts ...cloud.InstanceID) {
@@ -93,7 +97,30 @@ func (l *callLog) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID
 
 func (l *callLog) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
 	l.note(insts...)
+	l.mu.Lock()
+	gate := l.listGate
+	l.listing++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.listing--
+		l.mu.Unlock()
+	}()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return l.Provider.InstanceVolumes(ctx, insts)
+}
+
+// listings is how many InstanceVolumes calls run now.
+func (l *callLog) listings() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.listing
 }
 
 // checkDetach judges every detach by tether at the moment it happens in

@@ -35,6 +35,9 @@ type nodeActor struct {
 	// agentTold: this incarnation sent its state to the agent address it
 	// knows (distributed mode, cluster.go).
 	agentTold bool
+	// agentEpoch: the epoch of the agent incarnation last heard announce
+	// itself (0: none yet). Another one means the agent came back.
+	agentEpoch uint64
 	// epoch is this incarnation's claim on the node (store.Fences): its
 	// status writes land only while no newer incarnation claimed it.
 	epoch uint64
@@ -110,6 +113,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			a.env.agents.learn(a.name, ctx.Sender())
 		}
 		a.agentTold = true
+		a.agentAnnounced(m.AgentEpoch)
 		if !a.resendFirst() {
 			a.sendWorkloads(ctx)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/messages"
 )
 
 // A node is Ready only while its agent reports (nodestatus): a node that no
@@ -65,4 +66,21 @@ func (a *nodeActor) warnWorkloads() {
 			delete(a.warned, key)
 		}
 	}
+}
+
+// agentAnnounced notes the epoch of the agent incarnation that announced
+// itself (0: a replay by the controller, which says nothing of the agent).
+// An agent that came back in a new incarnation under this actor may be on
+// a machine that rebooted or was replaced and lost its attachments: the
+// node is verified at once rather than at the next periodic pass. The
+// first announcement this actor hears is not a return: at a controller
+// start, the start-up verification covers every node.
+func (a *nodeActor) agentAnnounced(epoch uint64) {
+	if epoch == 0 || epoch == a.agentEpoch {
+		return
+	}
+	if a.agentEpoch != 0 {
+		a.env.guard.Send(a.env.lookup.Sync(), &messages.SyncNodes{Nodes: []string{string(a.name)}})
+	}
+	a.agentEpoch = epoch
 }

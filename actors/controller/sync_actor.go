@@ -17,6 +17,12 @@ import (
 // in ONE call per batch of nodes (at most SyncConcurrency calls in flight),
 // and tells each volume actor the truth about the differences. A failed
 // call changes nothing: the belief is kept and the error logged and counted.
+//
+// Between periodic passes, SyncNodes asks for a few nodes at once (an agent
+// came back: its machine may have lost attachments). Those nodes are
+// verified in a partial pass as soon as no pass is in flight: the asks
+// that arrive meanwhile share one, in ceil(nodes/batch) calls. A partial
+// pass does not delay the periodic one (the timer keeps the earliest wake).
 type syncActor struct {
 	env      *env
 	self     *actor.PID
@@ -25,6 +31,10 @@ type syncActor struct {
 	pass     uint64
 	inflight int
 	rerun    bool
+	// asked: nodes SyncNodes asked for that no pass started since has
+	// covered; partial: the pass in flight is over such nodes only.
+	asked    map[cloud.NodeName]bool
+	partial  bool
 	believed map[cloud.NodeName]map[cloud.VolumeID]string // node -> volume -> device path
 	stats    *messages.SyncPassFinished
 	ctx      context.Context
@@ -57,23 +67,59 @@ func (a *syncActor) Receive(ctx actor.Context) {
 		a.start()
 	case *messages.SyncNow:
 		a.start()
+	case *messages.SyncNodes:
+		a.ask(m.Nodes)
 	case *messages.SyncBatchFinished:
 		a.onBatch(ctx, m)
 	}
 }
 
+// start starts a pass over every node, or, with one in flight, has one
+// follow it.
 func (a *syncActor) start() {
 	if a.inflight > 0 {
 		a.rerun = true
 		return
 	}
+	a.asked = nil // every node is in this pass
+	a.begin(nil)
+}
+
+// ask notes nodes to verify now, and starts a partial pass over them
+// unless a pass is in flight (its end starts it then).
+func (a *syncActor) ask(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	if a.asked == nil {
+		a.asked = map[cloud.NodeName]bool{}
+	}
+	for _, n := range nodes {
+		a.asked[cloud.NodeName(n)] = true
+	}
+	if a.inflight == 0 {
+		a.startAsked()
+	}
+}
+
+// startAsked starts a partial pass over the nodes asked for.
+func (a *syncActor) startAsked() {
+	only := sortedKeys(a.asked)
+	a.asked = nil
+	a.begin(only)
+}
+
+// begin starts a pass: over every node if only is nil, else over those of
+// only that are known (a partial pass).
+func (a *syncActor) begin(only []cloud.NodeName) {
 	a.pass++
 	a.started = a.env.clock.Now()
-	a.stats = &messages.SyncPassFinished{Pass: a.pass, StartedUnixNano: a.started.UnixNano()}
-	nodes, err := a.readBelief()
+	a.partial = only != nil
+	a.stats = &messages.SyncPassFinished{Pass: a.pass, StartedUnixNano: a.started.UnixNano(), Partial: a.partial}
+	nodes, err := a.readBelief(only)
 	if err != nil {
 		a.env.log.Errorf("sync: reading node statuses: %v", err)
-		a.schedule()
+		a.schedule() // a partial pass's nodes wait for the periodic one
 		return
 	}
 	a.stats.Nodes = int32(len(nodes))
@@ -88,8 +134,9 @@ func (a *syncActor) start() {
 	}
 }
 
-// readBelief snapshots VolumesAttached of every known node.
-func (a *syncActor) readBelief() ([]cloud.NodeName, error) {
+// readBelief snapshots VolumesAttached of every known node, or of those
+// of only (if not nil).
+func (a *syncActor) readBelief(only []cloud.NodeName) ([]cloud.NodeName, error) {
 	statuses, err := a.env.store.NodeStatuses()
 	if err != nil {
 		return nil, err
@@ -104,6 +151,15 @@ func (a *syncActor) readBelief() ([]cloud.NodeName, error) {
 	}
 	for _, st := range statuses {
 		a.believed[st.Name] = st.VolumesAttached
+	}
+	if only != nil {
+		all := a.believed
+		a.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
+		for _, n := range only {
+			if vols, ok := all[n]; ok {
+				a.believed[n] = vols
+			}
+		}
 	}
 	return sortedKeys(a.believed), nil
 }
@@ -209,7 +265,10 @@ func (a *syncActor) finish() {
 		a.start()
 		return
 	}
-	a.schedule()
+	a.schedule() // after a partial pass: the periodic wake pending keeps its time
+	if len(a.asked) > 0 {
+		a.startAsked()
+	}
 }
 
 func (a *syncActor) schedule() {
