@@ -16,7 +16,9 @@
 //     controller has restored every volume and every agent is ready, with
 //     nothing attached or mounted twice and nothing detached.
 //   - node_loss: 10% of the instances are terminated (losing their
-//     attachments) and started again; until all are attached again.
+//     attachments; their agents die with them) and started again, agents
+//     and all; until all are attached again. Each returning agent has its
+//     node verified at once (SyncNodes), not at the next periodic pass.
 //   - churn: 10% of the workloads move to another node; until each of
 //     their volumes is attached and mounted there only.
 //   - teardown: every workload and volume is deleted; until nothing is

@@ -57,8 +57,8 @@ func (r *run) verify(ctx context.Context) (string, error) {
 	for {
 		select {
 		case m := <-ch:
-			if m.StartedUnixNano < asked {
-				continue // a periodic pass that was running already
+			if m.StartedUnixNano < asked || m.Partial {
+				continue // a pass that was running already, or one over a few nodes
 			}
 			want := (len(r.nodes) + r.res.BatchSize - 1) / r.res.BatchSize
 			note := fmt.Sprintf("%d nodes in %d calls (ceil(N/batch) = %d), %d errors, %d lost, %d unknown", m.Nodes, m.Calls, want, m.Errors, m.Lost, m.Dangling)
@@ -117,16 +117,23 @@ func (r *run) restart(ctx context.Context) (string, error) {
 	return note, nil
 }
 
-// nodeLoss terminates every tenth instance (they lose their attachments)
-// and starts them again; done when every volume is attached again.
+// nodeLoss terminates every tenth instance (they lose their attachments,
+// and their agents die with them) and starts them again, agents and all;
+// done when every volume is attached again.
 func (r *run) nodeLoss(ctx context.Context) (string, error) {
 	var lost []cloud.InstanceID
+	var nodes []cloud.NodeName
 	for i := 0; i < len(r.nodes); i += 10 {
 		in, ok := r.e.Cloud.InstanceOf(r.nodes[i])
 		if !ok {
 			return "", fmt.Errorf("no instance backs node %s", r.nodes[i])
 		}
-		lost = append(lost, in)
+		lost, nodes = append(lost, in), append(nodes, r.nodes[i])
+	}
+	for _, n := range nodes { // Embedded's agents one at a time
+		if err := r.e.StopAgent(n); err != nil {
+			return "", err
+		}
 	}
 	if err := parallel(lost, r.e.Cloud.Terminate); err != nil {
 		return "", err
@@ -134,10 +141,15 @@ func (r *run) nodeLoss(ctx context.Context) (string, error) {
 	if err := parallel(lost, r.e.Cloud.Start); err != nil {
 		return "", err
 	}
+	for _, n := range nodes {
+		if err := r.e.StartAgent(n); err != nil {
+			return "", err
+		}
+	}
 	if err := r.converged(ctx); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d instances terminated and started; healing waits for a sync pass (period %s)", len(lost), r.cfg.SyncPeriod), nil
+	return fmt.Sprintf("%d instances terminated and started, with their agents; each agent's return has its node verified at once", len(lost)), nil
 }
 
 // churn moves every tenth workload to the next node.
