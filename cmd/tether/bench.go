@@ -81,7 +81,7 @@ Proto.Actor delivering as many messages in the same run.`,
 	f.DurationVar(&cfg.CloudLatency, "cloud-latency", 0, "latency added to every sim cloud call (0 to 10s)")
 	f.IntVar(&cfg.AttachLimit, "attach-limit", sim.DefaultAttachLimit, "volumes each sim instance may have attached (1 to 100000); a node holds its share of the volumes, and during churn the volumes moving onto it too (a shape that does not fit is refused, naming the limit it needs)")
 	f.StringVar(&cfg.Mounter, "mounter", cfg.Mounter, "symlink (no privileges) or bind (real bind mounts; root; every agent shares this host's mount table)")
-	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period (node loss heals at the next pass)")
+	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period")
 	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of each phase")
 	f.StringVar(&cfg.Dir, "dir", "", "where to make the temporary data directory (default: the system's)")
 	f.StringVar(&cfg.MachinesDir, "machines-dir", "", "where to make the simulated machines' disks (each node's mounts, the sim volumes' contents), apart from the store and the cloud's state, as on a real fleet (default: inside the data directory)")
