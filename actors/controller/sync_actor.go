@@ -137,6 +137,9 @@ func (a *syncActor) begin(only []cloud.NodeName) {
 // readBelief snapshots VolumesAttached of every known node, or of those
 // of only (if not nil).
 func (a *syncActor) readBelief(only []cloud.NodeName) ([]cloud.NodeName, error) {
+	if only != nil {
+		return a.readSome(only)
+	}
 	statuses, err := a.env.store.NodeStatuses()
 	if err != nil {
 		return nil, err
@@ -152,13 +155,26 @@ func (a *syncActor) readBelief(only []cloud.NodeName) ([]cloud.NodeName, error) 
 	for _, st := range statuses {
 		a.believed[st.Name] = st.VolumesAttached
 	}
-	if only != nil {
-		all := a.believed
-		a.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
-		for _, n := range only {
-			if vols, ok := all[n]; ok {
-				a.believed[n] = vols
-			}
+	return sortedKeys(a.believed), nil
+}
+
+// readSome is readBelief for the nodes of only, read one by one: a node
+// is known by its status or, without one, by its spec.
+func (a *syncActor) readSome(only []cloud.NodeName) ([]cloud.NodeName, error) {
+	a.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
+	for _, n := range only {
+		st, ok, err := a.env.store.NodeStatus(n)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			a.believed[n] = st.VolumesAttached
+			continue
+		}
+		if _, ok, err := a.env.store.Node(n); err != nil {
+			return nil, err
+		} else if ok {
+			a.believed[n] = map[cloud.VolumeID]string{}
 		}
 	}
 	return sortedKeys(a.believed), nil
