@@ -54,24 +54,38 @@ func (l *callLog) namedSince(mark int, inst cloud.InstanceID) int {
 	return n
 }
 
+// enter counts a call in *running (and in *peak, if given, the most at
+// once) until done is called, and holds it at *gate, if set, until the gate
+// is closed or ctx ends (err).
+func (l *callLog) enter(ctx context.Context, gate *chan struct{}, running, peak *int) (done func(), err error) {
+	l.mu.Lock()
+	g := *gate
+	*running++
+	if peak != nil {
+		*peak = max(*peak, *running)
+	}
+	l.mu.Unlock()
+	done = func() {
+		l.mu.Lock()
+		*running--
+		l.mu.Unlock()
+	}
+	if g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return done, ctx.Err()
+		}
+	}
+	return done, nil
+}
+
 func (l *callLog) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
 	l.note(inst)
-	l.mu.Lock()
-	gate := l.gate
-	l.attaching++
-	l.peak = max(l.peak, l.attaching)
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.attaching--
-		l.mu.Unlock()
-	}()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
+	done, err := l.enter(ctx, &l.gate, &l.attaching, &l.peak)
+	defer done()
+	if err != nil {
+		return "", err
 	}
 	return l.Provider.Attach(ctx, vol, inst)
 }
@@ -97,21 +111,10 @@ func (l *callLog) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID
 
 func (l *callLog) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
 	l.note(insts...)
-	l.mu.Lock()
-	gate := l.listGate
-	l.listing++
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.listing--
-		l.mu.Unlock()
-	}()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	done, err := l.enter(ctx, &l.listGate, &l.listing, nil)
+	defer done()
+	if err != nil {
+		return nil, err
 	}
 	return l.Provider.InstanceVolumes(ctx, insts)
 }
