@@ -17,15 +17,22 @@ package csitest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-test/v5/driver"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // Config of a fake driver. The zero value is a controller with
@@ -223,5 +230,30 @@ func (d *Driver) Listen(socket, nodeID string) (stop func(), err error) {
 		_ = lis.Close()
 		return nil, err
 	}
+	// csi-test's Start returns before its goroutine calls Serve, and that
+	// goroutine panics if Stop came first ("the server has been stopped").
+	// Only a serving server answers a call, so wait for one answer.
+	if err := awaitServing(socket); err != nil {
+		srv.Close()
+		return nil, err
+	}
 	return srv.Stop, nil
+}
+
+// awaitServing returns once the gRPC server on socket answers a call (to
+// a method no server has, so no service and no hook sees it), or an error
+// after 10 s.
+func awaitServing(socket string) error {
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = conn.Invoke(ctx, "/tether.csitest.Probe/Serving", &emptypb.Empty{}, &emptypb.Empty{}, grpc.WaitForReady(true))
+	if status.Code(err) == codes.Unimplemented {
+		return nil
+	}
+	return fmt.Errorf("csitest: the server on %s does not answer: %v", socket, err)
 }
