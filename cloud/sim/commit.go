@@ -29,6 +29,25 @@ type dirty struct {
 	insts map[cloud.InstanceID]struct{}
 }
 
+// reset empties the sets for the next commit. A cleared Go map keeps its
+// slots, and ranging over it costs them all, not its length: after one
+// commit of a bulk create of 100,000 volumes, every later commit (of one
+// attach) ranged over 100,000 empty slots, a fleet start's cost growing
+// with the square of the fleet. A set that held many is dropped instead.
+func (d *dirty) reset() {
+	if len(d.vols) > smallDirty {
+		d.vols = nil
+	}
+	if len(d.insts) > smallDirty {
+		d.insts = nil
+	}
+	clear(d.vols)
+	clear(d.insts)
+}
+
+// smallDirty is the most entries a dirty set keeps its slots for.
+const smallDirty = 64
+
 // touchVolLocked notes that volume id was created, changed or deleted.
 func (c *Cloud) touchVolLocked(id cloud.VolumeID) {
 	if c.state == nil {
@@ -70,8 +89,7 @@ func (c *Cloud) changeRecordLocked() logRecord {
 			r.DeletedInstances = append(r.DeletedInstances, id)
 		}
 	}
-	clear(c.dirty.vols)
-	clear(c.dirty.insts)
+	c.dirty.reset()
 	return r
 }
 
@@ -189,8 +207,7 @@ func (s *store) writeGroup(group []*pending) error {
 // was staged or is waiting for its write, for the observers.
 func (c *Cloud) revertLocked() {
 	c.applyWorldLocked(c.state.img.state(c.state.gen))
-	clear(c.dirty.vols)
-	clear(c.dirty.insts)
+	c.dirty.reset()
 	c.obs.staged, c.obs.unwritten = nil, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,57 @@ func BenchmarkStateConcurrentChanges(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			b.ReportMetric(float64(c.Fsyncs()-fsyncs)/float64(b.N), "fsyncs/op")
+			if err := c.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkChangeAfterBulkCreate: one goroutine attaches and detaches one
+// volume on a durable cloud whose volumes (1,000 or 100,000) and instances
+// (one per 10 volumes) were each created in one bulk commit, as an apply
+// and a fleet's start create them. One op is one change, written to the
+// log without its fsync (which would hide the rest). A change must not
+// cost more after a larger bulk create: the dirty sets of those commits
+// once kept their slots, and every later commit ranged over them.
+func BenchmarkChangeAfterBulkCreate(b *testing.B) {
+	for _, vols := range []int{1000, 100000} {
+		b.Run(fmt.Sprint(vols, "vols"), func(b *testing.B) {
+			c := mustOpenB(b, Config{StatePath: filepath.Join(b.TempDir(), "cloud.json")})
+			specs := make([]VolumeSpec, vols)
+			for i := range specs {
+				specs[i] = VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%06d", i)), Mode: cloud.Exclusive}
+			}
+			if err := c.CreateVolumesUncommitted(specs); err != nil {
+				b.Fatal(err)
+			}
+			nodes := make([]cloud.NodeName, vols/10)
+			for i := range nodes {
+				nodes[i] = cloud.NodeName(fmt.Sprintf("n%05d", i))
+			}
+			insts, err := c.AddInstances(nodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			setAppend(c, func(f *os.File, data []byte) error {
+				_, err := f.Write(data)
+				return err
+			})
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				var err error
+				if i%2 == 0 {
+					_, err = c.Attach(ctx, "v000000", insts[0])
+				} else {
+					err = c.Detach(ctx, "v000000", insts[0])
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
 			if err := c.Close(); err != nil {
 				b.Fatal(err)
 			}
