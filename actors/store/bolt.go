@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -349,7 +348,7 @@ func counter(tx *bolt.Tx, key []byte) (uint64, error) {
 }
 
 func put(tx *bolt.Tx, bucket []byte, key string, rec any) error {
-	data, err := json.Marshal(rec)
+	data, err := marshalRecord(rec)
 	if err != nil {
 		return fmt.Errorf("store: encode %s/%s: %w", bucket, key, err)
 	}
@@ -364,7 +363,7 @@ func get[R any](tx *bolt.Tx, bucket []byte, key string) (R, bool, error) {
 	if data == nil {
 		return rec, false, nil
 	}
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := unmarshalRecord(data, &rec); err != nil {
 		return rec, false, fmt.Errorf("store: decode %s/%s: %w", bucket, key, err)
 	}
 	return rec, true, nil
@@ -384,7 +383,7 @@ func scan[R any](tx *bolt.Tx, bucket []byte, fn func(R)) error {
 
 func decode[R any](bucket, key, data []byte) (R, error) {
 	var rec R
-	if err := json.Unmarshal(data, &rec); err != nil {
+	if err := unmarshalRecord(data, &rec); err != nil {
 		return rec, fmt.Errorf("store: decode %s/%s: %w", bucket, key, err)
 	}
 	return rec, nil

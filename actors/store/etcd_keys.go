@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -55,7 +54,7 @@ func indexSecond(kv *mvccpb.KeyValue, prefix string) string { return string(kv.K
 
 // encodeRecord is a record's value.
 func encodeRecord(key string, rec any) (string, error) {
-	data, err := json.Marshal(rec)
+	data, err := marshalRecord(rec)
 	if err != nil {
 		return "", fmt.Errorf("store: encode %q: %w", key, err)
 	}
@@ -65,7 +64,7 @@ func encodeRecord(key string, rec any) (string, error) {
 // decodeRecord decodes a record's value.
 func decodeRecord[R any](kv *mvccpb.KeyValue) (R, error) {
 	var rec R
-	if err := json.Unmarshal(kv.Value, &rec); err != nil {
+	if err := unmarshalRecord(kv.Value, &rec); err != nil {
 		return rec, fmt.Errorf("store: decode %q: %w", kv.Key, err)
 	}
 	return rec, nil

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -69,7 +68,7 @@ func intentsOf(tx *bolt.Tx, vol cloud.VolumeID) ([]Intent, error) {
 	c := tx.Bucket(bucketIntents).Cursor()
 	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
 		var rec intentRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
+		if err := unmarshalRecord(data, &rec); err != nil {
 			return nil, fmt.Errorf("decode %s/%q: %w", bucketIntents, k, err)
 		}
 		out = append(out, Intent(rec))
