@@ -139,19 +139,20 @@ func (s scanner) targets(dir string, checked bool, e Entry) error {
 }
 
 // dirs returns the valid names of real directories in dir; the others are
-// reported in Invalid. A missing (or non-directory) dir has none.
+// reported in Invalid. A missing (or non-directory) dir has none. The
+// type is the directory entry's (no lstat per entry; os.ReadDir looks at
+// the entry itself on a filesystem that does not say).
 func (s scanner) dirs(dir, kind string) ([]string, error) {
-	names, err := s.names(dir, false, kind)
+	entries, err := s.entries(dir, false, kind)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-			out = append(out, name)
-		} else if err == nil || !errors.Is(err, fs.ErrNotExist) {
-			s.found.Invalid = append(s.found.Invalid, p)
+	for _, de := range entries {
+		if de.IsDir() {
+			out = append(out, de.Name())
+		} else {
+			s.found.Invalid = append(s.found.Invalid, filepath.Join(dir, de.Name()))
 		}
 	}
 	return out, nil
@@ -161,6 +162,16 @@ func (s scanner) dirs(dir, kind string) ([]string, error) {
 // dir itself must not be a symlink: Scan never follows one. It is looked
 // at first unless checked (dirs found it a real directory).
 func (s scanner) names(dir string, checked bool, kind string) ([]string, error) {
+	entries, err := s.entries(dir, checked, kind)
+	out := make([]string, len(entries))
+	for i, de := range entries {
+		out[i] = de.Name()
+	}
+	return out, err
+}
+
+// entries is names with the directory entries.
+func (s scanner) entries(dir string, checked bool, kind string) ([]fs.DirEntry, error) {
 	if !checked {
 		fi, err := os.Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -178,13 +189,13 @@ func (s scanner) names(dir string, checked bool, kind string) ([]string, error) 
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("mount: scan: %w", err)
 	}
-	var out []string
+	out := entries[:0]
 	for _, de := range entries {
 		if layout.ValidName(kind, de.Name()) != nil {
 			s.found.Invalid = append(s.found.Invalid, filepath.Join(dir, de.Name()))
 			continue
 		}
-		out = append(out, de.Name())
+		out = append(out, de)
 	}
 	return out, nil
 }
