@@ -30,9 +30,9 @@ type dirty struct {
 }
 
 // reset empties the sets for the next commit. A cleared Go map keeps its
-// slots, and ranging over it costs them all, not its length: after one
-// commit of a bulk create of 100,000 volumes, every later commit (of one
-// attach) ranged over 100,000 empty slots, a fleet start's cost growing
+// slots, and ranging over it while it holds anything costs them all, not
+// its length: after the bulk commit of a fleet's 10,000 instances, every
+// attach's commit ranged over 10,000 slots, a fleet start's cost growing
 // with the square of the fleet. A set that held many is dropped instead.
 func (d *dirty) reset() {
 	if len(d.vols) > smallDirty {

@@ -122,9 +122,10 @@ func (p parents) complete() bool { return p.n == len(p.dirs) }
 // time, from the first of them on; the root too (os.MkdirAll) when that
 // first one is right below it. One that was there already (made meanwhile
 // by an operation on another target) is looked at: it must be a real
-// directory (ErrOutside). One this mkdir made is one: looking again would
-// prove nothing more (it could be swapped right after the look as well)
-// and cost an lstat per new directory, three for each new pod's volume.
+// directory (ErrOutside). One this mkdir made is a real directory: looking
+// again would prove nothing more (it could be swapped right after the look
+// as well) and cost an lstat per new directory, three for each new pod's
+// volume.
 func (p parents) make() error {
 	if p.n == 0 {
 		if err := os.MkdirAll(p.l.Root(), dirMode); err != nil {
