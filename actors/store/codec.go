@@ -26,6 +26,24 @@ import (
 
 // marshalRecord encodes rec as json.Marshal does.
 func marshalRecord(rec any) ([]byte, error) {
+	if data, ok := encodeFast(rec); ok {
+		return data, nil
+	}
+	return json.Marshal(rec)
+}
+
+// unmarshalRecord decodes data into rec (a pointer) as json.Unmarshal
+// does into a zero record.
+func unmarshalRecord(data []byte, rec any) error {
+	if decodeFast(data, rec) {
+		return nil
+	}
+	return json.Unmarshal(data, rec)
+}
+
+// encodeFast encodes a record by hand; false: rec is of another type, or
+// json.Marshal would write it otherwise.
+func encodeFast(rec any) ([]byte, bool) {
 	e := encoder{ok: true}
 	switch r := rec.(type) {
 	case statusRecord:
@@ -39,46 +57,37 @@ func marshalRecord(rec any) ([]byte, error) {
 	case intentRecord:
 		e.intent(&r)
 	default:
-		e.ok = false
+		return nil, false
 	}
-	if e.ok {
-		return e.b, nil
-	}
-	return json.Marshal(rec)
+	return e.b, e.ok
 }
 
-// unmarshalRecord decodes data into rec (a pointer) as json.Unmarshal
-// does into a zero record.
-func unmarshalRecord(data []byte, rec any) error {
+// decodeFast decodes data into rec (a pointer to a record) by hand if it
+// is in the form encodeFast writes, and reports whether it was; rec is
+// left alone when not.
+func decodeFast(data []byte, rec any) bool {
 	d := decoder{b: data, ok: true}
 	switch r := rec.(type) {
 	case *statusRecord:
-		if v := d.status(); d.end() {
-			*r = v
-			return nil
-		}
+		return set(r, d.status(), d.end())
 	case *workloadRecord:
-		if v := d.workload(); d.end() {
-			*r = v
-			return nil
-		}
+		return set(r, d.workload(), d.end())
 	case *volumeRecord:
-		if v := d.volume(); d.end() {
-			*r = v
-			return nil
-		}
+		return set(r, d.volume(), d.end())
 	case *nodeRecord:
-		if v := d.node(); d.end() {
-			*r = v
-			return nil
-		}
+		return set(r, d.node(), d.end())
 	case *intentRecord:
-		if v := d.intent(); d.end() {
-			*r = v
-			return nil
-		}
+		return set(r, d.intent(), d.end())
 	}
-	return json.Unmarshal(data, rec)
+	return false
+}
+
+// set stores v in *r if ok.
+func set[R any](r *R, v R, ok bool) bool {
+	if ok {
+		*r = v
+	}
+	return ok
 }
 
 // encoder appends JSON to b; ok turns false at the first value it cannot
