@@ -127,32 +127,43 @@ func (a *Agent) start(now time.Time, key opKey, eff Effect) []Effect {
 }
 
 // timeouts records WaitForAttachTimeout once per workload whose volumes are
-// not all mounted in time, naming what is missing.
+// not all mounted in time, naming what is missing. It runs at every step
+// and allocates only for a workload that times out.
 func (a *Agent) timeouts(now time.Time) []Effect {
 	var effs []Effect
 	for i := range a.desired {
 		d := &a.desired[i]
-		uid := d.uid
+		if d.timedOut || !a.anyUnmounted(d) {
+			continue
+		}
+		deadline := d.since.Add(a.cfg.WaitForAttachAndMount)
+		if now.Before(deadline) {
+			effs = append(effs, WakeAt{At: deadline})
+			continue
+		}
 		var unattached, unmounted []VolumeID
 		for _, u := range a.uses[d.lo:d.hi] {
 			v := u.vol
 			if !a.seen.of(v).attached {
 				unattached = append(unattached, v)
 			}
-			if a.mounts.pub(PubKey{uid, v}) != Mounted {
+			if a.mounts.pub(PubKey{d.uid, v}) != Mounted {
 				unmounted = append(unmounted, v)
 			}
 		}
-		deadline := d.since.Add(a.cfg.WaitForAttachAndMount)
-		switch {
-		case len(unmounted) == 0 || d.timedOut:
-		case now.Before(deadline):
-			effs = append(effs, WakeAt{At: deadline})
-		default:
-			d.timedOut = true
-			effs = append(effs, Record{Type: EventWaitTimeout, Workload: uid, Warning: true,
-				Message: fmt.Sprintf("unable to attach or mount volumes: unmounted volumes=%v, unattached volumes=%v: timed out waiting for the condition", unmounted, unattached)})
-		}
+		d.timedOut = true
+		effs = append(effs, Record{Type: EventWaitTimeout, Workload: d.uid, Warning: true,
+			Message: fmt.Sprintf("unable to attach or mount volumes: unmounted volumes=%v, unattached volumes=%v: timed out waiting for the condition", unmounted, unattached)})
 	}
 	return effs
+}
+
+// anyUnmounted reports whether a volume of workload d is not mounted for it.
+func (a *Agent) anyUnmounted(d *desiredWorkload) bool {
+	for _, u := range a.uses[d.lo:d.hi] {
+		if a.mounts.pub(PubKey{d.uid, u.vol}) != Mounted {
+			return true
+		}
+	}
+	return false
 }
