@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/tether/tether/node/layout"
 )
@@ -100,20 +101,18 @@ func (s symlink) Inspect(target string) (State, string, error) {
 
 // inspect reports the state of a checked target and, when Mounted, the
 // stat of the directory it shows. For a dangling symlink (Partial) the
-// source is where it points.
+// source is where it points. readlink tells a symlink (its destination),
+// a missing target (ENOENT) and anything else (EINVAL) apart in one call,
+// no lstat first: an agent's reconstruction inspects every mount.
 func (symlink) inspect(target string) (State, string, fs.FileInfo, error) {
-	fi, err := os.Lstat(target)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Absent, "", nil, nil
-	}
-	if err != nil {
-		return Absent, "", nil, err
-	}
-	if fi.Mode().Type() != fs.ModeSymlink {
-		return Partial, "", nil, nil
-	}
 	dest, err := os.Readlink(target)
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		return Absent, "", nil, nil
+	case errors.Is(err, syscall.EINVAL):
+		return Partial, "", nil, nil // there, and not a symlink
+	default:
 		return Absent, "", nil, err
 	}
 	shows, err := os.Stat(target)
