@@ -151,7 +151,19 @@ func bindForeign(t *testing.T, dev string) (string, string) {
 	if dev != "" {
 		args = []string{dev, file}
 	}
+	// A device just released may still be tearing down (EBUSY until the
+	// kernel has unbound it): try again while it shows no backing file. One
+	// that another process bound meanwhile (loop devices are the machine's;
+	// other test packages take free ones) is not this test's to use.
+	deadline := time.Now().Add(5 * time.Second)
 	out, err := exec.Command("losetup", args...).CombinedOutput()
+	for err != nil && dev != "" && strings.Contains(string(out), "busy") && time.Now().Before(deadline) {
+		if other := sysBackingOf(t, dev); other != "" {
+			t.Skipf("%s was bound to %s by another process before this test could bind it", dev, other)
+		}
+		time.Sleep(10 * time.Millisecond)
+		out, err = exec.Command("losetup", args...).CombinedOutput()
+	}
 	if err != nil {
 		t.Fatalf("losetup %v: %v: %s", args, err, out)
 	}
