@@ -37,13 +37,21 @@ func loopBacking(path string) (backing, num string, err error) {
 	num = fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
 	sys := "/sys/dev/block/" + num + "/loop/backing_file"
 	raw, err := os.ReadFile(sys)
-	if errors.Is(err, fs.ErrNotExist) {
+	if unbound(err) {
 		return "", "", fmt.Errorf("not a bound loop device (no %s): %w", sys, cloud.ErrNotFound)
 	}
 	if err != nil {
 		return "", "", err
 	}
 	return strings.TrimSuffix(string(raw), "\n"), num, nil
+}
+
+// unbound reports whether a read of a loop device's sysfs backing_file
+// failed because the device is not bound: the file is gone, or the device
+// is being unbound right then (ENODEV, ENXIO; loop devices are the
+// machine's, and other programs release theirs at any time).
+func unbound(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO)
 }
 
 // loopReadOnly reports whether the kernel has the block device numbered
@@ -80,7 +88,7 @@ func otherLoops(image, num string) ([]boundLoop, error) {
 	for _, f := range files {
 		dir := filepath.Dir(filepath.Dir(f)) // /sys/block/loopN
 		raw, err := os.ReadFile(f)
-		if errors.Is(err, fs.ErrNotExist) {
+		if unbound(err) {
 			continue // released meanwhile
 		}
 		if err != nil {

@@ -143,14 +143,11 @@ func inspectFile(f *os.File, dev string) (binding, bool, error) {
 	case err != nil:
 		return binding{}, false, fmt.Errorf("%s: LOOP_GET_STATUS64: %w", dev, err)
 	}
-	raw, err := os.ReadFile(sysBacking(dev))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return binding{}, false, nil
-	case err != nil:
+	raw, bound, err := readBacking(dev)
+	if err != nil || !bound {
 		return binding{}, false, err
 	}
-	path, deleted := parseBacking(string(raw))
+	path, deleted := parseBacking(raw)
 	return binding{
 		Backing:  path,
 		Deleted:  deleted,
@@ -166,6 +163,26 @@ func sysBacking(dev string) string {
 	return fmt.Sprintf("%s/loop%d/loop/backing_file", sysBlock, n)
 }
 
+// readBacking reads the backing file sysfs names for a loop device path;
+// false if the device is not bound.
+func readBacking(dev string) (string, bool, error) {
+	return sysfsBacking(os.ReadFile(sysBacking(dev)))
+}
+
+// sysfsBacking is readBacking's answer from a read of the sysfs file. A
+// device being unbound while it is read (by whoever: the loop devices are
+// the machine's) answers ENODEV or ENXIO rather than vanishing at once:
+// not bound either, not an error.
+func sysfsBacking(raw []byte, err error) (string, bool, error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return string(raw), true, nil
+}
+
 func (kernel) backings() (map[string]string, error) {
 	entries, err := os.ReadDir(sysBlock)
 	if err != nil {
@@ -177,14 +194,13 @@ func (kernel) backings() (map[string]string, error) {
 		if _, ok := loopIndex(dev); !ok {
 			continue
 		}
-		raw, err := os.ReadFile(sysBacking(dev))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // not bound
-		case err != nil:
+		raw, bound, err := readBacking(dev)
+		if err != nil {
 			return nil, err
 		}
-		out[dev] = string(raw)
+		if bound {
+			out[dev] = raw
+		}
 	}
 	return out, nil
 }
