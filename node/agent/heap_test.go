@@ -123,3 +123,14 @@ func BenchmarkHeapAtRest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkToRest measures the machines' steps from nothing to rest (100
+// agents, ten volumes each): the pure core's share of a fleet start, which
+// runs reconcile at every step (go test -run '^$' -bench ToRest
+// ./node/agent).
+func BenchmarkToRest(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		newRestFleet(100, 10).run(b)
+	}
+}

@@ -80,6 +80,21 @@ func (m *mounts) put(v VolumeID, e volMounts) {
 	m.byVol[v] = e
 }
 
+// appendVols appends to buf the volume of every mount, once per mount:
+// all's volumes, with no function value to call (the step's inUse runs it
+// at every step).
+func (m *mounts) appendVols(buf []VolumeID) []VolumeID {
+	for v, e := range m.byVol {
+		if e.stage != 0 || e.pub != 0 {
+			buf = append(buf, v)
+		}
+	}
+	for k := range m.more {
+		buf = append(buf, k.Volume)
+	}
+	return buf
+}
+
 // pubsOf lists the publishes of v, by UID.
 func (m *mounts) pubsOf(v VolumeID) []PubKey {
 	var out []PubKey

@@ -15,8 +15,9 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 	}
 	wanted := a.wantedBy()
 	var effs []Effect
-	if inUse := a.inUse(); !a.reportedOnce || !slices.Equal(inUse, a.reported) {
-		a.reported, a.reportedOnce = inUse, true
+	var buf [64]VolumeID // most agents' volumes, wanted and mounted, fit: no allocation unless changed
+	if inUse := a.inUse(buf[:0]); !a.reportedOnce || !slices.Equal(inUse, a.reported) {
+		a.reported, a.reportedOnce = slices.Clone(inUse), true
 		a.reportSeq++
 		effs = append(effs, ReportInUse{Volumes: slices.Clone(inUse), Seq: a.reportSeq})
 	}
@@ -46,17 +47,19 @@ func (a *Agent) reconcile(now time.Time) []Effect {
 	return effs
 }
 
-// inUse: wanted volumes and every volume with anything mounted (even
-// uncertainly): it leaves VolumesInUse only when fully unmounted.
-func (a *Agent) inUse() []VolumeID {
-	set := map[VolumeID]bool{}
+// inUse appends to buf, sorted and each once, the wanted volumes and every
+// volume with anything mounted (even uncertainly): a volume leaves
+// VolumesInUse only when fully unmounted. It runs at every step, so it
+// builds no set: the caller's buffer, sorted and compacted.
+func (a *Agent) inUse(buf []VolumeID) []VolumeID {
 	if !a.cfg.BreakMountBeforeInUse {
 		for _, u := range a.uses {
-			set[u.vol] = true
+			buf = append(buf, u.vol)
 		}
 	}
-	a.mounts.all(func(v VolumeID, _ string, _ MountState) { set[v] = true })
-	return sortedVols(set)
+	buf = a.mounts.appendVols(buf)
+	slices.Sort(buf)
+	return slices.Compact(buf)
 }
 
 // next picks the one operation volume v needs now, if any; users are the
@@ -127,10 +130,13 @@ func (a *Agent) start(now time.Time, key opKey, eff Effect) []Effect {
 }
 
 // timeouts records WaitForAttachTimeout once per workload whose volumes are
-// not all mounted in time, naming what is missing. It runs at every step
-// and allocates only for a workload that times out.
+// not all mounted in time, naming what is missing, and asks to be woken at
+// the earliest deadline still ahead (the step keeps only the earliest
+// WakeAt anyway). It runs at every step and allocates only for a workload
+// that times out, and for that one WakeAt.
 func (a *Agent) timeouts(now time.Time) []Effect {
 	var effs []Effect
+	var wake time.Time
 	for i := range a.desired {
 		d := &a.desired[i]
 		if d.timedOut || !a.anyUnmounted(d) {
@@ -138,7 +144,9 @@ func (a *Agent) timeouts(now time.Time) []Effect {
 		}
 		deadline := d.since.Add(a.cfg.WaitForAttachAndMount)
 		if now.Before(deadline) {
-			effs = append(effs, WakeAt{At: deadline})
+			if wake.IsZero() || deadline.Before(wake) {
+				wake = deadline
+			}
 			continue
 		}
 		var unattached, unmounted []VolumeID
@@ -154,6 +162,9 @@ func (a *Agent) timeouts(now time.Time) []Effect {
 		d.timedOut = true
 		effs = append(effs, Record{Type: EventWaitTimeout, Workload: d.uid, Warning: true,
 			Message: fmt.Sprintf("unable to attach or mount volumes: unmounted volumes=%v, unattached volumes=%v: timed out waiting for the condition", unmounted, unattached)})
+	}
+	if !wake.IsZero() {
+		effs = append(effs, WakeAt{At: wake})
 	}
 	return effs
 }

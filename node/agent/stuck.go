@@ -22,6 +22,26 @@ func (a *Agent) overdue(now time.Time) []Effect {
 	if a.cfg.OpTimeout <= 0 {
 		return nil
 	}
+	// Most steps find nothing overdue: the earliest deadline, with no
+	// sorting and one WakeAt (the step keeps only the earliest anyway).
+	var wake time.Time
+	due := false
+	for _, in := range a.busy {
+		deadline := in.started.Add(a.cfg.OpTimeout)
+		if !now.Before(deadline) {
+			due = true
+			break
+		}
+		if wake.IsZero() || deadline.Before(wake) {
+			wake = deadline
+		}
+	}
+	if !due {
+		if wake.IsZero() {
+			return nil
+		}
+		return []Effect{WakeAt{At: wake}}
+	}
 	var effs []Effect
 	for _, v := range sortedVols(a.busy) {
 		in := a.busy[v]
