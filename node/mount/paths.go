@@ -68,15 +68,18 @@ func checkStaged(op, source string) (string, fs.FileInfo, error) {
 }
 
 // between returns the paths strictly between the root and path (which must
-// be below the root), shallowest first.
+// be clean and below the root), shallowest first: path's own prefixes up
+// to each separator below the root, so no string is built.
 func between(l layout.Layout, path string) []string {
-	rel := strings.TrimPrefix(path, l.Root()+string(filepath.Separator))
-	parts := strings.Split(rel, string(filepath.Separator))
-	out := make([]string, 0, len(parts)-1)
-	dir := l.Root()
-	for _, p := range parts[:len(parts)-1] {
-		dir = filepath.Join(dir, p)
-		out = append(out, dir)
+	root := l.Root()
+	if !strings.HasPrefix(path, root+string(filepath.Separator)) {
+		return nil
+	}
+	out := make([]string, 0, strings.Count(path[len(root)+1:], string(filepath.Separator)))
+	for i := len(root) + 1; i < len(path); i++ {
+		if path[i] == filepath.Separator {
+			out = append(out, path[:i])
+		}
 	}
 	return out
 }
@@ -95,9 +98,15 @@ type parents struct {
 // checkParents checks that every existing directory between the root and
 // target is a real directory, not a symlink (ErrOutside), so that an
 // operation on target cannot land outside the root. It stops at the first
-// missing one. One lstat per directory, the missing one included.
+// missing one. Where the deepest is reached from / through no symlink at
+// all (realDirs: one openat2 and a close), they all are; otherwise one
+// lstat per directory, the missing one included.
 func checkParents(l layout.Layout, op, target string) (parents, error) {
 	p := parents{l: l, op: op, target: target, dirs: between(l, target)}
+	if len(p.dirs) > 0 && realDirs(p.dirs[len(p.dirs)-1]) {
+		p.n = len(p.dirs)
+		return p, nil
+	}
 	for _, dir := range p.dirs {
 		fi, err := os.Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/tether/tether/node/layout"
 )
 
 // TestMakeParents: the root and every directory up to the target's parent
@@ -84,4 +87,26 @@ func TestMakeChecksWhatItFinds(t *testing.T) {
 		t.Errorf("make through a symlink = %v, want ErrOutside", err)
 	}
 	sameSnapshot(t, before, snapshot(t, e.base))
+}
+
+// TestBetween: the directories strictly between the root and a clean path
+// below it, shallowest first; none for a path right below the root or
+// not below it.
+func TestBetween(t *testing.T) {
+	l, err := layout.New("/data/node")
+	must(t, err)
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"/data/node/pods/u/volumes/p/v", []string{"/data/node/pods", "/data/node/pods/u", "/data/node/pods/u/volumes", "/data/node/pods/u/volumes/p"}},
+		{"/data/node/plugins", []string{}},
+		{"/data/node", nil},
+		{"/data/nodes/pods/u", nil},
+		{"/elsewhere/pods/u", nil},
+	} {
+		if got := between(l, c.path); !slices.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("between(%q) = %q, want %q", c.path, got, c.want)
+		}
+	}
 }
