@@ -287,7 +287,8 @@ func TestServeCloudAdmin(t *testing.T) {
 	}
 
 	devices := node.SimDevices{Cloud: c, Node: "n1"}
-	src, err := devices.Source(callCtx, "v1", dev)
+	src, release, err := devices.Source(callCtx, "v1", dev)
+	release()
 	if want, _ := filepath.Abs(filepath.Join(dir, "cloud", "v1")); err != nil || src != want {
 		t.Errorf("device source of v1 = %q, %v; want %q", src, err, want)
 	}

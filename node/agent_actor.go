@@ -19,14 +19,24 @@ import (
 	"github.com/tether/tether/node/mount"
 )
 
-// Devices turns a device path the controller reported into the directory
-// that holds the volume's content on this node (the sim cloud's "block
-// device"). It fails unless vol itself is attached here at that device: a
-// device path is reused by the next volume once one is detached, and a
-// stale status must never mount another volume's data.
+// Devices turns a device path the controller reported into what the
+// mounter stages from on this node (the sim cloud's content directory, a
+// loop device, a CSI publish context). It fails unless vol itself is
+// attached here at that device: a device path is reused by the next
+// volume once one is detached, and a stale status must never mount
+// another volume's data.
+//
+// What Source checked must still hold when the mounter uses it. Where the
+// answer could change in between (a loop device released and bound to
+// another volume's image), Source holds it until release is called, which
+// the agent does once the stage returned. release is never nil; a wrapper
+// passes its inner release on.
 type Devices interface {
-	Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error)
+	Source(ctx context.Context, vol cloud.VolumeID, device string) (source string, release func(), err error)
 }
+
+// noRelease is the release of a source that holds nothing.
+func noRelease() {}
 
 // Config of one node agent.
 type Config struct {

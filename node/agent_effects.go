@@ -71,10 +71,11 @@ func (a *agentActor) stage(c context.Context, f agent.Stage) error {
 	if err != nil {
 		return err
 	}
-	source, err := a.cfg.Devices.Source(c, f.Volume, f.Device)
+	source, release, err := a.cfg.Devices.Source(c, f.Volume, f.Device)
 	if err != nil {
 		return fmt.Errorf("device %s of volume %s: %w", f.Device, f.Volume, err)
 	}
+	defer release() // held until the stage returned: see Devices
 	return a.mounter.Stage(source, target)
 }
 

@@ -33,8 +33,8 @@ func (nopMounter) Name() string                                { return "symlink
 
 type nopDevices struct{}
 
-func (nopDevices) Source(context.Context, cloud.VolumeID, string) (string, error) {
-	return "/dev/null", nil
+func (nopDevices) Source(context.Context, cloud.VolumeID, string) (string, func(), error) {
+	return "/dev/null", noRelease, nil
 }
 
 // fakeNode answers an agent as the controller's node actor would, at once:

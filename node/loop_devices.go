@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/tether/tether/cloud"
@@ -46,50 +47,77 @@ type LoopDevices struct {
 	Node  cloud.NodeName
 }
 
-// Source implements Devices: it returns device itself, checked. Its
-// errors do not repeat the device and the volume (the agent names them).
-func (d LoopDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error) {
+// Source implements Devices: it returns device itself, checked, and held
+// open from before the kernel is asked what it is bound to until release.
+// A device released while someone holds it open stays bound to its image
+// until the last close (the kernel defers the release), so between the
+// check and the mount it cannot be released and bound to another
+// volume's image, as when an operator detaches the volume right then and
+// the next attachment takes the device: the mount then shows the volume
+// it was checked for, or nothing. Once mounted, the mount holds it in
+// turn. Its errors do not repeat the device and the volume (the agent
+// names them).
+func (d LoopDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, func(), error) {
 	inst, ok := d.Cloud.InstanceOf(d.Node)
 	if !ok {
-		return "", fmt.Errorf("node %s has no instance: %w", d.Node, cloud.ErrNotFound)
+		return "", noRelease, fmt.Errorf("node %s has no instance: %w", d.Node, cloud.ErrNotFound)
 	}
 	got, err := d.Cloud.InstanceVolumes(ctx, []cloud.InstanceID{inst})
 	if err != nil {
-		return "", fmt.Errorf("node %s: reading what its instance %s has attached: %w", d.Node, inst, err)
+		return "", noRelease, fmt.Errorf("node %s: reading what its instance %s has attached: %w", d.Node, inst, err)
 	}
 	if at, ok := got[inst][vol]; !ok || at != device {
-		return "", fmt.Errorf("not attached to node %s's instance %s there (the cloud records %q): %w", d.Node, inst, at, cloud.ErrNotFound)
+		return "", noRelease, fmt.Errorf("not attached to node %s's instance %s there (the cloud records %q): %w", d.Node, inst, at, cloud.ErrNotFound)
 	}
 	image, err := d.Cloud.ImagePath(vol)
 	if err != nil {
-		return "", err
+		return "", noRelease, err
 	}
 	if !filepath.IsAbs(device) || filepath.Clean(device) != device {
-		return "", fmt.Errorf("not a clean absolute path: %w", cloud.ErrNotFound)
+		return "", noRelease, fmt.Errorf("not a clean absolute path: %w", cloud.ErrNotFound)
 	}
-	backing, num, err := loopBacking(device)
+	held, err := holdLoop(device)
 	if err != nil {
-		return "", fmt.Errorf("on node %s: %w", d.Node, err)
+		return "", noRelease, fmt.Errorf("on node %s: %w", d.Node, err)
 	}
-	if backing != image {
-		return "", fmt.Errorf("bound to %s on node %s, not to the volume's image %s: %w", backing, d.Node, image, cloud.ErrNotFound)
+	release := func() { held.f.Close() }
+	if err := d.check(image, held); err != nil {
+		release()
+		return "", noRelease, err
 	}
-	readOnly, err := loopReadOnly(num)
+	return device, release, nil
+}
+
+// check checks the held device: bound to image, and image bound to no
+// other device it may not share it with.
+func (d LoopDevices) check(image string, held heldLoop) error {
+	if held.backing != image {
+		return fmt.Errorf("bound to %s on node %s, not to the volume's image %s: %w", held.backing, d.Node, image, cloud.ErrNotFound)
+	}
+	readOnly, err := loopReadOnly(held.num)
 	if err != nil {
-		return "", fmt.Errorf("on node %s: %w", d.Node, err)
+		return fmt.Errorf("on node %s: %w", d.Node, err)
 	}
-	others, err := otherLoops(image, num)
+	others, err := otherLoops(image, held.num)
 	if err != nil {
-		return "", fmt.Errorf("on node %s: listing loop devices: %w", d.Node, err)
+		return fmt.Errorf("on node %s: listing loop devices: %w", d.Node, err)
 	}
 	if shared := sharing(readOnly, others); len(shared) > 0 {
 		how := "bound to"
 		if readOnly {
 			how = "bound read-write to"
 		}
-		return "", fmt.Errorf("on node %s: the volume's image %s is %s %v too: %w", d.Node, image, how, shared, ErrImageShared)
+		return fmt.Errorf("on node %s: the volume's image %s is %s %v too: %w", d.Node, image, how, shared, ErrImageShared)
 	}
-	return device, nil
+	return nil
+}
+
+// heldLoop is a loop device held open (holdLoop), with what the kernel
+// showed it bound to once it was: its backing file and its number
+// ("MAJ:MIN").
+type heldLoop struct {
+	f            *os.File
+	backing, num string
 }
 
 // boundLoop is a loop device bound to an image, as the kernel shows it.

@@ -7,43 +7,76 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tether/tether/cloud"
 )
 
-// loopBacking returns the backing file the kernel shows for the loop
-// device at path (" (deleted)" appended when the file was deleted since)
-// and the device's number ("MAJ:MIN"), found through the device's own
-// number, so that a device node at an unexpected path is judged by what
-// it is. A path that is not a block device (a symlink included), or a
-// device that is not a bound loop device, is an error wrapping
-// cloud.ErrNotFound.
-func loopBacking(path string) (backing, num string, err error) {
+// holdLoop opens the loop device at path and returns it held, with the
+// backing file the kernel shows for it (" (deleted)" appended when the
+// file was deleted since) and its number ("MAJ:MIN"), read through the
+// held device's own number, so that a device node at an unexpected path is
+// judged by what it is. A path that is not a block device (a symlink
+// included; it is looked at before it is opened, as opening a character
+// device or a FIFO can do things), or a device that is not a bound loop
+// device, is an error wrapping cloud.ErrNotFound. Nothing is held after an
+// error.
+func holdLoop(path string) (heldLoop, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", "", fmt.Errorf("no such device: %w", cloud.ErrNotFound)
+		return heldLoop{}, fmt.Errorf("no such device: %w", cloud.ErrNotFound)
 	}
 	if err != nil {
-		return "", "", err
+		return heldLoop{}, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if fi.Mode().Type() != fs.ModeDevice || !ok {
-		return "", "", fmt.Errorf("not a block device (%s): %w", fi.Mode().Type(), cloud.ErrNotFound)
+	if fi.Mode().Type() != fs.ModeDevice {
+		return heldLoop{}, fmt.Errorf("not a block device (%s): %w", fi.Mode().Type(), cloud.ErrNotFound)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
+		return heldLoop{}, fmt.Errorf("no such device: %w", cloud.ErrNotFound)
+	case errors.Is(err, unix.ELOOP):
+		return heldLoop{}, fmt.Errorf("not a block device (a symlink now): %w", cloud.ErrNotFound)
+	case err != nil:
+		return heldLoop{}, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	h := heldLoop{f: os.NewFile(uintptr(fd), path)}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		h.f.Close()
+		return heldLoop{}, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFBLK {
+		h.f.Close()
+		return heldLoop{}, fmt.Errorf("not a block device once opened: %w", cloud.ErrNotFound)
 	}
 	dev := uint64(st.Rdev) // not a uint64 on every architecture
-	num = fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
-	sys := "/sys/dev/block/" + num + "/loop/backing_file"
+	h.num = fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
+	sys := "/sys/dev/block/" + h.num + "/loop/backing_file"
 	raw, err := os.ReadFile(sys)
 	if unbound(err) {
-		return "", "", fmt.Errorf("not a bound loop device (no %s): %w", sys, cloud.ErrNotFound)
+		h.f.Close()
+		return heldLoop{}, fmt.Errorf("not a bound loop device (no %s): %w", sys, cloud.ErrNotFound)
 	}
+	if err != nil {
+		h.f.Close()
+		return heldLoop{}, err
+	}
+	h.backing = strings.TrimSuffix(string(raw), "\n")
+	return h, nil
+}
+
+// loopBacking is holdLoop holding nothing: what the device at path is
+// bound to now, and its number.
+func loopBacking(path string) (backing, num string, err error) {
+	h, err := holdLoop(path)
 	if err != nil {
 		return "", "", err
 	}
-	return strings.TrimSuffix(string(raw), "\n"), num, nil
+	h.f.Close()
+	return h.backing, h.num, nil
 }
 
 // unbound reports whether a read of a loop device's sysfs backing_file

@@ -9,9 +9,14 @@ import (
 	"github.com/tether/tether/cloud"
 )
 
-// loopBacking: loop devices are Linux's; elsewhere no path is one.
+// holdLoop: loop devices are Linux's; elsewhere no path is one.
+func holdLoop(string) (heldLoop, error) {
+	return heldLoop{}, fmt.Errorf("%w: %w", errors.New("loop devices need Linux"), cloud.ErrNotFound)
+}
+
 func loopBacking(string) (string, string, error) {
-	return "", "", fmt.Errorf("%w: %w", errors.New("loop devices need Linux"), cloud.ErrNotFound)
+	_, err := holdLoop("")
+	return "", "", err
 }
 
 func loopReadOnly(string) (bool, error) { return false, nil }

@@ -38,6 +38,13 @@ func (f fakeLoopCloud) ImagePath(vol cloud.VolumeID) (string, error) {
 	return filepath.Join(f.images, string(vol)+".img"), nil
 }
 
+// sourceNow is d.Source with its source released at once.
+func sourceNow(ctx context.Context, d Devices, vol cloud.VolumeID, dev string) (string, error) {
+	src, release, err := d.Source(ctx, vol, dev)
+	release()
+	return src, err
+}
+
 // bindLoop binds a free loop device to a new 1 MiB file at image and
 // releases it at cleanup. It fails t (never skips) when it cannot: these
 // tests need root and loop devices.
@@ -106,7 +113,7 @@ func TestLoopDevicesSource(t *testing.T) {
 	}}
 	d := LoopDevices{Cloud: fc, Node: "n1"}
 	ctx := context.Background()
-	if got, err := d.Source(ctx, "a", a); err != nil || got != a {
+	if got, err := sourceNow(ctx, d, "a", a); err != nil || got != a {
 		t.Fatalf("Source(a, %s) = %q, %v; want the device", a, got, err)
 	}
 	for _, c := range []struct {
@@ -125,7 +132,7 @@ func TestLoopDevicesSource(t *testing.T) {
 		{"a node without an instance", "n2", "a", a},
 	} {
 		d := LoopDevices{Cloud: fc, Node: c.node}
-		got, err := d.Source(ctx, c.vol, c.device)
+		got, err := sourceNow(ctx, d, c.vol, c.device)
 		if !errors.Is(err, cloud.ErrNotFound) {
 			t.Errorf("%s: Source(%s, %s) = %q, %v; want an error wrapping cloud.ErrNotFound", c.name, c.vol, c.device, got, err)
 		}
@@ -150,13 +157,13 @@ func TestLoopDevicesSourceImageShared(t *testing.T) {
 	second := strings.TrimSpace(string(out))
 	t.Cleanup(func() { release(t, second) })
 	d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": a}}, Node: "n1"}
-	got, err := d.Source(context.Background(), "a", a)
+	got, err := sourceNow(context.Background(), d, "a", a)
 	if !errors.Is(err, ErrImageShared) || !strings.Contains(err.Error(), second) {
 		t.Fatalf("Source with %s bound to the image too = %q, %v; want ErrImageShared naming it", second, got, err)
 	}
 	release(t, second)
 	waitReleased(t, second)
-	if got, err := d.Source(context.Background(), "a", a); err != nil || got != a {
+	if got, err := sourceNow(context.Background(), d, "a", a); err != nil || got != a {
 		t.Fatalf("Source once %s is released = %q, %v; want %s", second, got, err, a)
 	}
 }
@@ -195,14 +202,14 @@ func TestLoopDevicesSourceReadOnlyShared(t *testing.T) {
 	ctx := context.Background()
 	for _, dev := range []string{ro1, ro2} {
 		d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": dev}}, Node: "n1"}
-		if got, err := d.Source(ctx, "a", dev); err != nil || got != dev {
+		if got, err := sourceNow(ctx, d, "a", dev); err != nil || got != dev {
 			t.Fatalf("Source(%s) with read-only devices alone = %q, %v; want it", dev, got, err)
 		}
 	}
 	rw := bindTo(t, image, false)
 	for dev, want := range map[string]string{ro1: "bound read-write to [" + rw + "]", rw: ro1} {
 		d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": dev}}, Node: "n1"}
-		got, err := d.Source(ctx, "a", dev)
+		got, err := sourceNow(ctx, d, "a", dev)
 		if !errors.Is(err, ErrImageShared) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Source(%s) with %s read-write = %q, %v; want ErrImageShared saying %q", dev, rw, got, err, want)
 		}
@@ -227,4 +234,52 @@ func TestLoopSharing(t *testing.T) {
 			t.Errorf("%s: sharing = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// The device Source hands over stays bound to the volume's image until
+// its release, even when the cloud releases it meanwhile (an operator's
+// detach right then): the kernel defers the release to the last close,
+// so no other volume's image can be bound to the device before the mount
+// holds it in turn, and the device is released once the source is. A
+// source released at once (what Source did before it held anything)
+// leaves the device to be released, free for the next image, between the
+// check and the mount.
+func TestLoopSourceHeldUntilReleased(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	other := filepath.Join(dir, "other.img")
+	if err := os.WriteFile(other, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	a := bindLoop(t, filepath.Join(dir, "a.img"))
+	d := LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"a": a}}, Node: "n1"}
+	got, done, err := d.Source(ctx, "a", a)
+	if err != nil || got != a {
+		t.Fatalf("Source(a, %s) = %q, %v; want the device", a, got, err)
+	}
+	t.Cleanup(done) // a failure below still lets the device go
+	release(t, a)   // the cloud's release: the kernel defers it
+	if backing, _, err := loopBacking(a); err != nil || backing != filepath.Join(dir, "a.img") {
+		t.Fatalf("held %s after its release: bound to %q, %v; want still a.img", a, backing, err)
+	}
+	if out, err := exec.Command("losetup", a, other).CombinedOutput(); err == nil {
+		release(t, a)
+		t.Fatalf("bound another image to %s while it was held", a)
+	} else {
+		t.Logf("binding another image to the held %s: %v: %s", a, err, strings.TrimSpace(string(out)))
+	}
+	done()
+	waitReleased(t, a) // the last close released it
+
+	b := bindLoop(t, filepath.Join(dir, "b.img"))
+	d = LoopDevices{Cloud: fakeLoopCloud{images: dir, attached: map[cloud.VolumeID]string{"b": b}}, Node: "n1"}
+	if got, err := sourceNow(ctx, d, "b", b); err != nil || got != b {
+		t.Fatalf("Source(b, %s) = %q, %v; want the device", b, got, err)
+	}
+	release(t, b)
+	waitReleased(t, b) // nothing held it: free for the next image
 }

@@ -29,21 +29,22 @@ type SimDevices struct {
 	Node  cloud.NodeName
 }
 
-// Source implements Devices.
-func (d SimDevices) Source(_ context.Context, vol cloud.VolumeID, device string) (string, error) {
+// Source implements Devices. It holds nothing: a volume's content
+// directory is its own (the check that it is vol's cannot go stale).
+func (d SimDevices) Source(_ context.Context, vol cloud.VolumeID, device string) (string, func(), error) {
 	inst, ok := d.Cloud.InstanceOf(d.Node)
 	if !ok {
-		return "", fmt.Errorf("node %s has no instance: %w", d.Node, cloud.ErrNotFound)
+		return "", noRelease, fmt.Errorf("node %s has no instance: %w", d.Node, cloud.ErrNotFound)
 	}
 	dir, err := d.Cloud.DeviceSource(inst, device)
 	if err != nil {
-		return "", err
+		return "", noRelease, err
 	}
 	if got := cloud.VolumeID(filepath.Base(dir)); got != vol {
-		return "", fmt.Errorf("device %s on node %s holds volume %s, not %s: %w", device, d.Node, got, vol, cloud.ErrNotFound)
+		return "", noRelease, fmt.Errorf("device %s on node %s holds volume %s, not %s: %w", device, d.Node, got, vol, cloud.ErrNotFound)
 	}
 	if err := mount.CheckSourceIn(d.Cloud.ContentDir(), dir); err != nil {
-		return "", fmt.Errorf("device %s on node %s: %w", device, d.Node, err)
+		return "", noRelease, fmt.Errorf("device %s on node %s: %w", device, d.Node, err)
 	}
-	return dir, nil
+	return dir, noRelease, nil
 }

@@ -37,18 +37,18 @@ func TestSimDevicesAnyCloud(t *testing.T) {
 	}
 	d := SimDevices{Cloud: stubCloud{content: content}, Node: "n1"}
 	ctx := context.Background()
-	if got, err := d.Source(ctx, "vol-a", "/dev/xvdba"); err != nil || got != filepath.Join(content, "vol-a") {
+	if got, err := sourceNow(ctx, d, "vol-a", "/dev/xvdba"); err != nil || got != filepath.Join(content, "vol-a") {
 		t.Errorf("Source = %q, %v; want vol-a's directory", got, err)
 	}
-	if _, err := d.Source(ctx, "vol-b", "/dev/xvdba"); !errors.Is(err, cloud.ErrNotFound) {
+	if _, err := sourceNow(ctx, d, "vol-b", "/dev/xvdba"); !errors.Is(err, cloud.ErrNotFound) {
 		t.Errorf("Source of another volume at that device: %v, want not found", err)
 	}
-	if _, err := (SimDevices{Cloud: stubCloud{content: content}, Node: "n2"}).Source(ctx, "vol-a", "/dev/xvdba"); !errors.Is(err, cloud.ErrNotFound) {
+	if _, err := sourceNow(ctx, SimDevices{Cloud: stubCloud{content: content}, Node: "n2"}, "vol-a", "/dev/xvdba"); !errors.Is(err, cloud.ErrNotFound) {
 		t.Errorf("Source on a node without an instance: %v, want not found", err)
 	}
 	// A cloud whose content root is not where the answer lies is refused.
 	elsewhere := SimDevices{Cloud: rootedAt{stubCloud{content: content}, t.TempDir()}, Node: "n1"}
-	if _, err := elsewhere.Source(ctx, "vol-a", "/dev/xvdba"); !errors.Is(err, mount.ErrUnsafeSource) {
+	if _, err := sourceNow(ctx, elsewhere, "vol-a", "/dev/xvdba"); !errors.Is(err, mount.ErrUnsafeSource) {
 		t.Errorf("Source outside the content root: %v, want mount.ErrUnsafeSource", err)
 	}
 }

@@ -29,12 +29,12 @@ type recDevices struct {
 	node cloud.NodeName
 }
 
-func (d recDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error) {
-	src, err := d.Devices.Source(ctx, vol, device)
+func (d recDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, func(), error) {
+	src, release, err := d.Devices.Source(ctx, vol, device)
 	if err == nil {
 		d.c.add(record{kind: recDevice, vol: vol, node: d.node, text: device})
 	}
-	return src, err
+	return src, release, err
 }
 
 // trustingDevices breaks I3 in the wiring (Break "I3-device"): it resolves
@@ -44,6 +44,6 @@ type trustingDevices struct {
 	content string // the sim cloud's content directory
 }
 
-func (d trustingDevices) Source(_ context.Context, vol cloud.VolumeID, _ string) (string, error) {
-	return filepath.Join(d.content, string(vol)), nil
+func (d trustingDevices) Source(_ context.Context, vol cloud.VolumeID, _ string) (string, func(), error) {
+	return filepath.Join(d.content, string(vol)), func() {}, nil
 }

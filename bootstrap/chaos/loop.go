@@ -108,6 +108,6 @@ func unmountNodes(e *bootstrap.Embedded) error {
 // image.
 type trustingLoopDevices struct{}
 
-func (trustingLoopDevices) Source(_ context.Context, _ cloud.VolumeID, device string) (string, error) {
-	return device, nil
+func (trustingLoopDevices) Source(_ context.Context, _ cloud.VolumeID, device string) (string, func(), error) {
+	return device, func() {}, nil
 }

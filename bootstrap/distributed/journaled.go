@@ -92,12 +92,12 @@ type journalDevices struct {
 	node string
 }
 
-func (d journalDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error) {
-	src, err := d.Devices.Source(ctx, vol, device)
+func (d journalDevices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, func(), error) {
+	src, release, err := d.Devices.Source(ctx, vol, device)
 	if err == nil {
 		d.j.Write(journal.Record{Kind: journal.KindDevice, Node: d.node, Volume: string(vol), Text: device})
 	}
-	return src, err
+	return src, release, err
 }
 
 // statusReadBack bounds how long a member tries to read a node status

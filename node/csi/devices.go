@@ -24,21 +24,24 @@ type Devices struct {
 	Published func(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (bool, error)
 }
 
-// Source implements node.Devices.
-func (d Devices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, error) {
+// Source implements node.Devices. It holds nothing: the node plugin
+// refuses a publish context that went stale.
+func (d Devices) Source(ctx context.Context, vol cloud.VolumeID, device string) (string, func(), error) {
 	if _, err := cloudcsi.PublishContext(device); err != nil {
-		return "", err
+		return "", nop, err
 	}
 	if d.Published == nil {
-		return device, nil
+		return device, nop, nil
 	}
 	id := d.Node.ID()
 	ok, err := d.Published(ctx, vol, id)
 	if err != nil {
-		return "", fmt.Errorf("csi: asking whether volume %s is published to node %s: %w", vol, id, err)
+		return "", nop, fmt.Errorf("csi: asking whether volume %s is published to node %s: %w", vol, id, err)
 	}
 	if !ok {
-		return "", fmt.Errorf("csi: volume %s is not published to this node (%s), says the controller plugin: not staging it: %w", vol, id, cloud.ErrNotFound)
+		return "", nop, fmt.Errorf("csi: volume %s is not published to this node (%s), says the controller plugin: not staging it: %w", vol, id, cloud.ErrNotFound)
 	}
-	return device, nil
+	return device, nop, nil
 }
+
+func nop() {}

@@ -264,16 +264,23 @@ func TestDevices(t *testing.T) {
 		return got[inst][vol], err
 	}
 	d := Devices{Node: r.n, Published: published}
-	if src, err := d.Source(t.Context(), "v1", dev); err != nil || src != dev {
+	if src, err := sourceNow(t.Context(), d, "v1", dev); err != nil || src != dev {
 		t.Errorf("Source = %q, %v; want the device path", src, err)
 	}
-	if _, err := d.Source(t.Context(), "v1", "/dev/xvdf"); cloud.Classify(err) != cloud.KindTerminal {
+	if _, err := sourceNow(t.Context(), d, "v1", "/dev/xvdf"); cloud.Classify(err) != cloud.KindTerminal {
 		t.Errorf("Source of a non-CSI device = %v, want terminal", err)
 	}
 	if err := r.p.Detach(t.Context(), "v1", r.n.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Source(t.Context(), "v1", dev); cloud.Classify(err) != cloud.KindNotFound {
+	if _, err := sourceNow(t.Context(), d, "v1", dev); cloud.Classify(err) != cloud.KindNotFound {
 		t.Errorf("Source of a detached volume = %v, want not found", err)
 	}
+}
+
+// sourceNow is d.Source with its source released at once.
+func sourceNow(ctx context.Context, d Devices, vol cloud.VolumeID, dev string) (string, error) {
+	src, release, err := d.Source(ctx, vol, dev)
+	release()
+	return src, err
 }
