@@ -1,7 +1,7 @@
 package controller
 
 import (
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/tether/tether/actors/volume"
@@ -54,6 +54,6 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	for k := range m {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }

@@ -202,7 +202,8 @@ func (a *nodeActor) runEffect(ctx actor.Context, eff nodestatus.Effect) {
 func (a *nodeActor) status() *messages.NodeStatus {
 	st := a.core.View()
 	out := &messages.NodeStatus{Node: string(a.name), Ready: st.Ready, NotReadySinceUnixNano: toNanos(st.NotReadySince),
-		OutOfService: st.OutOfService, LastHeartbeatUnixNano: toNanos(a.core.LastHeartbeat()), ObjectUid: a.ref.UID}
+		OutOfService: st.OutOfService, LastHeartbeatUnixNano: toNanos(a.core.LastHeartbeat()), ObjectUid: a.ref.UID,
+		VolumesAttached: make([]*messages.AttachedVolume, 0, len(st.VolumesAttached)), VolumesInUse: make([]string, 0, len(st.VolumesInUse))}
 	for _, v := range sortedKeys(st.VolumesAttached) {
 		out.VolumesAttached = append(out.VolumesAttached, &messages.AttachedVolume{VolumeId: string(v), DevicePath: st.VolumesAttached[v]})
 	}
