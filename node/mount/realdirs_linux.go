@@ -25,17 +25,13 @@ func realDirs(dir string) bool {
 		return false
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
-		switch err {
-		case nil:
-			unix.Close(fd)
-			return true
-		case unix.EINTR, unix.EAGAIN:
-			continue
-		case unix.ENOSYS, unix.EPERM:
-			noOpenat2.Store(true)
-		}
-		return false
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
+	switch err {
+	case nil:
+		unix.Close(fd)
+		return true
+	case unix.ENOSYS, unix.EPERM:
+		noOpenat2.Store(true)
 	}
+	return false // EINTR or EAGAIN too: the walk asks again, no loop here
 }
