@@ -69,10 +69,10 @@ func checkStaged(op, source string) (string, fs.FileInfo, error) {
 
 // between returns the paths strictly between the root and path (which must
 // be clean and below the root), shallowest first: path's own prefixes up
-// to each separator below the root, so no string is built.
+// to each separator below the root, so no string is built for them.
 func between(l layout.Layout, path string) []string {
 	root := l.Root()
-	if !strings.HasPrefix(path, root+string(filepath.Separator)) {
+	if len(path) <= len(root) || path[len(root)] != filepath.Separator || !strings.HasPrefix(path, root) {
 		return nil
 	}
 	out := make([]string, 0, strings.Count(path[len(root)+1:], string(filepath.Separator)))
