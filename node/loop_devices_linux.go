@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/loopsys"
 )
 
 // holdLoop opens the loop device at path and returns it held, with the
@@ -55,16 +56,16 @@ func holdLoop(path string) (heldLoop, error) {
 	dev := uint64(st.Rdev) // not a uint64 on every architecture
 	h.num = fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
 	sys := "/sys/dev/block/" + h.num + "/loop/backing_file"
-	raw, err := os.ReadFile(sys)
-	if unbound(err) {
-		h.f.Close()
-		return heldLoop{}, fmt.Errorf("not a bound loop device (no %s): %w", sys, cloud.ErrNotFound)
-	}
+	raw, bound, err := loopsys.ReadBacking(sys)
 	if err != nil {
 		h.f.Close()
 		return heldLoop{}, err
 	}
-	h.backing = strings.TrimSuffix(string(raw), "\n")
+	if !bound {
+		h.f.Close()
+		return heldLoop{}, fmt.Errorf("not a bound loop device (no %s): %w", sys, cloud.ErrNotFound)
+	}
+	h.backing = strings.TrimSuffix(raw, "\n")
 	return h, nil
 }
 
@@ -77,14 +78,6 @@ func loopBacking(path string) (backing, num string, err error) {
 	}
 	h.f.Close()
 	return h.backing, h.num, nil
-}
-
-// unbound reports whether a read of a loop device's sysfs backing_file
-// failed because the device is not bound: the file is gone, or the device
-// is being unbound right then (ENODEV, ENXIO; loop devices are the
-// machine's, and other programs release theirs at any time).
-func unbound(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO)
 }
 
 // loopReadOnly reports whether the kernel has the block device numbered
@@ -120,14 +113,14 @@ func otherLoops(image, num string) ([]boundLoop, error) {
 	var out []boundLoop
 	for _, f := range files {
 		dir := filepath.Dir(filepath.Dir(f)) // /sys/block/loopN
-		raw, err := os.ReadFile(f)
-		if unbound(err) {
-			continue // released meanwhile
-		}
+		raw, bound, err := loopsys.ReadBacking(f)
 		if err != nil {
 			return nil, err
 		}
-		if strings.TrimSuffix(string(raw), "\n") != image {
+		if !bound {
+			continue // released meanwhile
+		}
+		if strings.TrimSuffix(raw, "\n") != image {
 			continue
 		}
 		n, err := os.ReadFile(filepath.Join(dir, "dev"))

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether/tether/cloud/loopsys"
 )
 
 const (
@@ -164,23 +166,9 @@ func sysBacking(dev string) string {
 }
 
 // readBacking reads the backing file sysfs names for a loop device path;
-// false if the device is not bound.
+// false if the device is not bound (loopsys.Backing).
 func readBacking(dev string) (string, bool, error) {
-	return sysfsBacking(os.ReadFile(sysBacking(dev)))
-}
-
-// sysfsBacking is readBacking's answer from a read of the sysfs file. A
-// device being unbound while it is read (by whoever: the loop devices are
-// the machine's) answers ENODEV or ENXIO rather than vanishing at once:
-// not bound either, not an error.
-func sysfsBacking(raw []byte, err error) (string, bool, error) {
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
-		return "", false, nil
-	case err != nil:
-		return "", false, err
-	}
-	return string(raw), true, nil
+	return loopsys.ReadBacking(sysBacking(dev))
 }
 
 func (kernel) backings() (map[string]string, error) {
