@@ -1,8 +1,9 @@
 package csitest
 
 import (
-	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
 )
@@ -24,6 +25,20 @@ type Call struct {
 	// ReadOnly is the request's readonly (ControllerPublishVolume,
 	// NodePublishVolume).
 	ReadOnly bool
+	// Block: that capability's access type is Block. FsType and
+	// MountFlags are its Mount access type's.
+	Block      bool
+	FsType     string
+	MountFlags []string
+	// VolumeContext is the request's volume_context
+	// (ValidateVolumeCapabilities, ControllerPublishVolume,
+	// NodeStageVolume, NodePublishVolume).
+	VolumeContext map[string]string
+	// SecretKeys are the keys of the request's secrets, sorted; their
+	// values are never kept.
+	SecretKeys []string
+	// Staging is NodePublishVolume's staging_target_path.
+	Staging string
 }
 
 func (c Call) String() string {
@@ -40,7 +55,37 @@ func (c Call) String() string {
 	if c.ReadOnly {
 		s += " readonly"
 	}
+	if c.Block {
+		s += " block"
+	}
+	if c.FsType != "" {
+		s += " fs " + c.FsType
+	}
+	if len(c.MountFlags) > 0 {
+		s += " flags " + strings.Join(c.MountFlags, ",")
+	}
+	if c.Staging != "" {
+		s += " staged at " + c.Staging
+	}
 	return s
+}
+
+// capability is c with what it records of capability vc: access mode,
+// access type, file system and mount flags.
+func (c Call) capability(vc *spec.VolumeCapability) Call {
+	c.Mode = modeOf(vc)
+	c.Block = vc.GetBlock() != nil
+	c.FsType = vc.GetMount().GetFsType()
+	c.MountFlags = slices.Clone(vc.GetMount().GetMountFlags())
+	return c
+}
+
+// sent is c with what it records of a request's volume_context and
+// secrets (their keys only).
+func (c Call) sent(volumeContext, secrets map[string]string) Call {
+	c.VolumeContext = maps.Clone(volumeContext)
+	c.SecretKeys = sortedKeys(secrets)
+	return c
 }
 
 // record logs a call; handlers call it first, before Before.
@@ -64,60 +109,22 @@ func modeOf(c *spec.VolumeCapability) spec.VolumeCapability_AccessMode_Mode {
 func (d *Driver) Calls() []Call {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return slices.Clone(d.calls)
+	out := slices.Clone(d.calls)
+	for i, c := range out { // the caller's to change
+		out[i].MountFlags, out[i].VolumeContext, out[i].SecretKeys = slices.Clone(c.MountFlags), maps.Clone(c.VolumeContext), slices.Clone(c.SecretKeys)
+	}
+	return out
 }
 
 // Count counts the logged calls of method about vol ("": any volume).
 func (d *Driver) Count(method, vol string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	n := 0
-	for _, c := range d.Calls() {
+	for _, c := range d.calls {
 		if c.Method == method && (vol == "" || c.Volume == vol) {
 			n++
 		}
 	}
 	return n
-}
-
-// Unpublish unpublishes vol from node directly, with no checks (someone
-// else's detach). It reports false if vol is unknown.
-func (d *Driver) Unpublish(vol, node string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.vols[vol]
-	if v == nil {
-		return false
-	}
-	delete(v.published, node)
-	return true
-}
-
-// Describe is the driver's state in one line per volume (for failure
-// messages).
-func (d *Driver) Describe() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := ""
-	for _, id := range sortedKeys(boolSet(d.vols)) {
-		v := d.vols[id]
-		s += fmt.Sprintf("%s: published to %v", id, d.publishedTo(id))
-		for n, paths := range v.staged {
-			s += fmt.Sprintf(", staged on %s at %v", n, sortedKeys(paths))
-		}
-		for n, paths := range v.targets {
-			s += fmt.Sprintf(", published on %s at %v", n, sortedKeys(paths))
-		}
-		s += "\n"
-	}
-	if s == "" {
-		return "no volumes\n"
-	}
-	return s
-}
-
-func boolSet[V any](m map[string]V) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -46,7 +45,7 @@ func (s controller) ControllerGetCapabilities(ctx context.Context, _ *spec.Contr
 }
 
 func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequest) (*spec.CreateVolumeResponse, error) {
-	s.d.record(Call{Method: "CreateVolume", Volume: req.GetName()})
+	s.d.record(Call{Method: "CreateVolume", Volume: req.GetName()}.sent(nil, req.GetSecrets()))
 	if err := s.d.before(ctx, "CreateVolume"); err != nil {
 		return nil, err
 	}
@@ -65,7 +64,7 @@ func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequ
 		if v.capacity < want || (limit > 0 && v.capacity > limit) {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %q exists with %d bytes", req.GetName(), v.capacity)
 		}
-		return &spec.CreateVolumeResponse{Volume: &spec.Volume{VolumeId: id, CapacityBytes: v.capacity}}, nil
+		return &spec.CreateVolumeResponse{Volume: v.proto()}, nil
 	}
 	size := want
 	if size == 0 {
@@ -76,13 +75,14 @@ func (s controller) CreateVolume(ctx context.Context, req *spec.CreateVolumeRequ
 	}
 	d.next++
 	id := "vol-" + strconv.Itoa(d.next)
-	d.vols[id] = newVolume(id, req.GetName(), size)
+	v := d.newVolume(id, req.GetName(), size)
+	d.vols[id] = v
 	d.byName[req.GetName()] = id
-	return &spec.CreateVolumeResponse{Volume: &spec.Volume{VolumeId: id, CapacityBytes: size}}, nil
+	return &spec.CreateVolumeResponse{Volume: v.proto()}, nil
 }
 
 func (s controller) DeleteVolume(ctx context.Context, req *spec.DeleteVolumeRequest) (*spec.DeleteVolumeResponse, error) {
-	s.d.record(Call{Method: "DeleteVolume", Volume: req.GetVolumeId()})
+	s.d.record(Call{Method: "DeleteVolume", Volume: req.GetVolumeId()}.sent(nil, req.GetSecrets()))
 	if err := s.d.before(ctx, "DeleteVolume"); err != nil {
 		return nil, err
 	}
@@ -105,11 +105,12 @@ func (s controller) DeleteVolume(ctx context.Context, req *spec.DeleteVolumeRequ
 }
 
 func (s controller) ValidateVolumeCapabilities(ctx context.Context, req *spec.ValidateVolumeCapabilitiesRequest) (*spec.ValidateVolumeCapabilitiesResponse, error) {
-	var mode spec.VolumeCapability_AccessMode_Mode
+	var first *spec.VolumeCapability
 	if cs := req.GetVolumeCapabilities(); len(cs) > 0 {
-		mode = modeOf(cs[0])
+		first = cs[0]
 	}
-	s.d.record(Call{Method: "ValidateVolumeCapabilities", Volume: req.GetVolumeId(), Mode: mode})
+	s.d.record(Call{Method: "ValidateVolumeCapabilities", Volume: req.GetVolumeId()}.capability(first).
+		sent(req.GetVolumeContext(), req.GetSecrets()))
 	if err := s.d.before(ctx, "ValidateVolumeCapabilities"); err != nil {
 		return nil, err
 	}
@@ -131,15 +132,6 @@ func (s controller) ValidateVolumeCapabilities(ctx context.Context, req *spec.Va
 	}
 	return &spec.ValidateVolumeCapabilitiesResponse{Confirmed: &spec.ValidateVolumeCapabilitiesResponse_Confirmed{
 		VolumeCapabilities: req.GetVolumeCapabilities()}}, nil
-}
-
-// supports fails (INVALID_ARGUMENT) if capability c's access mode is one
-// of Config.Unsupported.
-func (d *Driver) supports(c *spec.VolumeCapability) error {
-	if m := modeOf(c); slices.Contains(d.cfg.Unsupported, m) {
-		return status.Errorf(codes.InvalidArgument, "access mode %s is not supported", m)
-	}
-	return nil
 }
 
 // singleNode reports whether mode allows one node only.
@@ -171,8 +163,8 @@ func (d *Driver) publishContext(v *volume, node string) map[string]string {
 }
 
 func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.ControllerPublishVolumeRequest) (*spec.ControllerPublishVolumeResponse, error) {
-	s.d.record(Call{Method: "ControllerPublishVolume", Volume: req.GetVolumeId(), Node: req.GetNodeId(),
-		Mode: modeOf(req.GetVolumeCapability()), ReadOnly: req.GetReadonly()})
+	s.d.record(Call{Method: "ControllerPublishVolume", Volume: req.GetVolumeId(), Node: req.GetNodeId(), ReadOnly: req.GetReadonly()}.
+		capability(req.GetVolumeCapability()).sent(req.GetVolumeContext(), req.GetSecrets()))
 	if err := s.d.before(ctx, "ControllerPublishVolume"); err != nil {
 		return nil, err
 	}
@@ -189,6 +181,9 @@ func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.Contr
 	if err := s.d.supports(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
+	if err := s.d.checkSecrets(req.GetSecrets()); err != nil {
+		return nil, err
+	}
 	d, node, mode := s.d, req.GetNodeId(), req.GetVolumeCapability().GetAccessMode().GetMode()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -200,6 +195,9 @@ func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.Contr
 	case !known:
 		return nil, status.Errorf(codes.NotFound, "no node %s", node)
 	}
+	if err := d.checkVolumeContext(v, req.GetVolumeContext()); err != nil {
+		return nil, err
+	}
 	if p, ok := v.published[node]; ok {
 		if p.readOnly != req.GetReadonly() || p.mode != mode {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %s is published to %s with another capability", v.id, node)
@@ -209,8 +207,9 @@ func (s controller) ControllerPublishVolume(ctx context.Context, req *spec.Contr
 	if others := d.publishedTo(v.id); len(others) > 0 && singleNode(mode) && !d.cfg.MultiAttach {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is published to node %s", v.id, others[0])
 	}
+	// Config.EnforceNodeLimit: enforced whatever it says, as it always was.
 	if limit > 0 && d.count(node) >= limit {
-		return nil, status.Errorf(codes.ResourceExhausted, "node %s has its %d volumes", node, limit)
+		return nil, status.Errorf(codes.ResourceExhausted, "node %s has its %d volumes, its max_volumes_per_node", node, limit)
 	}
 	p := publication{readOnly: req.GetReadonly(), mode: mode, context: d.publishContext(v, node)}
 	v.published[node] = p
@@ -229,12 +228,15 @@ func (d *Driver) count(node string) int64 {
 }
 
 func (s controller) ControllerUnpublishVolume(ctx context.Context, req *spec.ControllerUnpublishVolumeRequest) (*spec.ControllerUnpublishVolumeResponse, error) {
-	s.d.record(Call{Method: "ControllerUnpublishVolume", Volume: req.GetVolumeId(), Node: req.GetNodeId()})
+	s.d.record(Call{Method: "ControllerUnpublishVolume", Volume: req.GetVolumeId(), Node: req.GetNodeId()}.sent(nil, req.GetSecrets()))
 	if err := s.d.before(ctx, "ControllerUnpublishVolume"); err != nil {
 		return nil, err
 	}
 	if req.GetVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "volume ID missing")
+	}
+	if err := s.d.checkSecrets(req.GetSecrets()); err != nil {
+		return nil, err
 	}
 	d, node := s.d, req.GetNodeId()
 	d.mu.Lock()
@@ -247,72 +249,4 @@ func (s controller) ControllerUnpublishVolume(ctx context.Context, req *spec.Con
 		delete(v.published, node)
 	}
 	return &spec.ControllerUnpublishVolumeResponse{}, nil
-}
-
-func (s controller) ListVolumes(ctx context.Context, req *spec.ListVolumesRequest) (*spec.ListVolumesResponse, error) {
-	if err := s.d.before(ctx, "ListVolumes"); err != nil {
-		return nil, err
-	}
-	d := s.d
-	if !d.cfg.List {
-		return nil, status.Error(codes.Unimplemented, "ListVolumes")
-	}
-	if req.GetMaxEntries() < 0 {
-		return nil, status.Error(codes.InvalidArgument, "negative max_entries")
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ids := slices.Sorted(maps.Keys(d.vols))
-	start := 0
-	if t := req.GetStartingToken(); t != "" {
-		n, err := strconv.Atoi(t)
-		if err != nil || n < 0 || n > len(ids) {
-			return nil, status.Errorf(codes.Aborted, "starting token %q is not one of mine", t)
-		}
-		start = n
-	}
-	size := int(req.GetMaxEntries())
-	if size == 0 {
-		size = d.cfg.PageSize
-	}
-	end := len(ids)
-	if size > 0 {
-		end = min(end, start+size)
-	}
-	r := &spec.ListVolumesResponse{}
-	for _, id := range ids[start:end] {
-		e := &spec.ListVolumesResponse_Entry{Volume: &spec.Volume{VolumeId: id, CapacityBytes: d.vols[id].capacity}}
-		if d.cfg.ListPublished {
-			e.Status = &spec.ListVolumesResponse_VolumeStatus{PublishedNodeIds: d.publishedTo(id)}
-		}
-		r.Entries = append(r.Entries, e)
-	}
-	if end < len(ids) {
-		r.NextToken = strconv.Itoa(end)
-	}
-	return r, nil
-}
-
-func (s controller) ControllerGetVolume(ctx context.Context, req *spec.ControllerGetVolumeRequest) (*spec.ControllerGetVolumeResponse, error) {
-	s.d.record(Call{Method: "ControllerGetVolume", Volume: req.GetVolumeId()})
-	if err := s.d.before(ctx, "ControllerGetVolume"); err != nil {
-		return nil, err
-	}
-	d := s.d
-	if !d.cfg.GetVolume {
-		return nil, status.Error(codes.Unimplemented, "ControllerGetVolume")
-	}
-	if req.GetVolumeId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume ID missing")
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.vols[req.GetVolumeId()]
-	if v == nil {
-		return nil, status.Errorf(codes.NotFound, "no volume %s", req.GetVolumeId())
-	}
-	return &spec.ControllerGetVolumeResponse{
-		Volume: &spec.Volume{VolumeId: v.id, CapacityBytes: v.capacity},
-		Status: &spec.ControllerGetVolumeResponse_VolumeStatus{PublishedNodeIds: d.publishedTo(v.id)},
-	}, nil
 }

@@ -3,12 +3,34 @@
 // nodes they are published to, and their staging and target paths on
 // each node. Serve serves it on a unix socket with csi-test's driver
 // package. It checks requests as the CSI spec asks (csi-test's sanity
-// suite passes against it, see sanity_test.go) and answers with the spec's
-// codes, which is what tether's CSI client is tested against. "Mounting"
-// creates and removes the target directory, nothing more. Calls logs the
-// calls about volumes it received, the ground truth of what a CO asked.
-// Listen serves it outside a test (csifake, a command to run tether up
-// against by hand).
+// suite passes against it, see sanity_test.go) and answers with the
+// spec's codes, which is what tether's CSI client is tested against.
+// "Mounting" creates and removes the target (a directory for access type
+// Mount, an empty file for Block), nothing more. Calls logs the calls
+// about volumes it received, the ground truth of what a CO asked. Listen
+// serves it outside a test (csifake, a command to run tether up against
+// by hand).
+//
+// Config is a matrix of optional shapes, each one a way real drivers
+// differ within the spec (v1.x csi.proto), each independent of the others:
+//
+//   - capabilities: no controller (NoController), no controller publishing
+//     (NoPublish), no PUBLISH_READONLY (NoPublishReadOnly), LIST_VOLUMES
+//     with or without published nodes (List, ListPublished), GET_VOLUME
+//     (GetVolume), STAGE_UNSTAGE_VOLUME (StageUnstage);
+//   - what it reports: published_node_ids filled loosely without
+//     LIST_VOLUMES_PUBLISHED_NODES (LoosePublishedNodes,
+//     ExtraPublishedNodeIDs), a volume_context (VolumeContext);
+//   - what it demands: the volume_context back (RequireVolumeContext),
+//     secrets (RequireSecrets), supported access modes (Unsupported), raw
+//     block or mounted volumes only (BlockOnly, MountOnly);
+//   - how it holds: node attach limits (Nodes, EnforceNodeLimit),
+//     multi-attach disks (MultiAttach), ListVolumes pages (PageSize), a
+//     start-up during which it is not ready (ProbeFailures, InfoFailures),
+//     and any failure or delay a test injects (Before).
+//
+// The zero value of each field is the plainest driver, and the shape the
+// sanity suite checks (with the optional capabilities on).
 //
 // csi-test v5 no longer ships its stateful mock driver (mock/service), only
 // the server plumbing (driver) and gomock stubs; this package stands in for
@@ -21,7 +43,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -35,62 +56,26 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
-// Config of a fake driver. The zero value is a controller with
-// PUBLISH_UNPUBLISH_VOLUME and CREATE_DELETE_VOLUME and no way to verify
-// attachments, and no nodes.
-type Config struct {
-	// Name is GetPluginInfo's name (default "csi.tether.test").
-	Name string
-	// Nodes are the node IDs the controller knows, with each one's
-	// max_volumes_per_node (0: no limit).
-	Nodes map[string]int64
-	// NoController: GetPluginCapabilities leaves out CONTROLLER_SERVICE.
-	NoController bool
-	// NoPublish: the controller lacks PUBLISH_UNPUBLISH_VOLUME.
-	NoPublish bool
-	// NoPublishReadOnly: the controller lacks PUBLISH_READONLY, and
-	// refuses a ControllerPublishVolume with readonly (INVALID_ARGUMENT).
-	NoPublishReadOnly bool
-	// Unsupported are access modes the driver does not support:
-	// ValidateVolumeCapabilities does not confirm them, saying so, and
-	// ControllerPublishVolume, NodeStageVolume and NodePublishVolume
-	// refuse them (INVALID_ARGUMENT).
-	Unsupported []spec.VolumeCapability_AccessMode_Mode
-	// List: LIST_VOLUMES; ListPublished adds LIST_VOLUMES_PUBLISHED_NODES.
-	List, ListPublished bool
-	// GetVolume: GET_VOLUME (ControllerGetVolume).
-	GetVolume bool
-	// StageUnstage: the node offers STAGE_UNSTAGE_VOLUME.
-	StageUnstage bool
-	// MultiAttach: a single-node volume may be published to several
-	// nodes (a multi-attach disk) instead of FAILED_PRECONDITION.
-	MultiAttach bool
-	// PageSize: ListVolumes entries per page when the request sets no
-	// max_entries (0: all).
-	PageSize int
-	// Before, if set, runs at the start of every call with its method's
-	// name ("ControllerPublishVolume") and the call's context: it may
-	// block, and an error it returns is the call's answer.
-	Before func(ctx context.Context, method string) error
-}
-
 // Driver is the fake's state. Its methods are safe for concurrent use.
 type Driver struct {
 	cfg Config
 
-	mu     sync.Mutex
-	vols   map[string]*volume
-	byName map[string]string // CreateVolume name -> volume ID
-	next   int
-	calls  []Call
+	mu            sync.Mutex
+	vols          map[string]*volume
+	byName        map[string]string // CreateVolume name -> volume ID
+	next          int
+	calls         []Call
+	probes, infos int // Probe and GetPluginInfo calls failed so far
 }
 
 type volume struct {
 	id, name  string
 	capacity  int64
-	published map[string]publication     // node ID ->
-	staged    map[string]map[string]bool // node ID -> staging paths
-	targets   map[string]map[string]bool // node ID -> target path -> read-only
+	context   map[string]string            // volume_context (Config.VolumeContext)
+	published map[string]publication       // node ID ->
+	staged    map[string]map[string]bool   // node ID -> staging paths
+	targets   map[string]map[string]target // node ID -> target path ->
+	lastNode  string                       // of the last NodePublishVolume that succeeded
 }
 
 type publication struct {
@@ -99,90 +84,32 @@ type publication struct {
 	context  map[string]string
 }
 
+// target is a volume published at a target path on a node.
+type target struct {
+	readOnly bool
+	block    bool // access type Block: the target is a file
+}
+
 // New returns a fake driver with no volumes.
 func New(cfg Config) *Driver {
 	if cfg.Name == "" {
 		cfg.Name = "csi.tether.test"
 	}
+	if cfg.RequireVolumeContext {
+		cfg.VolumeContext = true
+	}
 	return &Driver{cfg: cfg, vols: map[string]*volume{}, byName: map[string]string{}}
 }
 
-func newVolume(id, name string, capacity int64) *volume {
-	return &volume{id: id, name: name, capacity: capacity, published: map[string]publication{},
-		staged: map[string]map[string]bool{}, targets: map[string]map[string]bool{}}
-}
-
-// AddVolume creates a volume whose ID (and name) is id, as if created
-// outside tether; an existing one is left alone.
-func (d *Driver) AddVolume(id string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.vols[id] == nil {
-		d.vols[id] = newVolume(id, id, 1<<30)
-		d.byName[id] = id
+// newVolume is a new volume, with its volume_context if the driver gives
+// one.
+func (d *Driver) newVolume(id, name string, capacity int64) *volume {
+	v := &volume{id: id, name: name, capacity: capacity, published: map[string]publication{},
+		staged: map[string]map[string]bool{}, targets: map[string]map[string]target{}}
+	if d.cfg.VolumeContext {
+		v.context = map[string]string{VolumeContextKey: "share-" + id}
 	}
-}
-
-// Publish publishes vol to node directly, read-write, with no checks (an
-// attachment made by someone else). It reports false if vol is unknown.
-func (d *Driver) Publish(vol, node string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	v := d.vols[vol]
-	if v == nil {
-		return false
-	}
-	v.published[node] = publication{mode: spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, context: d.publishContext(v, node)}
-	return true
-}
-
-// PublishedTo lists the nodes vol is published to, sorted.
-func (d *Driver) PublishedTo(vol string) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.publishedTo(vol)
-}
-
-func (d *Driver) publishedTo(vol string) []string {
-	v := d.vols[vol]
-	if v == nil {
-		return nil
-	}
-	var out []string
-	for n := range v.published {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Staged lists vol's staging paths on node, sorted.
-func (d *Driver) Staged(vol, node string) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if v := d.vols[vol]; v != nil {
-		return sortedKeys(v.staged[node])
-	}
-	return nil
-}
-
-// Targets lists vol's target paths on node, sorted.
-func (d *Driver) Targets(vol, node string) []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if v := d.vols[vol]; v != nil {
-		return sortedKeys(v.targets[node])
-	}
-	return nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	return v
 }
 
 func (d *Driver) before(ctx context.Context, method string) error {

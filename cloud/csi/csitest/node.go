@@ -61,8 +61,8 @@ func isDir(path string) bool {
 }
 
 func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequest) (*spec.NodeStageVolumeResponse, error) {
-	s.d.record(Call{Method: "NodeStageVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetStagingTargetPath(),
-		Mode: modeOf(req.GetVolumeCapability())})
+	s.d.record(Call{Method: "NodeStageVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetStagingTargetPath()}.
+		capability(req.GetVolumeCapability()).sent(req.GetVolumeContext(), req.GetSecrets()))
 	if err := s.d.before(ctx, "NodeStageVolume"); err != nil {
 		return nil, err
 	}
@@ -79,6 +79,9 @@ func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequ
 	if err := s.d.supports(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
+	if err := s.d.checkSecrets(req.GetSecrets()); err != nil {
+		return nil, err
+	}
 	d := s.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -86,9 +89,13 @@ func (s node) NodeStageVolume(ctx context.Context, req *spec.NodeStageVolumeRequ
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "no volume %s", req.GetVolumeId())
 	}
+	if err := d.checkVolumeContext(v, req.GetVolumeContext()); err != nil {
+		return nil, err
+	}
 	if err := s.checkPublished(v, req.GetPublishContext()); err != nil {
 		return nil, err
 	}
+	// A directory the CO created, for access type Block as for Mount.
 	if !isDir(req.GetStagingTargetPath()) {
 		// The CO creates it (the spec); this one did not.
 		return nil, status.Errorf(codes.InvalidArgument, "staging target path %s is no directory", req.GetStagingTargetPath())
@@ -126,7 +133,8 @@ func (s node) NodeUnstageVolume(ctx context.Context, req *spec.NodeUnstageVolume
 
 func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolumeRequest) (*spec.NodePublishVolumeResponse, error) {
 	s.d.record(Call{Method: "NodePublishVolume", Volume: req.GetVolumeId(), Node: s.id, Path: req.GetTargetPath(),
-		Mode: modeOf(req.GetVolumeCapability()), ReadOnly: req.GetReadonly()})
+		ReadOnly: req.GetReadonly(), Staging: req.GetStagingTargetPath()}.
+		capability(req.GetVolumeCapability()).sent(req.GetVolumeContext(), req.GetSecrets()))
 	if err := s.d.before(ctx, "NodePublishVolume"); err != nil {
 		return nil, err
 	}
@@ -141,12 +149,19 @@ func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolume
 	if err := s.d.supports(req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	d, target := s.d, req.GetTargetPath()
+	if err := s.d.checkSecrets(req.GetSecrets()); err != nil {
+		return nil, err
+	}
+	d, path := s.d, req.GetTargetPath()
+	want := target{readOnly: req.GetReadonly(), block: req.GetVolumeCapability().GetBlock() != nil}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v := d.vols[req.GetVolumeId()]
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "no volume %s", req.GetVolumeId())
+	}
+	if err := d.checkVolumeContext(v, req.GetVolumeContext()); err != nil {
+		return nil, err
 	}
 	if err := s.checkPublished(v, req.GetPublishContext()); err != nil {
 		return nil, err
@@ -154,25 +169,26 @@ func (s node) NodePublishVolume(ctx context.Context, req *spec.NodePublishVolume
 	if d.cfg.StageUnstage && !v.staged[s.id][req.GetStagingTargetPath()] {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %q on node %s", v.id, req.GetStagingTargetPath(), s.id)
 	}
-	if ro, ok := v.targets[s.id][target]; ok {
-		if ro != req.GetReadonly() {
-			return nil, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly %v", v.id, target, ro)
+	if t, ok := v.targets[s.id][path]; ok {
+		if t != want {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s is published at %s with readonly %v, block %v", v.id, path, t.readOnly, t.block)
 		}
+		v.lastNode = s.id
 		return &spec.NodePublishVolumeResponse{}, nil
 	}
 	for _, o := range d.vols {
-		if _, ok := o.targets[s.id][target]; ok {
-			return nil, status.Errorf(codes.FailedPrecondition, "target %s shows volume %s", target, o.id)
+		if _, ok := o.targets[s.id][path]; ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "target %s shows volume %s", path, o.id)
 		}
 	}
-	// The SP creates the target (the spec); its parent is the CO's.
-	if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, status.Errorf(codes.Internal, "creating the target: %v", err)
+	if err := makeTarget(path, want.block); err != nil {
+		return nil, err
 	}
 	if v.targets[s.id] == nil {
-		v.targets[s.id] = map[string]bool{}
+		v.targets[s.id] = map[string]target{}
 	}
-	v.targets[s.id][target] = req.GetReadonly()
+	v.targets[s.id][path] = want
+	v.lastNode = s.id
 	return &spec.NodePublishVolumeResponse{}, nil
 }
 
@@ -187,20 +203,20 @@ func (s node) NodeUnpublishVolume(ctx context.Context, req *spec.NodeUnpublishVo
 	case req.GetTargetPath() == "":
 		return nil, status.Error(codes.InvalidArgument, "target path missing")
 	}
-	d, target := s.d, req.GetTargetPath()
+	d, path := s.d, req.GetTargetPath()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	v := d.vols[req.GetVolumeId()]
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "no volume %s", req.GetVolumeId())
 	}
-	if _, ok := v.targets[s.id][target]; !ok {
+	if _, ok := v.targets[s.id][path]; !ok {
 		return &spec.NodeUnpublishVolumeResponse{}, nil
 	}
-	// The SP removes the target it created (the spec).
-	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// The SP removes the target it created, directory or file (the spec).
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, status.Errorf(codes.Internal, "removing the target: %v", err)
 	}
-	delete(v.targets[s.id], target)
+	delete(v.targets[s.id], path)
 	return &spec.NodeUnpublishVolumeResponse{}, nil
 }
