@@ -26,6 +26,26 @@ type callLog struct {
 	// closed (or the call's context ends); listing counts those held.
 	listGate chan struct{}
 	listing  int
+	// lister is what Listing says (cloud.Lister).
+	lister cloud.Listing
+	// asked counts VolumesAreAttached and InstanceVolumes calls.
+	asked int
+}
+
+func (l *callLog) Listing() cloud.Listing { return l.lister }
+
+// queries is how many VolumesAreAttached and InstanceVolumes calls were
+// made.
+func (l *callLog) queries() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
+func (l *callLog) query() {
+	l.mu.Lock()
+	l.asked++
+	l.mu.Unlock()
 }
 
 func (l *callLog) note(insts ...cloud.InstanceID) {
@@ -103,6 +123,7 @@ func (l *callLog) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.Ins
 }
 
 func (l *callLog) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	l.query()
 	for inst := range q {
 		l.note(inst)
 	}
@@ -110,6 +131,7 @@ func (l *callLog) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID
 }
 
 func (l *callLog) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	l.query()
 	l.note(insts...)
 	done, err := l.enter(ctx, &l.listGate, &l.listing, nil)
 	defer done()

@@ -33,7 +33,7 @@ type Controller struct {
 func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, rec *events.Recorder) *Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.Volume.CloudTimeout = cfg.CloudTimeout // fences wait out our own calls' bound
-	e := &env{sys: sys, cfg: cfg, cloud: p, store: st, events: rec, inst: newInstances(p), log: cfg.Log, clock: cfg.Clock, ctx: ctx, guard: cfg.Guard}
+	e := &env{sys: sys, cfg: cfg, cloud: p, store: st, events: rec, inst: newInstances(p), log: cfg.Log, clock: cfg.Clock, ctx: ctx, guard: cfg.Guard, listing: cloud.ListingOf(p)}
 	if e.guard == nil {
 		e.guard = spawn.New(sys)
 	}

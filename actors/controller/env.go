@@ -95,18 +95,24 @@ func DefaultConfig() Config {
 // mutable actor state: the cloud, the store and the recorder are safe for
 // concurrent use.
 type env struct {
-	sys    *actor.ActorSystem
-	cfg    Config
-	cloud  cloud.Provider
-	store  store.Store
-	events *events.Recorder
-	lookup *localLookup
-	guard  *spawn.Guard
-	inst   *instances
-	verify *verifier
-	log    logrus.FieldLogger
-	clock  clock.Clock
-	ctx    context.Context // cancelled when the controller stops
+	sys   *actor.ActorSystem
+	cfg   Config
+	cloud cloud.Provider
+	// listing is how far the cloud's answers about attachments may be
+	// believed (cloud.ListingOf): with ListingNone nothing is verified
+	// (the sync actor and the verifier ask nothing), with
+	// ListingMayOverstate an attachment the cloud lists and the node
+	// statuses do not is reported, never acted on.
+	listing cloud.Listing
+	store   store.Store
+	events  *events.Recorder
+	lookup  *localLookup
+	guard   *spawn.Guard
+	inst    *instances
+	verify  *verifier
+	log     logrus.FieldLogger
+	clock   clock.Clock
+	ctx     context.Context // cancelled when the controller stops
 	// calls runs the volume actors' attach and detach calls.
 	calls *callQueue
 	// volumeCfg is the volume machines' configuration, shared by every

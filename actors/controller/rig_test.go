@@ -64,6 +64,13 @@ func remote(m *store.Memory) store.Store { return remoteMemory{m} }
 // newRigStore is newRig with the controller's store wrapped (nil: none).
 func newRigStore(t *testing.T, wrap func(*store.Memory) store.Store, opts ...rigOption) *rig {
 	t.Helper()
+	return newRigListing(t, wrap, cloud.ListingExact, opts...)
+}
+
+// newRigListing is newRigStore with a provider whose listing is believed
+// only as far as listing says (cloud.Lister).
+func newRigListing(t *testing.T, wrap func(*store.Memory) store.Store, listing cloud.Listing, opts ...rigOption) *rig {
+	t.Helper()
 	// Registered first, so it runs last: after the controller and the
 	// actor system have stopped, nothing they started may be left.
 	leaks := []goleak.Option{goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")}
@@ -96,7 +103,7 @@ func newRigStore(t *testing.T, wrap func(*store.Memory) store.Store, opts ...rig
 	r.cfg = cfg
 	r.cloud = sim.New(scfg)
 	r.cloud.ObserveSync(r.checkDetach)
-	r.calls = &callLog{Provider: r.cloud}
+	r.calls = &callLog{Provider: r.cloud, lister: listing}
 	r.cloud.Observe(func(c sim.Change) {
 		r.mu.Lock()
 		r.changes = append(r.changes, c)

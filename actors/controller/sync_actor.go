@@ -37,9 +37,13 @@ type syncActor struct {
 	partial  bool
 	believed map[cloud.NodeName]map[cloud.VolumeID]string // node -> volume -> device path
 	stats    *messages.SyncPassFinished
-	ctx      context.Context
-	cancel   context.CancelFunc
-	started  time.Time
+	// extras: attachments a ListingMayOverstate cloud listed that no node
+	// status has, reported once (extra.go), by the pass that last saw
+	// them; a full pass that no longer sees one forgets it.
+	extras  map[extraKey]uint64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started time.Time
 }
 
 func newSyncActor(e *env) actor.Actor {
@@ -123,6 +127,11 @@ func (a *syncActor) begin(only []cloud.NodeName) {
 		return
 	}
 	a.stats.Nodes = int32(len(nodes))
+	if a.env.listing == cloud.ListingNone {
+		// The cloud cannot tell: nothing to compare the records with.
+		a.finish()
+		return
+	}
 	batches := syncer.Batches(nodes, a.env.cloud.BatchSize())
 	a.inflight = len(batches)
 	if a.inflight == 0 {
@@ -254,6 +263,10 @@ func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
 		actual[cloud.NodeName(n)] = vols
 	}
 	for _, f := range syncer.Compare(a.believed, actual) {
+		if f.Attached && !f.Moved && a.env.listing == cloud.ListingMayOverstate {
+			a.extra(f)
+			continue
+		}
 		if f.Moved {
 			a.stats.Moved++
 		} else if f.Attached {
@@ -271,6 +284,9 @@ func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
 
 func (a *syncActor) finish() {
 	st := a.stats
+	if !a.partial {
+		a.forgetExtras(st.Pass)
+	}
 	a.env.sys.EventStream.Publish(st)
 	if obs := a.env.cfg.Observer; obs != nil {
 		obs.SyncPass(a.env.clock.Now().Sub(a.started), int(st.Calls), int(st.Errors))

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,6 +27,10 @@ import (
 // A pass's AsOf is read before its first call and after every question it
 // answers was asked, as a volume actor's own verify did: truth older than
 // what the actor knew when it asked is never given.
+
+// errNoListing answers every question when the cloud cannot say what is
+// attached (cloud.ListingNone): nothing was asked.
+var errNoListing = errors.New("the cloud cannot say what is attached (its listing is not to be believed): tether's records are the truth")
 
 // startHold bounds how long the first pass waits for the volumes of Start.
 const startHold = 10 * time.Second
@@ -177,6 +182,17 @@ func (v *verifier) pass(asks []*verifyAsk) {
 		}
 	}
 	if len(live) == 0 {
+		return
+	}
+	if e.listing == cloud.ListingNone {
+		// Nothing to ask: the records are the truth (restore trusts the
+		// node statuses and settles the journal's operations by
+		// repeating them).
+		for _, a := range live {
+			if a.ctx.Err() == nil {
+				a.reply(verifyAnswer{AsOf: asOf, Err: errNoListing})
+			}
+		}
 		return
 	}
 	// truth[n][vol], or failed[n] with the error of n's batch.

@@ -278,7 +278,7 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 		for n, att := range m.Attached {
 			r.Truth[cloud.NodeName(n)] = att
 		}
-	} else {
+	} else if a.env.listing != cloud.ListingNone {
 		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed: trusting node statuses, and holding every node of the intent journal Uncertain until an idempotent attach or detach or newer truth settles it: %s", m.Error)
 	}
 	a.base = nil // release the snapshot

@@ -139,7 +139,9 @@ func (a *volumeActor) verifyNodes(nodes []cloud.NodeName, start bool) {
 			return
 		}
 		if ans.Err != nil {
-			e.log.WithField("volume", a.id).Warnf("verify failed: %v", ans.Err)
+			if !errors.Is(ans.Err, errNoListing) {
+				e.log.WithField("volume", a.id).Warnf("verify failed: %v", ans.Err)
+			}
 			return
 		}
 		for n, att := range ans.Attached {

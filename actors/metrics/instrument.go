@@ -88,6 +88,9 @@ func (i *provider) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID
 
 func (i *provider) BatchSize() int { return i.p.BatchSize() }
 
+// Listing implements cloud.Lister: the wrapped provider's.
+func (i *provider) Listing() cloud.Listing { return cloud.ListingOf(i.p) }
+
 // MountOperation records one mount operation of a node agent ("stage",
 // "unstage", "publish", "unpublish"): tether_operations_total{op, result}
 // with result "ok" or "error", and tether_operation_seconds{op}. It has

@@ -215,6 +215,9 @@ func (f *Faulty) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) 
 // BatchSize implements cloud.Provider.
 func (f *Faulty) BatchSize() int { return f.next.BatchSize() }
 
+// Listing implements cloud.Lister: the wrapped provider's.
+func (f *Faulty) Listing() cloud.Listing { return cloud.ListingOf(f.next) }
+
 // tokens is a token bucket: up to burst tokens, refilled at rate a
 // second; rate 0 takes nothing.
 type tokens struct {

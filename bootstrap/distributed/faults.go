@@ -40,6 +40,9 @@ type faultyCloud struct {
 	last   time.Time
 }
 
+// Listing implements cloud.Lister: the wrapped provider's.
+func (c *faultyCloud) Listing() cloud.Listing { return cloud.ListingOf(c.Provider) }
+
 func (c *faultyCloud) set(f Faults) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -169,3 +169,6 @@ func (l *limited) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID)
 }
 
 func (l *limited) BatchSize() int { return l.p.BatchSize() }
+
+// Listing implements cloud.Lister: the wrapped provider's.
+func (l *limited) Listing() cloud.Listing { return cloud.ListingOf(l.p) }
