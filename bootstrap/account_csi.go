@@ -130,7 +130,7 @@ func openCSI(dataDir string, cfg CSIConfig, name cloud.NodeName) (a *csiAccount,
 	a.id = a.node.ID()
 	a.p, err = cloudcsi.Dial(ctx, cfg.ControllerSocket,
 		cloudcsi.WithNodeIDs(map[cloud.NodeName]cloud.InstanceID{name: a.id}),
-		cloudcsi.WithAccessModes(a.accessOf), cloudcsi.WithVolumes(a.volumeIDs))
+		cloudcsi.WithAccessModes(a.accessOf))
 	if err != nil {
 		return nil, "", errors.Join(fmt.Errorf("csi controller plugin at %s: %w", cfg.ControllerSocket, err), a.node.Close())
 	}
@@ -168,6 +168,9 @@ func (a *csiAccount) check(ctx context.Context) (warn string, err error) {
 		if err := a.writeLocked(next); err != nil {
 			return "", err
 		}
+	}
+	if !a.p.Listing().Verifies() {
+		return warn, nil // nothing to list: the inventory stays empty
 	}
 	vols, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{a.id})
 	if err != nil {
@@ -219,25 +222,6 @@ func (a *csiAccount) accessOf(_ context.Context, vol cloud.VolumeID) (cloudcsi.A
 	return cloudcsi.Access{Mode: spec.Mode, ReadOnly: spec.ReadOnly}, nil
 }
 
-// volumeIDs lists tether's volumes (a driver without
-// LIST_VOLUMES_PUBLISHED_NODES is asked about each); none before the
-// store is open.
-func (a *csiAccount) volumeIDs(context.Context) ([]cloud.VolumeID, error) {
-	ref := a.store.Load()
-	if ref == nil {
-		return nil, nil
-	}
-	specs, err := ref.Volumes()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]cloud.VolumeID, len(specs))
-	for i, s := range specs {
-		out[i] = s.ID
-	}
-	return out, nil
-}
-
 // Tag implements owner.
 func (a *csiAccount) Tag() string {
 	a.mu.Lock()
@@ -263,17 +247,9 @@ func (a *csiAccount) SetTag(tag string) error {
 func (a *csiAccount) Inventory() sim.Inventory { return a.inventory }
 
 // Devices implements Account: the agent's device paths are CSI publish
-// contexts, handed to the mounter once the controller plugin says the
-// volume is published to the node (node/csi.Devices).
-func (a *csiAccount) Devices(cloud.NodeName) node.Devices {
-	return nodecsi.Devices{Node: a.node, Published: a.published}
-}
-
-// published asks the controller plugin whether vol is published to inst.
-func (a *csiAccount) published(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (bool, error) {
-	got, err := a.p.VolumesAreAttached(ctx, map[cloud.InstanceID][]cloud.VolumeID{inst: {vol}})
-	return got[inst][vol], err
-}
+// contexts, handed to the mounter as they came (node/csi.Devices): the
+// agent stages on tether's handshake, never on the driver's listing.
+func (a *csiAccount) Devices(cloud.NodeName) node.Devices { return nodecsi.Devices{} }
 
 // mounter is node n's mounter: the node plugin's, at the layout's paths.
 func (a *csiAccount) mounter(root string, timeout time.Duration) (*nodecsi.Mounter, error) {
@@ -290,7 +266,19 @@ func (a *csiAccount) describe() string {
 	if n := a.node.MaxVolumes(); n > 0 {
 		limit = fmt.Sprintf("at most %d volumes", n)
 	}
-	return fmt.Sprintf("csi: driver %s (verifies by %s); node %s is its node ID %s, %s", a.p.Plugin().Name, a.p.Verification(), a.name, a.id, limit)
+	return fmt.Sprintf("csi: driver %s; attachments: %s; node %s is its node ID %s, %s", a.p.Plugin().Name, verifyMode(a.p.Listing()), a.name, a.id, limit)
+}
+
+// verifyMode says in a line how tether checks attachments with a driver
+// whose listing is l.
+func verifyMode(l cloud.Listing) string {
+	switch l {
+	case cloud.ListingMayOverstate:
+		return "verified by ListVolumes (LIST_VOLUMES_PUBLISHED_NODES: a publication gone missing is healed, an extra listed node only reported)"
+	case cloud.ListingNone:
+		return "tether's own records (no LIST_VOLUMES_PUBLISHED_NODES: published_node_ids not interpreted, nothing verified)"
+	}
+	return "verified by the listing"
 }
 
 // Close closes both connections (nothing is unpublished).

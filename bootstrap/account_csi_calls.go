@@ -7,6 +7,7 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tether/tether/actors/controller"
@@ -23,6 +24,9 @@ func (a *csiAccount) InstanceID(ctx context.Context, n cloud.NodeName) (cloud.In
 // BatchSize implements cloud.Provider.
 func (a *csiAccount) BatchSize() int { return a.p.BatchSize() }
 
+// Listing implements cloud.Lister: the driver's (cloud/csi.Provider.Listing).
+func (a *csiAccount) Listing() cloud.Listing { return a.p.Listing() }
+
 // Attach implements cloud.Provider (counted): ControllerPublishVolume,
 // unless the node would exceed its plugin's max_volumes_per_node.
 func (a *csiAccount) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
@@ -37,9 +41,12 @@ func (a *csiAccount) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.
 
 // reserve counts vol among the volumes of the node inst while its attach
 // is in flight, or refuses it (cloud.ErrLimitReached, nothing sent) if
-// the node's published volumes and attaches in flight already reach its
-// plugin's max_volumes_per_node. A volume already published there, or
-// in flight, takes no new room (an attach again is idempotent).
+// the node already has its plugin's max_volumes_per_node. The count is
+// tether's own (used): never the driver's listing, which a driver
+// without LIST_VOLUMES_PUBLISHED_NODES fills loosely. A volume already
+// counted takes no new room (an attach again is idempotent). A
+// RESOURCE_EXHAUSTED answer (the driver's own limit) is not counted:
+// nothing was published.
 func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (release func(), err error) {
 	limit := a.node.MaxVolumes()
 	if inst != a.id || limit == 0 {
@@ -47,7 +54,7 @@ func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud
 	}
 	a.limitMu.Lock()
 	defer a.limitMu.Unlock()
-	got, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{inst})
+	used, err := a.used(inst)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: %w", vol, inst, cerr)
@@ -55,15 +62,11 @@ func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud
 		// Not the call's own error: nothing was sent, whatever it says.
 		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: counting the node's volumes first, nothing sent: %v: %w", vol, inst, err, cloud.ErrRetryable)
 	}
-	used := map[cloud.VolumeID]bool{}
-	for v := range got[inst] {
-		used[v] = true
-	}
 	for v := range a.inflight {
 		used[v] = true
 	}
 	if !used[vol] && int64(len(used)) >= limit {
-		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: the node has %d volumes published or being published, its plugin's max_volumes_per_node is %d: %w",
+		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: tether has %d volumes published or being published to the node, its plugin's max_volumes_per_node is %d: %w",
 			vol, inst, len(used), limit, cloud.ErrLimitReached)
 	}
 	a.inflight[vol]++
@@ -74,6 +77,34 @@ func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud
 			delete(a.inflight, vol)
 		}
 	}, nil
+}
+
+// used is what tether published to inst (the node a.name) and has not
+// unpublished, from its records: the node status's VolumesAttached and
+// VolumesDetaching (prepared for detach, still published until the
+// detach returns), and the publishes of this process not yet unpublished
+// (a publish is in the node status only once its volume actor reported
+// it).
+func (a *csiAccount) used(inst cloud.InstanceID) (map[cloud.VolumeID]bool, error) {
+	used := map[cloud.VolumeID]bool{}
+	for _, v := range a.p.Published(inst) {
+		used[v] = true
+	}
+	ref := a.store.Load()
+	if ref == nil {
+		return nil, errors.New("the store is not open yet")
+	}
+	st, ok, err := ref.NodeStatus(a.name)
+	if err != nil || !ok {
+		return used, err
+	}
+	for v := range st.VolumesAttached {
+		used[v] = true
+	}
+	for v := range st.VolumesDetaching {
+		used[v] = true
+	}
+	return used, nil
 }
 
 // Detach implements cloud.Provider (counted).

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/tether/tether/cloud"
 )
 
 // DefaultProbeInterval is how long Connect waits between two Probe calls
@@ -50,19 +52,29 @@ func Connect(ctx context.Context, socket string, probeEvery time.Duration) (*grp
 
 // identify waits for the driver to be ready, then asks its name and
 // services. Every call waits for the socket (WaitForReady): a driver
-// starting next to tether may not listen yet.
+// starting next to tether may not listen yet. A driver that is not ready
+// may fail any of these calls for a while (a sidecar restarting, a
+// plugin still reaching its cloud): an answer that may change
+// (retryable) is asked again with backoff until ctx ends.
 func identify(ctx context.Context, id spec.IdentityClient, every time.Duration) (Plugin, error) {
 	wait := grpc.WaitForReady(true)
 	if err := probe(ctx, id, every); err != nil {
 		return Plugin{}, err
 	}
-	info, err := id.GetPluginInfo(ctx, &spec.GetPluginInfoRequest{}, wait)
+	info, err := Retry(ctx, "GetPluginInfo", every, func() (*spec.GetPluginInfoResponse, error) {
+		return id.GetPluginInfo(ctx, &spec.GetPluginInfoRequest{}, wait)
+	})
 	if err != nil {
-		return Plugin{}, MapError("GetPluginInfo", err)
+		return Plugin{}, err
 	}
-	caps, err := id.GetPluginCapabilities(ctx, &spec.GetPluginCapabilitiesRequest{}, wait)
+	if info.GetName() == "" {
+		return Plugin{}, fmt.Errorf("csi: GetPluginInfo gave no name: %w", cloud.ErrTerminal)
+	}
+	caps, err := Retry(ctx, "GetPluginCapabilities", every, func() (*spec.GetPluginCapabilitiesResponse, error) {
+		return id.GetPluginCapabilities(ctx, &spec.GetPluginCapabilitiesRequest{}, wait)
+	})
 	if err != nil {
-		return Plugin{}, MapError("GetPluginCapabilities", err)
+		return Plugin{}, err
 	}
 	p := Plugin{Name: info.GetName(), Version: info.GetVendorVersion()}
 	for _, c := range caps.GetCapabilities() {
@@ -73,11 +85,44 @@ func identify(ctx context.Context, id spec.IdentityClient, every time.Duration) 
 	return p, nil
 }
 
+// retryMax caps the wait between two tries of Retry.
+const retryMax = 5 * time.Second
+
+// Retry calls f until it succeeds, fails with an answer that will not
+// change (not retryable: returned at once), or ctx ends (the last answer
+// is in the error). The wait starts at every and doubles up to retryMax.
+func Retry[R any](ctx context.Context, op string, every time.Duration, f func() (R, error)) (R, error) {
+	wait := every
+	for tries := 1; ; tries++ {
+		r, err := f()
+		if err == nil {
+			return r, nil
+		}
+		mapped := MapError(op, err)
+		if ctx.Err() != nil {
+			return r, fmt.Errorf("csi: %s: the driver did not answer in time (%d tries): %w (last answer: %v)", op, tries, ctx.Err(), mapped)
+		}
+		if cloud.Classify(mapped) != cloud.KindRetryable && cloud.Classify(mapped) != cloud.KindThrottled {
+			return r, mapped
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, fmt.Errorf("csi: %s: the driver is not ready after %d tries: %w (last answer: %v)", op, tries, ctx.Err(), mapped)
+		case <-t.C:
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
 // probe calls Probe until the driver is ready: an answer without "ready"
 // or with ready true (the spec lets a driver leave it out when it is). A
 // not-ready answer, FAILED_PRECONDITION (the spec's "unhealthy") and
-// UNAVAILABLE are asked again after every; anything else fails.
+// any retryable answer (UNAVAILABLE, INTERNAL...) are asked again with
+// backoff (every, doubling up to retryMax); anything else fails.
 func probe(ctx context.Context, id spec.IdentityClient, every time.Duration) error {
+	wait := every
 	for {
 		r, err := id.Probe(ctx, &spec.ProbeRequest{}, grpc.WaitForReady(true))
 		if err == nil && (r.GetReady() == nil || r.GetReady().GetValue()) {
@@ -86,10 +131,10 @@ func probe(ctx context.Context, id spec.IdentityClient, every time.Duration) err
 		if err != nil && ctx.Err() != nil {
 			return fmt.Errorf("csi: Probe: %w (%v)", ctx.Err(), MapError("Probe", err))
 		}
-		if c := status.Code(err); err != nil && c != codes.FailedPrecondition && c != codes.Unavailable {
+		if c := status.Code(err); err != nil && c != codes.FailedPrecondition && cloud.Classify(MapError("Probe", err)) != cloud.KindRetryable {
 			return MapError("Probe", err)
 		}
-		t := time.NewTimer(every)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -99,5 +144,6 @@ func probe(ctx context.Context, id spec.IdentityClient, every time.Duration) err
 			return fmt.Errorf("csi: Probe: %w (last answer: %v)", ctx.Err(), MapError("Probe", err))
 		case <-t.C:
 		}
+		wait = min(2*wait, retryMax)
 	}
 }

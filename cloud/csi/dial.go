@@ -21,7 +21,6 @@ type config struct {
 	batch      int
 	fsType     string
 	access     func(context.Context, cloud.VolumeID) (Access, error)
-	volumes    func(context.Context) ([]cloud.VolumeID, error)
 	nodeIDs    map[cloud.NodeName]cloud.InstanceID
 	probeEvery time.Duration
 }
@@ -47,15 +46,6 @@ func WithAccessModes(access func(context.Context, cloud.VolumeID) (Access, error
 	return func(c *config) { c.access = access }
 }
 
-// WithVolumes lists the volumes tether manages (its store's). Only a
-// driver without LIST_VOLUMES_PUBLISHED_NODES needs it: InstanceVolumes
-// then asks ControllerGetVolume about each of them (and about those this
-// Provider attached), and fails without it rather than answer "nothing
-// attached" about volumes it never asked.
-func WithVolumes(list func(context.Context) ([]cloud.VolumeID, error)) Option {
-	return func(c *config) { c.volumes = list }
-}
-
 // WithNodeIDs seeds the node registry (see SetNodeID), e.g. from static
 // configuration.
 func WithNodeIDs(ids map[cloud.NodeName]cloud.InstanceID) Option {
@@ -77,16 +67,19 @@ const (
 	// ByList: one ListVolumes paging loop per call, reading each volume's
 	// published_node_ids (LIST_VOLUMES and LIST_VOLUMES_PUBLISHED_NODES).
 	ByList Verification = iota + 1
-	// ByGet: one ControllerGetVolume per volume (GET_VOLUME).
-	ByGet
+	// ByRecord: the driver cannot say what is published where (no
+	// LIST_VOLUMES_PUBLISHED_NODES; a ControllerGetVolume's
+	// published_node_ids is then not to be interpreted, says the spec):
+	// tether's own records are the truth (cloud.ListingNone).
+	ByRecord
 )
 
 func (v Verification) String() string {
 	switch v {
 	case ByList:
 		return "list-volumes"
-	case ByGet:
-		return "get-volume"
+	case ByRecord:
+		return "tether's records"
 	}
 	return fmt.Sprintf("Verification(%d)", int(v))
 }
@@ -94,11 +87,12 @@ func (v Verification) String() string {
 // Dial connects to the CSI controller plugin listening on the unix socket
 // at socket (see Connect: it waits within ctx for the driver to be ready)
 // and checks that it can serve tether: the plugin offers
-// CONTROLLER_SERVICE, its controller PUBLISH_UNPUBLISH_VOLUME, and a way
-// to verify attachments (LIST_VOLUMES with LIST_VOLUMES_PUBLISHED_NODES,
-// preferred, or GET_VOLUME). Anything missing is a clear error, and the
-// connection is closed. Whether it offers PUBLISH_READONLY is noted
-// (Attach).
+// CONTROLLER_SERVICE and its controller PUBLISH_UNPUBLISH_VOLUME.
+// Anything missing is a clear error, and the connection is closed. How
+// attachments are verified follows from its capabilities (Verification):
+// by ListVolumes where it offers LIST_VOLUMES with
+// LIST_VOLUMES_PUBLISHED_NODES, else not at all (ByRecord). Whether it
+// offers PUBLISH_READONLY is noted (Attach).
 func Dial(ctx context.Context, socket string, opts ...Option) (*Provider, error) {
 	cfg := config{batch: DefaultBatchSize, fsType: DefaultFsType, nodeIDs: map[cloud.NodeName]cloud.InstanceID{}}
 	for _, o := range opts {
@@ -139,14 +133,9 @@ func newProvider(ctx context.Context, conn *grpc.ClientConn, plugin Plugin, cfg 
 	if !has[spec.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME] {
 		return nil, fmt.Errorf("its controller lacks PUBLISH_UNPUBLISH_VOLUME: it has no attach step (a node-only driver needs no tether controller)")
 	}
-	var v Verification
-	switch {
-	case has[spec.ControllerServiceCapability_RPC_LIST_VOLUMES] && has[spec.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES]:
+	v := ByRecord
+	if has[spec.ControllerServiceCapability_RPC_LIST_VOLUMES] && has[spec.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES] {
 		v = ByList
-	case has[spec.ControllerServiceCapability_RPC_GET_VOLUME]:
-		v = ByGet
-	default:
-		return nil, fmt.Errorf("its controller offers neither LIST_VOLUMES with LIST_VOLUMES_PUBLISHED_NODES nor GET_VOLUME: tether could not verify what is attached where")
 	}
 	return &Provider{
 		cfg: cfg, conn: conn, ctl: ctl, plugin: plugin, verify: v,

@@ -25,7 +25,6 @@ func TestDialRefuses(t *testing.T) {
 	}{
 		{name: "node-only driver", cfg: csitest.Config{NoController: true, List: true, ListPublished: true}, want: "offers no CONTROLLER_SERVICE"},
 		{name: "no attach step", cfg: csitest.Config{NoPublish: true, List: true, ListPublished: true}, want: "lacks PUBLISH_UNPUBLISH_VOLUME"},
-		{name: "no way to verify", cfg: csitest.Config{List: true}, want: "neither LIST_VOLUMES with LIST_VOLUMES_PUBLISHED_NODES nor GET_VOLUME"},
 		{name: "two nodes with one ID", cfg: listByPage(),
 			opts: []Option{WithNodeIDs(map[cloud.NodeName]cloud.InstanceID{"n1": "x", "n2": "x"})}, want: "node IDs"},
 	} {

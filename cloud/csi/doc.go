@@ -50,15 +50,25 @@
 //
 // # Verification
 //
-// VolumesAreAttached and InstanceVolumes read the driver's
-// published_node_ids: with one ListVolumes paging loop per call when the
-// controller offers LIST_VOLUMES and LIST_VOLUMES_PUBLISHED_NODES (ByList),
-// else with one ControllerGetVolume per volume (GET_VOLUME, ByGet: not
-// "one call per batch", GetConcurrency at a time). ByGet cannot list what
-// a node has: InstanceVolumes asks about the volumes WithVolumes lists
-// (tether's own) and those the Provider attached, so a volume published
-// by someone else and unknown to tether is not seen; without WithVolumes
-// it fails. Dial refuses a driver that offers neither.
+// A driver's word about where a volume is published is believed only as
+// far as the spec promises it (Verification, Listing):
+//
+//   - ByList, where the controller offers LIST_VOLUMES and
+//     LIST_VOLUMES_PUBLISHED_NODES: VolumesAreAttached and InstanceVolumes
+//     read published_node_ids with one ListVolumes paging loop per call.
+//     The spec lets that list "include nodes not published to or
+//     reported by the SP", so Listing is cloud.ListingMayOverstate: it can
+//     reveal a publication gone missing (tether publishes again), and an
+//     extra node in it is reported, never by itself unpublished.
+//   - ByRecord, otherwise: "If the field is not specified and the SP does
+//     not have the LIST_VOLUMES_PUBLISHED_NODES controller capability,
+//     the CO MUST not interpret this field", and ControllerGetVolume's
+//     published_node_ids is optional without it (real drivers fill it
+//     loosely: an empty string, the last node that ran NodePublish). So
+//     nothing is asked: both calls fail (cloud.ErrTerminal) and Listing is
+//     cloud.ListingNone; tether's own records (intents and node statuses)
+//     are the truth, as Kubernetes' CSI attacher answers from its
+//     VolumeAttachment records.
 //
 // # The Provider contract over CSI
 //

@@ -172,13 +172,17 @@ func (p *Provider) device(vol cloud.VolumeID, inst cloud.InstanceID) string {
 	return p.devices[vol][inst]
 }
 
-// attached lists the volumes this Provider attached and has not detached.
-func (p *Provider) attached() []cloud.VolumeID {
+// Published lists the volumes this Provider published to inst and has
+// not unpublished since (lost with the Provider: a wiring that counts a
+// node's volumes adds its durable records).
+func (p *Provider) Published(inst cloud.InstanceID) []cloud.VolumeID {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]cloud.VolumeID, 0, len(p.devices))
-	for v := range p.devices {
-		out = append(out, v)
+	var out []cloud.VolumeID
+	for v, m := range p.devices {
+		if _, ok := m[inst]; ok {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -2,37 +2,46 @@ package csi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/tether/tether/cloud"
 )
 
-// GetConcurrency bounds the ControllerGetVolume calls in flight for one
-// VolumesAreAttached or InstanceVolumes call (Verification ByGet).
-const GetConcurrency = 8
-
 // published maps volumes to the node IDs they are published to.
 type published map[cloud.VolumeID][]cloud.InstanceID
 
+// Listing implements cloud.Lister: ByList reveals a publication gone
+// missing but may name nodes the volume is not published to (the spec:
+// published_node_ids "MAY include nodes not published to or reported by
+// the SP"); ByRecord reveals nothing.
+func (p *Provider) Listing() cloud.Listing {
+	if p.verify == ByList {
+		return cloud.ListingMayOverstate
+	}
+	return cloud.ListingNone
+}
+
+// errNoListing is the answer of VolumesAreAttached and InstanceVolumes
+// ByRecord: nothing is asked.
+func (p *Provider) errNoListing(op string) error {
+	return fmt.Errorf("csi: %s: driver %q does not offer LIST_VOLUMES_PUBLISHED_NODES, so what it says of published nodes is not to be interpreted (CSI spec): tether's own records are the truth, nothing was asked: %w", op, p.plugin.Name, cloud.ErrTerminal)
+}
+
 // VolumesAreAttached implements cloud.Provider. ByList: one ListVolumes
-// paging loop answers for every instance of the query; ByGet: one
-// ControllerGetVolume per distinct volume of the query (a volume the
-// driver does not know is attached nowhere). An instance no node has is
-// answered like any other: the driver's published_node_ids are the truth.
+// paging loop answers for every instance of the query; ByRecord: it fails
+// without asking (errNoListing). An instance no node has is answered like
+// any other.
 func (p *Provider) VolumesAreAttached(ctx context.Context, query map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	if p.verify != ByList {
+		return nil, p.errNoListing("VolumesAreAttached")
+	}
 	if len(query) == 0 {
 		return map[cloud.InstanceID]map[cloud.VolumeID]bool{}, nil
 	}
-	var vols []cloud.VolumeID
-	for _, vs := range query {
-		vols = append(vols, vs...)
-	}
-	pub, err := p.published(ctx, vols)
+	pub, err := p.list(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,30 +52,17 @@ func (p *Provider) VolumesAreAttached(ctx context.Context, query map[cloud.Insta
 // registered node has its ID (SetNodeID): a live one maps to what is
 // published to it, with the device path of this Provider's Attach ("" if
 // it made none: tether keeps the path it recorded); others are absent.
-// ByList: one ListVolumes paging loop sees every volume. ByGet: only the
-// volumes WithVolumes lists plus those this Provider attached are asked
-// about; without WithVolumes it fails rather than answer "nothing" about
-// volumes it cannot see.
+// ByList: one ListVolumes paging loop sees every volume; ByRecord: it
+// fails without asking (errNoListing).
 func (p *Provider) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	if p.verify != ByList {
+		return nil, p.errNoListing("InstanceVolumes")
+	}
 	live := p.live(insts)
 	if len(live) == 0 {
 		return map[cloud.InstanceID]map[cloud.VolumeID]string{}, nil
 	}
-	var vols []cloud.VolumeID
-	if p.verify == ByGet {
-		if p.cfg.volumes == nil {
-			return nil, fmt.Errorf("csi: InstanceVolumes: driver %q has no LIST_VOLUMES_PUBLISHED_NODES, and no volume list was configured (WithVolumes) to ask ControllerGetVolume about: %w", p.plugin.Name, cloud.ErrTerminal)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("csi: InstanceVolumes: not sent: %w", err)
-		}
-		listed, err := p.cfg.volumes(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("csi: InstanceVolumes: listing tether's volumes: %v: %w", err, cloud.ErrRetryable)
-		}
-		vols = slices.Concat(listed, p.attached())
-	}
-	pub, err := p.published(ctx, vols)
+	pub, err := p.list(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -103,15 +99,6 @@ func volumesOf(live map[cloud.InstanceID]bool, pub published, device func(cloud.
 	return out
 }
 
-// published asks the driver where volumes are published: all of them
-// (ByList; vols is ignored) or vols (ByGet).
-func (p *Provider) published(ctx context.Context, vols []cloud.VolumeID) (published, error) {
-	if p.verify == ByList {
-		return p.list(ctx)
-	}
-	return p.get(ctx, vols)
-}
-
 // list runs one ListVolumes paging loop. A token the driver gave before
 // would loop for ever: it fails instead. ABORTED (the driver no longer
 // knows a token, e.g. volumes changed between pages) fails the whole
@@ -143,42 +130,4 @@ func (p *Provider) list(ctx context.Context) (published, error) {
 		}
 		seen[token] = true
 	}
-}
-
-// get asks ControllerGetVolume about each distinct volume of vols, at most
-// GetConcurrency at a time. NOT_FOUND: published nowhere. The first
-// failure (in the order of vols) fails the whole call.
-func (p *Provider) get(ctx context.Context, vols []cloud.VolumeID) (published, error) {
-	vols = slices.Clone(vols)
-	slices.Sort(vols)
-	vols = slices.Compact(vols)
-	nodes := make([][]string, len(vols))
-	errs := make([]error, len(vols))
-	sem := make(chan struct{}, GetConcurrency)
-	var wg sync.WaitGroup
-	for i, v := range vols {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			req := &spec.ControllerGetVolumeRequest{VolumeId: string(v)}
-			r, err := call(ctx, "ControllerGetVolume "+string(v), false, func(c context.Context) (*spec.ControllerGetVolumeResponse, error) {
-				return p.ctl.ControllerGetVolume(c, req)
-			})
-			if errors.Is(err, cloud.ErrNotFound) {
-				err = nil
-			}
-			nodes[i], errs[i] = r.GetStatus().GetPublishedNodeIds(), err
-		})
-	}
-	wg.Wait()
-	out := published{}
-	for i, v := range vols {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		for _, n := range nodes[i] {
-			out[v] = append(out[v], cloud.InstanceID(n))
-		}
-	}
-	return out, nil
 }

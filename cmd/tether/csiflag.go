@@ -14,6 +14,7 @@ import (
 func csiFlags(f *pflag.FlagSet, c *bootstrap.CSIConfig) {
 	f.StringVar(&c.ControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin: the driver is the cloud, instead of --cloud (with --csi-node-socket; one node, n1; volumes must exist in the driver)")
 	f.StringVar(&c.NodeSocket, "csi-node-socket", "", "unix socket of that CSI driver's node plugin on this machine: n1, whose instance is the plugin's node ID, mounts through it (with --csi-controller-socket)")
+	f.DurationVar(&c.DialTimeout, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI plugins to be ready (Probe, GetPluginInfo, NodeGetInfo asked again with backoff), then fail saying which did not answer")
 }
 
 // csiConflicts are tether up's flags that configure another cloud.
@@ -47,6 +48,9 @@ func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			v.refuse(name, err.Error())
 		}
+	}
+	if d, _ := v.fs.GetDuration("csi-wait"); d <= 0 {
+		v.refuse("csi-wait", "want a positive duration (1m, 30s)")
 	}
 	for _, name := range csiConflicts {
 		if v.fs.Lookup(name) != nil && v.given(name) {

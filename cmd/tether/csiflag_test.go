@@ -179,7 +179,7 @@ func TestUpCSI(t *testing.T) {
 	if err := up.Wait(); err != nil {
 		t.Fatalf("graceful shutdown: %v", err)
 	}
-	if !strings.Contains(out.String(), "cloud    csi: driver csi.tether.test (verifies by list-volumes); node n1 is its node ID node-1, at most 8 volumes") {
+	if !strings.Contains(out.String(), "cloud    csi: driver csi.tether.test; attachments: verified by ListVolumes (LIST_VOLUMES_PUBLISHED_NODES: a publication gone missing is healed, an extra listed node only reported); node n1 is its node ID node-1, at most 8 volumes") {
 		t.Errorf("tether up did not say which driver it drives")
 	}
 }

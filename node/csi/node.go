@@ -43,6 +43,8 @@ type Node struct {
 	max    int64
 	stages bool
 	fsType string
+	// probeEvery is the first wait of a retry at DialNode.
+	probeEvery time.Duration
 }
 
 // DialNode connects to the node plugin on the unix socket at socket,
@@ -57,7 +59,8 @@ func DialNode(ctx context.Context, socket string, opts ...Option) (*Node, error)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{conn: conn, rpc: spec.NewNodeClient(conn), plugin: plugin, fsType: cmp.Or(cfg.fsType, cloudcsi.DefaultFsType)}
+	n := &Node{conn: conn, rpc: spec.NewNodeClient(conn), plugin: plugin, fsType: cmp.Or(cfg.fsType, cloudcsi.DefaultFsType),
+		probeEvery: cmp.Or(cfg.probeEvery, cloudcsi.DefaultProbeInterval)}
 	if err := n.describe(ctx); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("csi: node plugin %q at %s: %w", plugin.Name, socket, err)
@@ -66,9 +69,13 @@ func DialNode(ctx context.Context, socket string, opts ...Option) (*Node, error)
 }
 
 func (n *Node) describe(ctx context.Context) error {
-	info, err := n.rpc.NodeGetInfo(ctx, &spec.NodeGetInfoRequest{}, grpc.WaitForReady(true))
+	// A plugin not ready yet may fail these for a while: asked again
+	// with backoff within ctx (cloudcsi.Retry).
+	info, err := cloudcsi.Retry(ctx, "NodeGetInfo", n.probeEvery, func() (*spec.NodeGetInfoResponse, error) {
+		return n.rpc.NodeGetInfo(ctx, &spec.NodeGetInfoRequest{}, grpc.WaitForReady(true))
+	})
 	if err != nil {
-		return cloudcsi.MapError("NodeGetInfo", err)
+		return err
 	}
 	if info.GetNodeId() == "" {
 		return fmt.Errorf("NodeGetInfo gave no node ID: %w", cloud.ErrTerminal)
@@ -76,9 +83,11 @@ func (n *Node) describe(ctx context.Context) error {
 	if info.GetMaxVolumesPerNode() < 0 {
 		return fmt.Errorf("NodeGetInfo gave max_volumes_per_node %d: %w", info.GetMaxVolumesPerNode(), cloud.ErrTerminal)
 	}
-	caps, err := n.rpc.NodeGetCapabilities(ctx, &spec.NodeGetCapabilitiesRequest{}, grpc.WaitForReady(true))
+	caps, err := cloudcsi.Retry(ctx, "NodeGetCapabilities", n.probeEvery, func() (*spec.NodeGetCapabilitiesResponse, error) {
+		return n.rpc.NodeGetCapabilities(ctx, &spec.NodeGetCapabilitiesRequest{}, grpc.WaitForReady(true))
+	})
 	if err != nil {
-		return cloudcsi.MapError("NodeGetCapabilities", err)
+		return err
 	}
 	for _, c := range caps.GetCapabilities() {
 		if c.GetRpc().GetType() == spec.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME {

@@ -2,6 +2,7 @@ package csi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -29,10 +30,10 @@ func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPat
 	}
 	req := &spec.NodeStageVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
 		VolumeCapability: cloudcsi.Capability(a, n.fsType)}
-	return do(ctx, op, func(c context.Context) error {
+	return lasting(do(ctx, op, func(c context.Context) error {
 		_, err := n.rpc.NodeStageVolume(c, req)
 		return err
-	})
+	}))
 }
 
 // Publish makes vol show at targetPath (NodePublishVolume), creating the
@@ -55,10 +56,20 @@ func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingP
 	}
 	req := &spec.NodePublishVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
 		TargetPath: targetPath, VolumeCapability: cloudcsi.Capability(a, n.fsType), Readonly: readOnly || a.ReadOnlyMany()}
-	return do(ctx, op, func(c context.Context) error {
+	return lasting(do(ctx, op, func(c context.Context) error {
 		_, err := n.rpc.NodePublishVolume(c, req)
 		return err
-	})
+	}))
+}
+
+// lasting marks a stage's or publish's NOT_FOUND (the plugin has no such
+// volume) as terminal too, like INVALID_ARGUMENT: trying again soon will
+// not help, so the agent waits its backoff's cap (the event says why).
+func lasting(err error) error {
+	if errors.Is(err, cloud.ErrNotFound) && !errors.Is(err, cloud.ErrTerminal) {
+		return fmt.Errorf("%w (%w)", err, cloud.ErrTerminal)
+	}
+	return err
 }
 
 // Unpublish undoes Publish (NodeUnpublishVolume) and removes the target
