@@ -2220,10 +2220,13 @@ func (x *AttachNotRecorded) GetNode() string {
 
 // MountFinished carries a mount operation's result back to the node agent.
 type MountFinished struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
-	Op            uint64                 `protobuf:"varint,2,opt,name=op,proto3" json:"op,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Op       uint64                 `protobuf:"varint,2,opt,name=op,proto3" json:"op,omitempty"`
+	Error    string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	// terminal: the failure will not go away by trying again (it wraps
+	// cloud.ErrTerminal: a CSI plugin's INVALID_ARGUMENT).
+	Terminal      bool `protobuf:"varint,4,opt,name=terminal,proto3" json:"terminal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2277,6 +2280,13 @@ func (x *MountFinished) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *MountFinished) GetTerminal() bool {
+	if x != nil {
+		return x.Terminal
+	}
+	return false
 }
 
 // GetAgentStatus asks a node agent for its state; answered with AgentStatus.
@@ -2618,11 +2628,12 @@ const file_controller_proto_rawDesc = "" +
 	"\x04node\x18\x02 \x01(\tR\x04node\"D\n" +
 	"\x11AttachNotRecorded\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"R\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"n\n" +
 	"\rMountFinished\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x0e\n" +
 	"\x02op\x18\x02 \x01(\x04R\x02op\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"\x10\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1a\n" +
+	"\bterminal\x18\x04 \x01(\bR\bterminal\"\x10\n" +
 	"\x0eGetAgentStatus\"b\n" +
 	"\n" +
 	"AgentMount\x12\x1b\n" +

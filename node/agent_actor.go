@@ -208,7 +208,7 @@ func (a *agentActor) onMountFinished(ctx actor.Context, m *messages.MountFinishe
 		a.held = append(a.held, m)
 		return
 	}
-	a.step(ctx, agent.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error})
+	a.step(ctx, agent.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error, Terminal: m.Terminal})
 }
 
 // onHeartbeat tells the controller we are alive and, until the agent knows

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -85,7 +86,7 @@ func (c *Calls) start(vol cloud.VolumeID, r agent.Running, f func() error) {
 	go func() {
 		defer close(cl.done)
 		if err := f(); err != nil {
-			res.Error = err.Error()
+			res.Error, res.Terminal = err.Error(), errors.Is(err, cloud.ErrTerminal)
 		}
 		c.mu.Lock()
 		delete(c.running, vol)

@@ -99,6 +99,18 @@ func (b *Backoff) Fail(now time.Time, p Policy, u float64) (retryAt time.Time) {
 	return b.retryAt
 }
 
+// FailTerminal records a failure that repeating the operation will not
+// fix (a driver's INVALID_ARGUMENT): the next try waits the cap, p.Max
+// with jitter draw u, whatever the count, so that a lasting refusal is
+// not a hot loop and a fixed cause is still noticed within the cap.
+func (b *Backoff) FailTerminal(now time.Time, p Policy, u float64) (retryAt time.Time) {
+	if b.failures < math.MaxInt {
+		b.failures++
+	}
+	b.retryAt = now.Add(p.Delay(math.MaxInt, u))
+	return b.retryAt
+}
+
 // Ready reports whether the operation may be tried at now.
 func (b *Backoff) Ready(now time.Time) bool { return !now.Before(b.retryAt) }
 

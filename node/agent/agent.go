@@ -142,7 +142,7 @@ func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
 		default:
 			a.mounts.setPub(pk, Uncertain)
 		}
-		return a.failed(now, key, e.Err)
+		return a.failed(now, key, e.Err, e.Terminal)
 	}
 	a.backoffs = without(a.backoffs, key)
 	switch in.kind {
@@ -160,7 +160,7 @@ func (a *Agent) onOpDone(now time.Time, e OpDone) []Effect {
 	return nil
 }
 
-func (a *Agent) failed(now time.Time, key opKey, msg string) []Effect {
+func (a *Agent) failed(now time.Time, key opKey, msg string, terminal bool) []Effect {
 	b := a.backoffs[key]
 	if b == nil {
 		b = &backoff.Backoff{}
@@ -170,9 +170,32 @@ func (a *Agent) failed(now time.Time, key opKey, msg string) []Effect {
 	if a.cfg.Rand != nil {
 		u = a.cfg.Rand()
 	}
-	at := b.Fail(now, a.cfg.Backoff, u)
-	return []Effect{Record{Type: failedType(key.kind), Workload: key.uid, Volume: key.vol, Warning: true,
-		Message: fmt.Sprintf("%s of volume %q failed: %s (failure %d; no retry for %s)", key.kind, key.vol, msg, b.Failures(), at.Sub(now))}}
+	var at time.Time
+	var also string
+	if terminal {
+		at, also = b.FailTerminal(now, a.cfg.Backoff, u), "; trying again will not help until the cause is fixed"
+	} else {
+		at = b.Fail(now, a.cfg.Backoff, u)
+	}
+	rec := Record{Type: failedType(key.kind), Workload: key.uid, Volume: key.vol, Warning: true,
+		Message: fmt.Sprintf("%s of volume %q failed: %s (failure %d; no retry for %s%s)", key.kind, key.vol, msg, b.Failures(), at.Sub(now), also)}
+	if key.uid != "" || key.kind != OpStage {
+		return []Effect{rec}
+	}
+	// A stage serves every workload that wants the volume: each of them
+	// waits for it, and hears why.
+	users := a.usersOf(a.wantedBy(), key.vol)
+	if len(users) == 0 {
+		return []Effect{rec}
+	}
+	effs := make([]Effect, 0, 1+len(users))
+	effs = append(effs, rec) // on the node, as before
+	for _, i := range users {
+		r := rec
+		r.Workload = a.desired[a.uses[i].w].uid
+		effs = append(effs, r)
+	}
+	return effs
 }
 
 // coalesce keeps only the earliest WakeAt, last.

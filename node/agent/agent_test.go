@@ -132,7 +132,7 @@ func TestVolumesProceedInParallelAndFailuresBackOff(t *testing.T) {
 	h.expect(Restored{})
 	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1", "v2")}}, "in-use [v1 v2]", "wake +2m3s")
 	h.expect(h.status(vols("v1", "v2"), "v1", "v2"), "stage v1 /dev/v1", "stage v2 /dev/v2", "wake +2m3s")
-	h.expect(h.fail("v1"), "event FailedMount  v1", "wake +500ms")
+	h.expect(h.fail("v1"), "event FailedMount  v1", "event FailedMount w1 v1", "wake +500ms")
 	h.expect(h.done("v2"), "publish v2 w1 ro=false", "wake +500ms")
 	h.now = h.now.Add(500 * time.Millisecond)
 	h.expect(Tick{}, "stage v1 /dev/v1", "wake +2m2.5s")
@@ -214,4 +214,20 @@ func TestEarlierIncarnationResultIgnored(t *testing.T) {
 	h.expect(OpDone{Volume: "v1", Op: staleOp})
 	h.expect(h.done("v1"), "unstage v1")
 	h.expect(h.done("v1"), "in-use []")
+}
+
+// A stage that fails tells every workload waiting for the volume; one
+// that fails for good (a CSI plugin's INVALID_ARGUMENT) waits the
+// backoff's cap instead of retrying in half a second, and says so.
+func TestStageFailureTellsEveryWaitingWorkload(t *testing.T) {
+	h := newHarness(t)
+	h.expect(Restored{})
+	h.expect(DesiredChanged{Workloads: []Workload{wl("a", "v1"), wl("b", "v1")}}, "in-use [v1]", "wake +2m3s")
+	h.expect(h.status(vols("v1"), "v1"), "stage v1 /dev/v1", "wake +2m3s")
+	h.expect(OpDone{Volume: "v1", Op: h.ops["v1"], Err: "InvalidArgument: no such share", Terminal: true},
+		"event FailedMount  v1", "event FailedMount a v1", "event FailedMount b v1", "wake +2m2s")
+	h.now = h.now.Add(time.Minute)
+	h.expect(Tick{}, "wake +1m2s") // no hot loop: still waiting for the cap
+	h.now = h.now.Add(62 * time.Second)
+	h.expect(Tick{}, "stage v1 /dev/v1", "wake +1s")
 }

@@ -38,6 +38,9 @@ type OpDone struct {
 	Volume VolumeID
 	Op     uint64
 	Err    string // "" on success
+	// Terminal: the failure will not go away by trying again (a CSI
+	// plugin's INVALID_ARGUMENT): the next try waits the backoff's cap.
+	Terminal bool
 }
 
 // Tick re-evaluates timers.

@@ -54,7 +54,7 @@ func (a *Agent) overdue(now time.Time) []Effect {
 		a.stuck = with(a.stuck, v, in)
 		a.uncertain(v, in)
 		msg := fmt.Sprintf("timed out after %s, still running: volume %q is not operated on again before it returns", a.cfg.OpTimeout, v)
-		effs = append(effs, a.failed(now, opKey{v, in.uid, in.kind}, msg)...)
+		effs = append(effs, a.failed(now, opKey{v, in.uid, in.kind}, msg, false)...)
 	}
 	return effs
 }

@@ -38,7 +38,7 @@ func TestHungStageHoldsOnlyItsVolume(t *testing.T) {
 	hung := h.done("v1")
 
 	h.now = h.now.Add(opTimeout)
-	h.expect(Tick{}, "event FailedMount  v1", "wake +1m53s")
+	h.expect(Tick{}, "event FailedMount  v1", "event FailedMount w1 v1", "wake +1m53s")
 	if got := h.mountState("v1", ""); got != Uncertain {
 		t.Fatalf("timed-out stage is %s, want Uncertain", got)
 	}
