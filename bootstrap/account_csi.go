@@ -11,30 +11,34 @@ package bootstrap
 //     a volume tether does not know yet is accepted only if the driver
 //     has it and confirms its capability (ValidateVolumeCapabilities),
 //     otherwise refused, saying so. Deleting it in tether forgets it.
-//   - Nodes are the node plugin's. One node plugin serves one machine:
-//     the embedded runtime runs one node (n1), whose instance is the
-//     plugin's node ID (NodeGetInfo), given to the controller's provider
-//     before the controller starts (so a restarted process, or
-//     controller, never takes the node for instance-less). Terminating,
-//     starting or adding instances is refused: the node is the machine
-//     the plugin runs on.
-//   - The plugin's max_volumes_per_node is tether's to respect (the spec
+//   - Nodes are the node plugins'. One node plugin serves one machine:
+//     the embedded runtime runs one node per node plugin socket (n1..nN),
+//     whose instance is its plugin's node ID (NodeGetInfo), given to the
+//     controller's provider before the controller starts (so a restarted
+//     process, or controller, never takes a node for instance-less).
+//     Terminating, starting or adding instances is refused: a node is the
+//     machine its plugin runs on.
+//   - A plugin's max_volumes_per_node is tether's to respect (the spec
 //     makes it the CO's job, and many controllers do not check it): an
 //     attach that would exceed it is refused as cloud.ErrLimitReached
-//     before anything is sent, counting what is published to the node
-//     and the attaches in flight.
+//     before anything is sent, counting what tether published to the
+//     node and has not unpublished (its records, never the driver's
+//     listing) and the attaches in flight. The driver's own
+//     RESOURCE_EXHAUSTED is a failed attach like any other: nothing was
+//     published, nothing is counted.
 //
 // tether's own file about the account, <data>/csi-account.json, holds
 // the owner tag (identity.go), the driver's name (a data directory keeps
-// its driver: another one is refused) and the node ID last seen (a new
-// one is logged: volumes still published to the old ID stay so until
-// unpublished).
+// its driver: another one is refused) and each node's node ID last seen
+// (a new one is logged: volumes still published to the old ID stay so
+// until unpublished).
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,6 +76,10 @@ type CSIConfig struct {
 	// driver's controller plugin and of the node plugin of the machine
 	// tether runs on (they may be the same).
 	ControllerSocket, NodeSocket string
+	// NodeSockets, if set, replaces NodeSocket: node n<i+1>'s plugin
+	// listens on NodeSockets[i] (several node plugins on one machine, each
+	// with its own node ID: tests, the demo, chaos).
+	NodeSockets []string
 	// DialTimeout bounds the wait for both plugins to answer and be
 	// ready at start (0: DefaultCSIDialTimeout).
 	DialTimeout time.Duration
@@ -79,19 +87,31 @@ type CSIConfig struct {
 
 // csiState is the content of CSIAccountFile.
 type csiState struct {
-	Version int              `json:"version"`
-	Tag     string           `json:"tag,omitempty"`
-	Driver  string           `json:"driver"`
-	NodeID  cloud.InstanceID `json:"node_id"`
+	Version int    `json:"version"`
+	Tag     string `json:"tag,omitempty"`
+	Driver  string `json:"driver"`
+	// NodeID is n1's node ID (files written before several nodes had only
+	// it); NodeIDs every node's.
+	NodeID  cloud.InstanceID                    `json:"node_id"`
+	NodeIDs map[cloud.NodeName]cloud.InstanceID `json:"node_ids,omitempty"`
+}
+
+// nodeIDs are the node IDs the file records, by node.
+func (s csiState) nodeIDs() map[cloud.NodeName]cloud.InstanceID {
+	if s.NodeIDs != nil {
+		return s.NodeIDs
+	}
+	if s.NodeID != "" {
+		return map[cloud.NodeName]cloud.InstanceID{csiNode: s.NodeID}
+	}
+	return nil
 }
 
 // csiAccount is a CSI driver as an Account.
 type csiAccount struct {
-	p    *cloudcsi.Provider
-	node *nodecsi.Node
-	name cloud.NodeName // the one node
-	id   cloud.InstanceID
-	path string // CSIAccountFile
+	p     *cloudcsi.Provider
+	nodes []*csiNodePlugin // n1..nN
+	path  string           // CSIAccountFile
 
 	mu    sync.Mutex // guards state and its file
 	state csiState
@@ -100,7 +120,7 @@ type csiAccount struct {
 	store     atomic.Pointer[storeRef]
 
 	limitMu  sync.Mutex
-	inflight map[cloud.VolumeID]int // attaches to the node in flight
+	inflight map[cloud.InstanceID]map[cloud.VolumeID]int // attaches in flight, by node ID
 
 	attach, detach, verify atomic.Int64
 }
@@ -110,29 +130,29 @@ type storeRef struct{ store.Store }
 
 var _ Account = (*csiAccount)(nil)
 
-// openCSI dials the driver's node plugin, then its controller plugin
-// with the node's ID (nodes must be [name]), checks them against
-// CSIAccountFile and reads the inventory. warn, if not "", is for the
-// log.
-func openCSI(dataDir string, cfg CSIConfig, name cloud.NodeName) (a *csiAccount, warn string, err error) {
-	if cfg.ControllerSocket == "" || cfg.NodeSocket == "" {
+// openCSI dials the driver's node plugins (cfg.nodeSockets: nodes
+// n1..nN), then its controller plugin with their node IDs, checks them
+// against CSIAccountFile and reads the inventory. warn, if not "", is
+// for the log.
+func openCSI(dataDir string, cfg CSIConfig) (a *csiAccount, warn string, err error) {
+	sockets := cfg.nodeSockets()
+	if cfg.ControllerSocket == "" || len(sockets) == 0 {
 		return nil, "", errors.New("embedded: a CSI driver needs both its controller plugin's socket and its node plugin's")
 	}
-	a = &csiAccount{name: name, path: filepath.Join(dataDir, CSIAccountFile), inflight: map[cloud.VolumeID]int{}, state: csiState{Version: 1}}
+	a = &csiAccount{path: filepath.Join(dataDir, CSIAccountFile), inflight: map[cloud.InstanceID]map[cloud.VolumeID]int{}, state: csiState{Version: 1}}
 	if err := readAccountFile(a.path, "csi", &a.state); err != nil {
 		return nil, "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cmpDuration(cfg.DialTimeout, DefaultCSIDialTimeout))
 	defer cancel()
-	if a.node, err = nodecsi.DialNode(ctx, cfg.NodeSocket); err != nil {
-		return nil, "", fmt.Errorf("csi node plugin at %s: %w", cfg.NodeSocket, err)
+	if a.nodes, err = dialNodes(ctx, sockets); err != nil {
+		return nil, "", err
 	}
-	a.id = a.node.ID()
 	a.p, err = cloudcsi.Dial(ctx, cfg.ControllerSocket,
-		cloudcsi.WithNodeIDs(map[cloud.NodeName]cloud.InstanceID{name: a.id}),
+		cloudcsi.WithNodeIDs(a.nodeIDs()),
 		cloudcsi.WithAccessModes(a.accessOf))
 	if err != nil {
-		return nil, "", errors.Join(fmt.Errorf("csi controller plugin at %s: %w", cfg.ControllerSocket, err), a.node.Close())
+		return nil, "", errors.Join(fmt.Errorf("csi controller plugin at %s: %w", cfg.ControllerSocket, err), a.closeNodes())
 	}
 	if warn, err = a.check(ctx); err != nil {
 		return nil, "", errors.Join(err, a.Close())
@@ -151,20 +171,18 @@ func cmpDuration(d, def time.Duration) time.Duration {
 // reads the inventory.
 func (a *csiAccount) check(ctx context.Context) (warn string, err error) {
 	driver := a.p.Plugin().Name
-	if nd := a.node.Plugin().Name; nd != driver {
-		return "", fmt.Errorf("csi: the controller socket serves driver %q but the node socket serves %q: give both plugins of one driver", driver, nd)
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	next := a.state
-	switch {
-	case next.Driver != "" && next.Driver != driver:
+	if next.Driver != "" && next.Driver != driver {
 		return "", fmt.Errorf("%w: %s says this data directory ran with CSI driver %q, but the sockets serve %q: its volumes and attachments are another driver's; use the sockets of %q, or another --data-dir", ErrUntrusted, a.path, next.Driver, driver, next.Driver)
-	case next.NodeID != "" && next.NodeID != a.id:
-		warn = fmt.Sprintf("csi: the node plugin reports node ID %q, was %q: the machine was replaced; volumes still published to %q stay so until unpublished (ControllerUnpublishVolume with that node ID)", a.id, next.NodeID, next.NodeID)
 	}
-	next.Driver, next.NodeID = driver, a.id
-	if next != a.state {
+	if warn, err = a.checkNodes(driver, next.nodeIDs()); err != nil {
+		return "", err
+	}
+	ids := a.nodeIDs()
+	next.Driver, next.NodeID, next.NodeIDs = driver, ids[csiNode], ids
+	if !reflect.DeepEqual(next, a.state) {
 		if err := a.writeLocked(next); err != nil {
 			return "", err
 		}
@@ -172,14 +190,20 @@ func (a *csiAccount) check(ctx context.Context) (warn string, err error) {
 	if !a.p.Listing().Verifies() {
 		return warn, nil // nothing to list: the inventory stays empty
 	}
-	vols, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{a.id})
+	got, err := a.p.InstanceVolumes(ctx, a.instances())
 	if err != nil {
-		return "", fmt.Errorf("csi: listing what is published to node %s: %w", a.id, err)
+		return "", fmt.Errorf("csi: listing what is published to the nodes: %w", err)
 	}
-	for _, v := range sortedKeys(vols[a.id]) {
+	on := map[cloud.VolumeID][]cloud.NodeName{}
+	for _, n := range a.nodes {
+		for v := range got[n.id] {
+			on[v] = append(on[v], n.name)
+		}
+	}
+	for _, v := range sortedKeys(on) {
 		// The mode is the driver's secret: a rebuilt store takes the
 		// volume as ReadWriteOnce.
-		a.inventory.Volumes = append(a.inventory.Volumes, sim.InventoryVolume{ID: v, Mode: cloud.Exclusive, Attached: []cloud.NodeName{a.name}})
+		a.inventory.Volumes = append(a.inventory.Volumes, sim.InventoryVolume{ID: v, Mode: cloud.Exclusive, Attached: on[v]})
 	}
 	return warn, nil
 }
@@ -251,22 +275,22 @@ func (a *csiAccount) Inventory() sim.Inventory { return a.inventory }
 // agent stages on tether's handshake, never on the driver's listing.
 func (a *csiAccount) Devices(cloud.NodeName) node.Devices { return nodecsi.Devices{} }
 
-// mounter is node n's mounter: the node plugin's, at the layout's paths.
-func (a *csiAccount) mounter(root string, timeout time.Duration) (*nodecsi.Mounter, error) {
+// mounter is node n's mounter: its node plugin's, at the layout's paths.
+func (a *csiAccount) mounter(n cloud.NodeName, root string, timeout time.Duration) (*nodecsi.Mounter, error) {
+	np := a.nodeNamed(n)
+	if np == nil {
+		return nil, fmt.Errorf("csi: node %s has no node plugin", n)
+	}
 	l, err := layout.New(root)
 	if err != nil {
 		return nil, err
 	}
-	return nodecsi.NewMounter(a.node, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.accessOf, Timeout: timeout})
+	return nodecsi.NewMounter(np.plugin, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.accessOf, Timeout: timeout})
 }
 
 // describe is what tether up prints about the driver.
 func (a *csiAccount) describe() string {
-	limit := "no volume limit"
-	if n := a.node.MaxVolumes(); n > 0 {
-		limit = fmt.Sprintf("at most %d volumes", n)
-	}
-	return fmt.Sprintf("csi: driver %s; attachments: %s; node %s is its node ID %s, %s", a.p.Plugin().Name, verifyMode(a.p.Listing()), a.name, a.id, limit)
+	return fmt.Sprintf("csi: driver %s; attachments: %s; %s", a.p.Plugin().Name, verifyMode(a.p.Listing()), a.describeNodes())
 }
 
 // verifyMode says in a line how tether checks attachments with a driver
@@ -282,4 +306,4 @@ func verifyMode(l cloud.Listing) string {
 }
 
 // Close closes both connections (nothing is unpublished).
-func (a *csiAccount) Close() error { return errors.Join(a.p.Close(), a.node.Close()) }
+func (a *csiAccount) Close() error { return errors.Join(a.p.Close(), a.closeNodes()) }

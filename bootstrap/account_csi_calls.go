@@ -48,13 +48,14 @@ func (a *csiAccount) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.
 // RESOURCE_EXHAUSTED answer (the driver's own limit) is not counted:
 // nothing was published.
 func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (release func(), err error) {
-	limit := a.node.MaxVolumes()
-	if inst != a.id || limit == 0 {
+	np := a.nodeOf(inst)
+	if np == nil || np.plugin.MaxVolumes() == 0 {
 		return func() {}, nil
 	}
+	limit := np.plugin.MaxVolumes()
 	a.limitMu.Lock()
 	defer a.limitMu.Unlock()
-	used, err := a.used(inst)
+	used, err := a.used(np)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: %w", vol, inst, cerr)
@@ -62,39 +63,46 @@ func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud
 		// Not the call's own error: nothing was sent, whatever it says.
 		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: counting the node's volumes first, nothing sent: %v: %w", vol, inst, err, cloud.ErrRetryable)
 	}
-	for v := range a.inflight {
+	for v := range a.inflight[inst] {
 		used[v] = true
 	}
 	if !used[vol] && int64(len(used)) >= limit {
 		return nil, fmt.Errorf("csi: ControllerPublishVolume %s to %s: not sent: tether has %d volumes published or being published to the node, its plugin's max_volumes_per_node is %d: %w",
 			vol, inst, len(used), limit, cloud.ErrLimitReached)
 	}
-	a.inflight[vol]++
+	if a.inflight[inst] == nil {
+		a.inflight[inst] = map[cloud.VolumeID]int{}
+	}
+	a.inflight[inst][vol]++
 	return func() {
 		a.limitMu.Lock()
 		defer a.limitMu.Unlock()
-		if a.inflight[vol]--; a.inflight[vol] == 0 {
-			delete(a.inflight, vol)
+		m := a.inflight[inst]
+		if m[vol]--; m[vol] == 0 {
+			delete(m, vol)
+		}
+		if len(m) == 0 {
+			delete(a.inflight, inst)
 		}
 	}, nil
 }
 
-// used is what tether published to inst (the node a.name) and has not
+// used is what tether published to np's node ID and has not
 // unpublished, from its records: the node status's VolumesAttached and
 // VolumesDetaching (prepared for detach, still published until the
 // detach returns), and the publishes of this process not yet unpublished
 // (a publish is in the node status only once its volume actor reported
 // it).
-func (a *csiAccount) used(inst cloud.InstanceID) (map[cloud.VolumeID]bool, error) {
+func (a *csiAccount) used(np *csiNodePlugin) (map[cloud.VolumeID]bool, error) {
 	used := map[cloud.VolumeID]bool{}
-	for _, v := range a.p.Published(inst) {
+	for _, v := range a.p.Published(np.id) {
 		used[v] = true
 	}
 	ref := a.store.Load()
 	if ref == nil {
 		return nil, errors.New("the store is not open yet")
 	}
-	st, ok, err := ref.NodeStatus(a.name)
+	st, ok, err := ref.NodeStatus(np.name)
 	if err != nil || !ok {
 		return used, err
 	}
@@ -130,18 +138,22 @@ func (a *csiAccount) CallCounts() CallCounts {
 	return CallCounts{Attach: int(a.attach.Load()), Detach: int(a.detach.Load()), Verify: int(a.verify.Load())}
 }
 
-// Attachments implements Account: what is published to the node (other
-// node IDs are the driver's business); nil if the driver does not answer.
+// Attachments implements Account: what is published to tether's nodes
+// (other node IDs are the driver's business), as the driver lists it; nil
+// if it does not answer or cannot list (no LIST_VOLUMES_PUBLISHED_NODES:
+// ask the driver's own tooling).
 func (a *csiAccount) Attachments() map[cloud.VolumeID][]cloud.InstanceID {
 	ctx, cancel := context.WithTimeout(context.Background(), csiCallTimeout)
 	defer cancel()
-	got, err := a.p.InstanceVolumes(ctx, []cloud.InstanceID{a.id})
+	got, err := a.p.InstanceVolumes(ctx, a.instances())
 	if err != nil {
 		return nil
 	}
 	out := map[cloud.VolumeID][]cloud.InstanceID{}
-	for v := range got[a.id] {
-		out[v] = []cloud.InstanceID{a.id}
+	for _, inst := range a.instances() {
+		for v := range got[inst] {
+			out[v] = append(out[v], inst)
+		}
 	}
 	return out
 }
@@ -152,7 +164,7 @@ func errNoInstances(what string) error {
 	return fmt.Errorf("%w: %s: a CSI driver has no instances to administer: the node is the machine its node plugin runs on (stop, start or replace that machine yourself; tether follows the node ID its plugin reports)", controller.ErrInvalid, what)
 }
 
-// AddInstances implements Account: the one node has the plugin's node ID
+// AddInstances implements Account: each node has its plugin's node ID
 // already; any other node has no node plugin.
 func (a *csiAccount) AddInstances(nodes []cloud.NodeName) error {
 	for _, n := range nodes {
@@ -163,23 +175,27 @@ func (a *csiAccount) AddInstances(nodes []cloud.NodeName) error {
 	return nil
 }
 
-// AddInstanceChecked implements api.Nodes: the one node's instance is its
-// plugin's node ID; another node is refused.
+// AddInstanceChecked implements api.Nodes: a node's instance is its
+// plugin's node ID; a node with no node plugin is refused.
 func (a *csiAccount) AddInstanceChecked(n cloud.NodeName) (cloud.InstanceID, error) {
-	if n != a.name {
-		return "", fmt.Errorf("%w: node %q: tether runs one node, %s, with a CSI node plugin (node ID %q): another node has no plugin to mount with", controller.ErrInvalid, n, a.name, a.id)
+	np := a.nodeNamed(n)
+	if np == nil {
+		return "", fmt.Errorf("%w: node %q: tether runs %d nodes with a CSI node plugin each (%s): another node has no plugin to mount with", controller.ErrInvalid, n, len(a.nodes), a.describeNodes())
 	}
-	return a.id, nil
+	return np.id, nil
 }
 
 // InstanceOf implements api.Nodes.
 func (a *csiAccount) InstanceOf(n cloud.NodeName) (cloud.InstanceID, bool) {
-	return a.id, n == a.name
+	if np := a.nodeNamed(n); np != nil {
+		return np.id, true
+	}
+	return "", false
 }
 
-// Running implements api.Nodes: the node plugin's machine runs (tether
+// Running implements api.Nodes: a node plugin's machine runs (tether
 // runs on it).
-func (a *csiAccount) Running(inst cloud.InstanceID) bool { return inst == a.id }
+func (a *csiAccount) Running(inst cloud.InstanceID) bool { return a.nodeOf(inst) != nil }
 
 // Terminate implements api.Nodes: refused.
 func (a *csiAccount) Terminate(inst cloud.InstanceID) error {

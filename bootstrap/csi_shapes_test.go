@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 	"github.com/tether/tether/messages"
@@ -241,4 +244,71 @@ func TestCSISlowDriverAtStart(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "GetPluginInfo") || !strings.Contains(msg, "still connecting to the storage backend") || !strings.Contains(msg, "tries") {
 		t.Errorf("start failed with %q; want it to name GetPluginInfo, the driver's last answer and the tries", msg)
 	}
+}
+
+// Three node plugins of one driver on one machine, each with its own
+// node ID: each node is its plugin's node ID, and an exclusive volume
+// moves between them, unpublished from one node before it is published
+// to the next.
+func TestCSIManyNodes(t *testing.T) {
+	ids := []string{"node-a", "node-b", "node-c"}
+	drv := csitest.Config{GetVolume: true, StageUnstage: true, LoosePublishedNodes: true,
+		Nodes: map[string]int64{"node-a": 0, "node-b": 0, "node-c": 0}}
+	d := csitest.New(drv)
+	ctl := d.Serve(t, "")
+	var sockets []string
+	for _, id := range ids {
+		sockets = append(sockets, d.Serve(t, id))
+	}
+	cfg := csiConfig(t, t.TempDir(), ctl, "")
+	cfg.CSI.NodeSockets, cfg.Nodes = sockets, len(sockets)
+	r := &csiRig{d: d, cfg: cfg}
+	r.start(t)
+	for i, id := range ids {
+		n := cloud.NodeName(fmt.Sprintf("n%d", i+1))
+		if inst, ok := r.e.Account.InstanceOf(n); !ok || string(inst) != id {
+			t.Fatalf("%s's instance is %q, %v; want its plugin's node ID %s", n, inst, ok, id)
+		}
+	}
+	r.d.AddVolume("data")
+	if err := r.e.Account.CreateVolume("data", cloud.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	at := func(n cloud.NodeName, id string) func() bool {
+		return func() bool {
+			return slices.Equal(r.d.PublishedTo("data"), []string{id}) && len(r.d.Targets("data", id)) == 1
+		}
+	}
+	for i, id := range ids {
+		n := cloud.NodeName(fmt.Sprintf("n%d", i+1))
+		uid := fmt.Sprintf("app-%d", i)
+		if i > 0 {
+			if err := r.e.Ctl().DeleteWorkload(fmt.Sprintf("app-%d", i-1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := r.e.Ctl().ApplyAll([]controller.Change{
+			{Volume: &store.VolumeSpec{ID: "data", Mode: cloud.Exclusive}},
+			{Workload: &store.Workload{UID: uid, Node: n, Volumes: []cloud.VolumeID{"data"}}}}); err != nil {
+			t.Fatal(err)
+		}
+		r.waitFor(t, "data served on "+string(n), at(n, id))
+	}
+	// Ground truth, in order: each ControllerPublishVolume to the next
+	// node came after the ControllerUnpublishVolume from the previous.
+	var seq []string
+	for _, c := range r.d.Calls() {
+		if c.Method == "ControllerPublishVolume" || c.Method == "ControllerUnpublishVolume" {
+			seq = append(seq, c.Method+" "+c.Node)
+		}
+	}
+	want := []string{"ControllerPublishVolume node-a", "ControllerUnpublishVolume node-a", "ControllerPublishVolume node-b",
+		"ControllerUnpublishVolume node-b", "ControllerPublishVolume node-c"}
+	if !slices.Equal(seq, want) {
+		t.Errorf("controller calls %v, want %v", seq, want)
+	}
+	if err := r.e.Ctl().DeleteWorkload("app-2"); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "data unpublished everywhere", func() bool { return len(r.d.PublishedTo("data")) == 0 })
 }

@@ -358,7 +358,7 @@ func (e *Embedded) Mounter(n cloud.NodeName) (mount.Mounter, error) {
 	switch {
 	case newMounter != nil:
 	case e.kind == CloudCSI:
-		m, err := e.Account.(*csiAccount).mounter(l.Root(), e.cfg.Agent.OpTimeout)
+		m, err := e.Account.(*csiAccount).mounter(n, l.Root(), e.cfg.Agent.OpTimeout)
 		if err != nil {
 			return nil, err
 		}

@@ -115,12 +115,13 @@ func (e *Embedded) openStore() error {
 	return claim(e.Account, ev, id)
 }
 
-// openCSI dials the CSI driver of Config.CSI, for the one node it serves.
+// openCSI dials the CSI driver of Config.CSI, for the nodes its node
+// plugins serve: one each.
 func (e *Embedded) openCSI() error {
-	if e.cfg.Nodes != 1 {
-		return fmt.Errorf("embedded: a CSI node plugin serves one node: Nodes must be 1, not %d", e.cfg.Nodes)
+	if n := len(e.cfg.CSI.nodeSockets()); e.cfg.Nodes != n {
+		return fmt.Errorf("embedded: a CSI node plugin serves one node: Nodes must be %d (one per node plugin socket), not %d", n, e.cfg.Nodes)
 	}
-	a, warn, err := openCSI(e.cfg.DataDir, e.cfg.CSI, csiNode)
+	a, warn, err := openCSI(e.cfg.DataDir, e.cfg.CSI)
 	if err != nil {
 		return err
 	}

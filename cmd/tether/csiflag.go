@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"io/fs"
 	"os"
 
@@ -13,7 +15,7 @@ import (
 // csiFlags adds tether up's --csi-controller-socket and --csi-node-socket.
 func csiFlags(f *pflag.FlagSet, c *bootstrap.CSIConfig) {
 	f.StringVar(&c.ControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin: the driver is the cloud, instead of --cloud (with --csi-node-socket; one node, n1; volumes must exist in the driver)")
-	f.StringVar(&c.NodeSocket, "csi-node-socket", "", "unix socket of that CSI driver's node plugin on this machine: n1, whose instance is the plugin's node ID, mounts through it (with --csi-controller-socket)")
+	f.StringArrayVar(&c.NodeSockets, "csi-node-socket", nil, "unix socket of that CSI driver's node plugin on this machine: n1, whose instance is the plugin's node ID, mounts through it (with --csi-controller-socket); given N times, nodes n1..nN each mount through their own plugin (several node plugins on one machine, each with its own node ID)")
 	f.DurationVar(&c.DialTimeout, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI plugins to be ready (Probe, GetPluginInfo, NodeGetInfo asked again with backoff), then fail saying which did not answer")
 }
 
@@ -33,20 +35,14 @@ func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
 	case !nd:
 		v.refuse("csi-controller-socket", "needs --csi-node-socket too: tether drives a CSI driver through both its plugins")
 	case !ctl:
-		v.refuse("csi-node-socket", "needs --csi-controller-socket too: tether drives a CSI driver through both its plugins")
+		ns, _ := v.fs.GetStringArray("csi-node-socket")
+		v.refuseValue("csi-node-socket", strings.Join(ns, ","), "needs --csi-controller-socket too: tether drives a CSI driver through both its plugins")
 	}
+	nodeSockets, _ := v.fs.GetStringArray("csi-node-socket")
+	paths := map[string][]string{"csi-controller-socket": {v.fs.Lookup("csi-controller-socket").Value.String()}, "csi-node-socket": nodeSockets}
 	for _, name := range []string{"csi-controller-socket", "csi-node-socket"} {
-		path := v.fs.Lookup(name).Value.String()
-		if path == "" {
-			v.refuse(name, "want the path of a unix socket")
-			continue
-		}
-		// A socket not there yet is waited for (the driver may start
-		// after tether); anything else there is a mistake.
-		if fi, err := os.Stat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
-			v.refuse(name, "is not a unix socket ("+fi.Mode().Type().String()+"): want the socket a CSI plugin listens on")
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			v.refuse(name, err.Error())
+		for _, path := range paths[name] {
+			v.checkSocket(name, path)
 		}
 	}
 	if d, _ := v.fs.GetDuration("csi-wait"); d <= 0 {
@@ -57,11 +53,27 @@ func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
 			v.refuse(name, "applies to the sim or loop cloud, not with --csi-controller-socket and --csi-node-socket (the CSI driver is the cloud)")
 		}
 	}
+	sockets := len(nodeSockets)
 	if v.given("nodes") {
-		if n, _ := v.fs.GetInt("nodes"); n != 1 {
-			v.refuse("nodes", "want 1 with --csi-node-socket: a CSI node plugin serves one node, the machine it runs on")
+		if n, _ := v.fs.GetInt("nodes"); n != sockets {
+			v.refuse("nodes", fmt.Sprintf("want %d with --csi-node-socket given %d times: a CSI node plugin serves one node", sockets, sockets))
 		}
 	}
-	cfg.Cloud, cfg.Nodes = bootstrap.CloudCSI, 1
+	cfg.Cloud, cfg.Nodes = bootstrap.CloudCSI, sockets
 	return true, v.err
+}
+
+// checkSocket refuses a socket path that is empty, or exists and is no
+// socket. A socket not there yet is waited for (the driver may start
+// after tether); anything else there is a mistake.
+func (v *validator) checkSocket(name, path string) {
+	if path == "" {
+		v.refuseValue(name, path, "want the path of a unix socket")
+		return
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+		v.refuseValue(name, path, "is not a unix socket ("+fi.Mode().Type().String()+"): want the socket a CSI plugin listens on")
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		v.refuseValue(name, path, err.Error())
+	}
 }

@@ -61,7 +61,7 @@ func TestCSIFlags(t *testing.T) {
 		{append(slices.Clone(both), "--sim-latency", "1ms"), "--sim-latency 1ms: applies to the sim or loop cloud"},
 		{append(slices.Clone(both), "--sim-throttle", "5"), "--sim-throttle 5: applies"},
 		{append(slices.Clone(both), "--sim-attach-limit", "3"), "--sim-attach-limit 3: applies"},
-		{append(slices.Clone(both), "--nodes", "3"), "--nodes 3: want 1 with --csi-node-socket"},
+		{append(slices.Clone(both), "--nodes", "3"), "--nodes 3: want 1 with --csi-node-socket given 1 times"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			cmd := upCommand()

@@ -97,11 +97,16 @@ type validator struct {
 // refuse records the first refusal: the flag (or the environment variable
 // that set it), its value and what is allowed.
 func (v *validator) refuse(name, allowed string) {
+	v.refuseValue(name, v.fs.Lookup(name).Value.String(), allowed)
+}
+
+// refuseValue is refuse naming val as the flag's value (one of the values
+// of a flag given several times).
+func (v *validator) refuseValue(name, val, allowed string) {
 	if v.err != nil {
 		return
 	}
 	f := v.fs.Lookup(name)
-	val := f.Value.String()
 	if val == "" || strings.ContainsAny(val, " \t\n") {
 		val = strconv.Quote(val)
 	}
