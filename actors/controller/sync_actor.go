@@ -120,6 +120,12 @@ func (a *syncActor) begin(only []cloud.NodeName) {
 	a.started = a.env.clock.Now()
 	a.partial = only != nil
 	a.stats = &messages.SyncPassFinished{Pass: a.pass, StartedUnixNano: a.started.UnixNano(), Partial: a.partial}
+	if a.env.listing == cloud.ListingNone {
+		// The cloud cannot tell: nothing to compare the records with,
+		// nothing read, nothing asked.
+		a.finish()
+		return
+	}
 	nodes, err := a.readBelief(only)
 	if err != nil {
 		a.env.log.Errorf("sync: reading node statuses: %v", err)
@@ -127,11 +133,6 @@ func (a *syncActor) begin(only []cloud.NodeName) {
 		return
 	}
 	a.stats.Nodes = int32(len(nodes))
-	if a.env.listing == cloud.ListingNone {
-		// The cloud cannot tell: nothing to compare the records with.
-		a.finish()
-		return
-	}
 	batches := syncer.Batches(nodes, a.env.cloud.BatchSize())
 	a.inflight = len(batches)
 	if a.inflight == 0 {
