@@ -2,10 +2,15 @@
 // scenario (attach, lose a node, heal, move, delete), on the sim cloud or
 // on the loop cloud (real loop devices, formatted ext4 and mounted), with
 // the chaos checker judging invariants I1-I4 on the timeline of the
-// ground truth.
+// ground truth; or on csitest's fake CSI driver, served in this process
+// (csi.go, csi_steps.go: mount, hold across sync passes, restart an
+// agent, hand a volume over, delete), judged on the driver's own state
+// and its log of the calls it received (csi_judge.go). It never judges
+// by tether's own report.
 package demo
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -32,9 +37,11 @@ type Config struct {
 	DataDir string
 	// Out receives progress lines (nil: none); Log, tether's warnings.
 	Out, Log io.Writer
-	// Cloud is bootstrap.CloudSim ("" too) or bootstrap.CloudLoop (root
+	// Cloud is bootstrap.CloudSim ("" too), bootstrap.CloudLoop (root
 	// only: real loop devices, released at the end with everything the
-	// demo mounted).
+	// demo mounted) or bootstrap.CloudCSI (csitest's fake CSI driver,
+	// served in this process on sockets in a private temporary
+	// directory, removed at the end: no privileges needed).
 	Cloud string
 	// LoopVolumeSize is the size of each disk on the loop cloud (0:
 	// bootstrap.DefaultLoopVolumeSize).
@@ -68,8 +75,24 @@ func Run(c Config) (Report, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	d := &demo{out: out, timeout: c.StepTimeout, chk: &chaos.Checker{}}
+	d := &demo{out: out, timeout: c.StepTimeout, chk: &chaos.Checker{}, dataDir: dataDir}
 	d.modes, d.uses = scenario(c.Cloud)
+	d.rep.Cloud = cmp.Or(c.Cloud, bootstrap.CloudSim)
+	if c.Cloud == bootstrap.CloudCSI {
+		f, err := startFakeDriver(slices.Sorted(maps.Keys(d.modes)))
+		if err != nil {
+			return Report{}, err
+		}
+		// Deferred after tether's stop (run's): tether lets go of the
+		// sockets first.
+		defer func() {
+			if err := f.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "tether: stopping the fake CSI driver:", err)
+			}
+		}()
+		f.config(&cfg)
+		d.fake = f
+	}
 	return d.run(cfg)
 }
 
@@ -83,20 +106,26 @@ type Step struct {
 
 // Report is what the demo found.
 type Report struct {
-	Converged  bool `json:"converged"`
-	Violations int  `json:"violations"`
+	// Cloud is what the demo ran on: sim, loop or csi.
+	Cloud      string `json:"cloud"`
+	Converged  bool   `json:"converged"`
+	Violations int    `json:"violations"`
 	// Found lists the violations of I1-I4 the checker judged on the
 	// timeline of the run (each with its volume's history).
 	Found      []chaos.Violation `json:"violation_details"`
 	Steps      []Step            `json:"steps"`
 	CloudCalls map[string]int    `json:"cloud_calls"`
-	Seconds    float64           `json:"seconds"`
+	// CSI is what the fake CSI driver saw (cloud csi only).
+	CSI     *CSIReport `json:"csi,omitempty"`
+	Seconds float64    `json:"seconds"`
 }
 
 type demo struct {
 	out     io.Writer
 	timeout time.Duration
+	dataDir string
 	plugin  string
+	fake    *fakeDriver // cloud csi only
 	e       *bootstrap.Embedded
 	chk     *chaos.Checker
 	rep     Report
@@ -140,37 +169,54 @@ func scenario(kind string) (map[cloud.VolumeID]cloud.AccessMode, map[string][]cl
 
 // run starts tether with the checker recording the cloud's changes, the
 // agents' mounts and the node status writes, runs the steps and judges.
+// On the fake CSI driver the checker is not wired: the driver's log of
+// calls is the timeline (judgeCalls).
 func (d *demo) run(cfg bootstrap.Config) (Report, error) {
 	t0 := time.Now()
-	d.chk.Wire(&cfg)
+	if d.fake == nil {
+		d.chk.Wire(&cfg)
+	}
 	e, err := bootstrap.StartEmbedded(cfg)
 	if err != nil {
 		return d.rep, err
 	}
 	d.e, d.plugin = e, e.Plugin()
-	defer func() {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "tether: stop:", err)
-		}
-		// Whatever a failed step left mounted goes, and every loop device
-		// is released, so the data directory can be removed.
-		for _, n := range e.NodeNames {
-			if err := node.Teardown(e.NodeDir(n), d.mounter(n)); err != nil {
-				fmt.Fprintln(os.Stderr, "tether: teardown:", err)
-			}
-		}
-		if err := bootstrap.ReleaseLoop(cfg.DataDir); err != nil {
-			fmt.Fprintln(os.Stderr, "tether: releasing the loop devices:", err)
-		}
-	}()
-	d.chk.Watch(e)
+	defer d.stop(cfg.DataDir)
+	if d.fake == nil {
+		d.chk.Watch(e)
+	}
 	d.rep.Converged = d.steps()
 	d.rep.CloudCalls = e.Account.CallCounts().Map()
-	d.rep.Found = d.chk.Violations()
+	if d.fake != nil {
+		d.rep.CSI = d.csiReport()
+		d.rep.Found = judgeCalls(d.fake.d.Calls(), d.modes, d.fake.nodeIDs(e.NodeNames))
+	} else {
+		d.rep.Found = d.chk.Violations()
+	}
 	d.rep.Violations = len(d.rep.Found)
 	for _, v := range d.rep.Found {
 		fmt.Fprintln(os.Stderr, "violation:", v, "\n  history:", strings.Join(v.History, "\n    "))
 	}
 	d.rep.Seconds = time.Since(t0).Seconds()
 	return d.rep, nil
+}
+
+// stop stops tether, then takes down whatever a failed step left mounted
+// and releases every loop device, so that the data directory can be
+// removed. A CSI driver's mounts are its own: the fake's go with it.
+func (d *demo) stop(dataDir string) {
+	if err := d.e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "tether: stop:", err)
+	}
+	if d.fake != nil {
+		return
+	}
+	for _, n := range d.e.NodeNames {
+		if err := node.Teardown(d.e.NodeDir(n), d.mounter(n)); err != nil {
+			fmt.Fprintln(os.Stderr, "tether: teardown:", err)
+		}
+	}
+	if err := bootstrap.ReleaseLoop(dataDir); err != nil {
+		fmt.Fprintln(os.Stderr, "tether: releasing the loop devices:", err)
+	}
 }

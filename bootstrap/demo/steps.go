@@ -39,22 +39,8 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 	inst1, _ := e.Account.InstanceOf("n1")
 	var ids map[string]string // n2's mounts on disk before its agent restarts
 	return []demoStepDef{
-		{"workloads on three nodes: volumes attached and mounted", func() error {
-			for v, mode := range d.modes {
-				if err := e.Account.CreateVolume(v, mode); err != nil {
-					return err
-				}
-				if err := ctl.ApplyVolume(store.VolumeSpec{ID: v, Mode: mode}); err != nil {
-					return err
-				}
-			}
-			for uid, n := range at {
-				if err := ctl.ApplyWorkload(store.Workload{UID: uid, Node: n, Volumes: d.uses[uid]}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, func() error { return d.writeFile("n1", "app-1", "data-1") }},
+		{"workloads on three nodes: volumes attached and mounted", func() error { return d.applyAll(at) },
+			func() error { return d.writeFile("n1", "app-1", "data-1") }},
 		{"n1's machine goes down, its instance terminated: the sync finds its volumes gone", func() error {
 			*down = "n1"
 			if err := chaos.PowerOff(e, d.chk, "n1", "terminate"); err != nil {
@@ -80,34 +66,72 @@ func (d *demo) script(at placement, down *cloud.NodeName) []demoStepDef {
 			at["app-1"] = "n2"
 			return ctl.ApplyWorkload(store.Workload{UID: "app-1", Node: "n2", Volumes: d.uses["app-1"]})
 		}, func() error { return d.readFile("n2", "app-1", "data-1") }},
-		{"everything deleted: unmounted and detached", func() error {
-			for uid := range at {
-				if err := ctl.DeleteWorkload(uid); err != nil {
-					return err
-				}
-			}
-			clear(at)
-			for v := range d.modes {
-				if err := ctl.DeleteVolume(v); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, nil},
+		{"everything deleted: unmounted and detached", func() error { return d.deleteAll(at) }, nil},
 	}
 }
 
-// steps runs the script, each step until it converged or timed out.
+// applyAll creates the volumes in the cloud (on a CSI driver: checks
+// that it has them) and applies them and the workloads at their places.
+func (d *demo) applyAll(at placement) error {
+	ctl := d.e.Controller
+	for v, mode := range d.modes {
+		if err := d.e.Account.CreateVolume(v, mode); err != nil {
+			return err
+		}
+		if err := ctl.ApplyVolume(store.VolumeSpec{ID: v, Mode: mode}); err != nil {
+			return err
+		}
+	}
+	for uid, n := range at {
+		if err := ctl.ApplyWorkload(store.Workload{UID: uid, Node: n, Volumes: d.uses[uid]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteAll deletes every workload, then every volume.
+func (d *demo) deleteAll(at placement) error {
+	ctl := d.e.Controller
+	for uid := range at {
+		if err := ctl.DeleteWorkload(uid); err != nil {
+			return err
+		}
+	}
+	clear(at)
+	for v := range d.modes {
+		if err := ctl.DeleteVolume(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spread places the workloads on the nodes in turn (app-1 on n1, app-2
+// on n2, ...; all on n1 if it is the only one).
+func (d *demo) spread() placement {
+	at := placement{}
+	for i, uid := range slices.Sorted(maps.Keys(d.uses)) {
+		at[uid] = d.e.NodeNames[i%len(d.e.NodeNames)]
+	}
+	return at
+}
+
+// steps runs the script, each step until it converged or timed out: on
+// a CSI driver, until the driver's state matches the placement.
 func (d *demo) steps() bool {
-	at := placement{"app-1": "n1", "app-2": "n2", "app-3": "n3"}
+	at := d.spread()
 	down := cloud.NodeName("")
-	steps := d.script(at, &down)
+	steps, diff := d.script(at, &down), func() string { return d.diff(at, down) }
+	if d.fake != nil {
+		steps, diff = d.csiScript(at), func() string { return d.csiDiff(at) }
+	}
 	for i, s := range steps {
 		t0 := time.Now()
 		step := Step{Name: s.name}
 		err := s.do()
 		if err == nil {
-			err = d.until(func() string { return d.diff(at, down) })
+			err = d.until(diff)
 		}
 		if err == nil && s.check != nil {
 			err = s.check()

@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 

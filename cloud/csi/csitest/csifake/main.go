@@ -7,7 +7,10 @@
 //
 // It prints the driver's state every --every (and at exit, with every
 // call it received) until SIGINT or SIGTERM. It is a test tool: the fake
-// mounts nothing and forgets everything when it exits.
+// mounts nothing and forgets everything when it exits. By default the
+// driver lists what is published (LIST_VOLUMES_PUBLISHED_NODES); --loose
+// serves the shape tether demo --csi runs on instead: GET_VOLUME, and
+// published_node_ids filled loosely without that capability.
 package main
 
 import (
@@ -29,21 +32,26 @@ func main() {
 	nodeID := flag.String("node-id", "node-1", "the node plugin's node ID")
 	maxVols := flag.Int64("max-volumes", 0, "the node's max_volumes_per_node (0: none)")
 	every := flag.Duration("every", 5*time.Second, "how often to print the driver's state (0: at exit only)")
+	loose := flag.Bool("loose", false, "no LIST_VOLUMES_PUBLISHED_NODES: GET_VOLUME, with published_node_ids filled loosely (tether demo --csi's shape)")
 	flag.Parse()
-	if err := run(*dir, *vols, *nodeID, *maxVols, *every); err != nil {
+	cfg := csitest.Config{Nodes: map[string]int64{*nodeID: *maxVols}, List: true, ListPublished: true, StageUnstage: true}
+	if *loose {
+		cfg = csitest.Config{Nodes: cfg.Nodes, EnforceNodeLimit: true, StageUnstage: true, GetVolume: true, LoosePublishedNodes: true}
+	}
+	if err := run(cfg, *dir, *vols, *nodeID, *every); err != nil {
 		fmt.Fprintln(os.Stderr, "csifake:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, vols, nodeID string, maxVols int64, every time.Duration) error {
+func run(cfg csitest.Config, dir, vols, nodeID string, every time.Duration) error {
 	if dir == "" {
 		return fmt.Errorf("--dir is required")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	d := csitest.New(csitest.Config{Nodes: map[string]int64{nodeID: maxVols}, List: true, ListPublished: true, StageUnstage: true})
+	d := csitest.New(cfg)
 	for _, v := range strings.Split(vols, ",") {
 		if v = strings.TrimSpace(v); v != "" {
 			d.AddVolume(v)
