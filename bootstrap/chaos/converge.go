@@ -46,8 +46,12 @@ func waitConverged(ctx context.Context, limit time.Duration, diff func() []Viola
 }
 
 // diff: attachments exactly where workloads are, and exactly their mounts
-// (stage and publish) on disk, nothing half-done.
+// (stage and publish) on disk, nothing half-done; on CSI, in the
+// driver's own state (csiRig.diff).
 func (r *runner) diff() []Violation {
+	if r.csi != nil {
+		return r.csi.diff(r)
+	}
 	nodeOf := map[cloud.InstanceID]cloud.NodeName{}
 	for _, n := range r.e.NodeNames {
 		if in, ok := r.acct.InstanceOf(n); ok {

@@ -47,9 +47,17 @@ func (k simKnobs) SetHangRate(p float64) {
 func (k simKnobs) SetLatency(d time.Duration)          { k.cl.SetLatency(d) }
 func (k simKnobs) SetThrottle(rate float64, burst int) { k.cl.SetThrottle(rate, burst) }
 
-// fault turns on a cloud or store fault (until the next CalmCloud), or
-// detaches a volume from the cloud's side.
+// fault turns on a cloud or store fault (until the next CalmCloud),
+// detaches a volume from the cloud's side, or restarts a CSI driver's
+// plugins (until the next DriverBack).
 func (r *runner) fault(a Action) error {
+	switch a.Kind {
+	case RestartDriver:
+		r.restartDriver(a)
+		return nil
+	case DriverBack:
+		return r.driverBack()
+	}
 	k := r.knobs
 	if a.Kind != CalmCloud {
 		r.count(a.Kind)
@@ -140,9 +148,15 @@ func (r *runner) machine(kind string, n cloud.NodeName) error {
 	}
 }
 
-// calm ends every fault: cloud and store knobs off, every machine up.
+// calm ends every fault: cloud and store knobs off, every machine up,
+// every plugin of a CSI driver serving.
 func (r *runner) calm() error {
 	r.calmCloud()
+	if r.csi != nil {
+		if err := r.driverBack(); err != nil {
+			return err
+		}
+	}
 	for _, n := range r.e.NodeNames {
 		delete(r.down, n)
 		if err := PowerOn(r.e, n); err != nil {

@@ -3,6 +3,8 @@ package chaos
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/tether/tether/bootstrap"
 )
 
 // Action kinds of a fault plan.
@@ -28,6 +30,11 @@ const (
 	CreateWorkload    = "create-workload"
 	MoveWorkload      = "move-workload"
 	DeleteWorkload    = "delete-workload"
+	// RestartDriver stops plugins of the CSI driver (its controller
+	// plugin, one node plugin, or all of them) until the next DriverBack:
+	// a driver restarting, its state kept.
+	RestartDriver = "restart-driver"
+	DriverBack    = "driver-back" // every plugin of the CSI driver serves again
 )
 
 // How an actor is killed.
@@ -69,11 +76,25 @@ func Plan(seed uint64, d time.Duration, volumes, nodes int) []Action {
 	return plan(weights, 500*time.Millisecond, seed, d, volumes, nodes)
 }
 
-// planFor shapes the plan of a run that breaks a rule on purpose, so that
-// a short run gives the break its chance: I3 through stale device paths
-// needs mounted workloads on machines that go down and boot again before
-// the controller finds their volumes gone, and little else in the way.
+// csiWeights: the plan of a run on CSI. No machine goes down and nothing
+// is detached from a console (see csi.go); the driver's plugins restart
+// instead.
+var csiWeights = []weight{
+	{KillVolume, 120}, {KillNode, 32}, {KillSync, 12}, {KillAgent, 24}, {RestartAgent, 12},
+	{RestartController, 4}, {RestartDriver, 2},
+	{CloudErrors, 3}, {LatencySpike, 3}, {Throttle, 3}, {ReplyLoss, 3}, {HangCalls, 3}, {StoreFailures, 3},
+	{CreateWorkload, 60}, {MoveWorkload, 40}, {DeleteWorkload, 32},
+}
+
+// planFor shapes the plan of a run: on CSI, csiWeights; a run that
+// breaks a rule on purpose, so that a short run gives the break its
+// chance: I3 through stale device paths needs mounted workloads on
+// machines that go down and boot again before the controller finds
+// their volumes gone, and little else in the way.
 func planFor(cfg Config) []Action {
+	if cfg.Cloud == bootstrap.CloudCSI {
+		return plan(csiWeights, 0, cfg.Seed, cfg.Duration, cfg.Volumes, cfg.Nodes)
+	}
 	if cfg.Break == "I3-device" {
 		ws := []weight{{KillVolume, 20}, {Terminate, 8}, {CreateWorkload, 60}, {MoveWorkload, 10}, {DeleteWorkload, 5}}
 		return plan(ws, 0, cfg.Seed, cfg.Duration, cfg.Volumes, cfg.Nodes)
@@ -107,6 +128,8 @@ func embeddedShape(weights []weight, boot time.Duration) shape {
 				return []Action{{At: a.At + boot + time.Duration(r.IntN(1000))*time.Millisecond, Kind: StartInstance, Node: a.Node}}
 			case CloudErrors, LatencySpike, Throttle, ReplyLoss, HangCalls, StoreFailures:
 				return []Action{{At: a.At + time.Duration(500+r.IntN(1500))*time.Millisecond, Kind: CalmCloud}}
+			case RestartDriver:
+				return []Action{{At: a.At + time.Duration(300+r.IntN(1200))*time.Millisecond, Kind: DriverBack}}
 			}
 			return nil
 		},

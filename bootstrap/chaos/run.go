@@ -41,7 +41,10 @@ type Config struct {
 	// Cloud is bootstrap.CloudSim ("" too) or bootstrap.CloudLoop: real
 	// loop devices (root only), exclusive volumes only, the cloud's faults
 	// injected by a Faulty in front of it, every mount and loop device
-	// released at the end (loop.go).
+	// released at the end (loop.go). Or bootstrap.CloudCSI: csitest's
+	// fake CSI driver, served in this process, one node plugin per node,
+	// its faults and restarts from its own hooks, the timeline its own
+	// (csi.go).
 	Cloud string
 	// LoopVolumeSize is the size of each disk on the loop cloud (0:
 	// bootstrap.DefaultLoopVolumeSize).
@@ -51,7 +54,7 @@ type Config struct {
 // Report of a run; tether chaos --json prints it.
 type Report struct {
 	Seed            uint64         `json:"seed"`
-	Cloud           string         `json:"cloud,omitempty"` // sim or loop (embedded runs)
+	Cloud           string         `json:"cloud,omitempty"` // sim, loop or csi (embedded runs)
 	Kills           int            `json:"kills"`
 	Restarts        int            `json:"restarts"`
 	Faults          int            `json:"faults"`
@@ -65,6 +68,11 @@ type Report struct {
 	// DisksChecked counts the mounts whose disk the checker read (the
 	// loop cloud: Checker.CheckImages).
 	DisksChecked int `json:"disks_checked,omitempty"`
+	// DriverCalls counts the mutating calls the CSI driver received, and
+	// DriverFaults the faults its hooks injected into them, by kind
+	// (csiFaults); CSI only.
+	DriverCalls  int            `json:"driver_calls,omitempty"`
+	DriverFaults map[string]int `json:"driver_faults,omitempty"`
 	// Found lists the violations: I1-I4 judged on the timeline, I5 from
 	// the ground truth after the convergence wait.
 	Found []Violation `json:"violation_details"`
@@ -170,10 +178,19 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	var restarts atomic.Int64
 	var faulty *Faulty
+	var drv *csiRig
 	chk := &Checker{}
-	e, err := bootstrap.StartEmbedded(embeddedConfig(cfg, dir, &restarts, chk, &faulty))
+	ec := embeddedConfig(cfg, dir, &restarts, chk, &faulty)
+	if rep.Cloud == bootstrap.CloudCSI {
+		if drv, err = startCSI(cfg, chk); err != nil {
+			removeDir()
+			return rep, err
+		}
+		drv.configure(&ec)
+	}
+	e, err := bootstrap.StartEmbedded(ec)
 	defer func() {
-		ferr := finish(e, dir, rep.Cloud)
+		ferr := errors.Join(finish(e, dir, rep.Cloud), drv.close()) // tether first, then its driver
 		if ferr == nil {
 			removeDir()
 		}
@@ -182,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep}
+	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep, csi: drv}
 	if err := r.wire(faulty); err != nil {
 		return rep, err
 	}
@@ -196,7 +213,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 
 // checkConfig returns the run's cloud, or why cfg cannot run.
 func checkConfig(cfg Config) (string, error) {
-	if cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
+	if cfg.Cloud != bootstrap.CloudCSI && cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
 		return "", fmt.Errorf("chaos: cannot break %q: want one of %v", cfg.Break, Breaks)
 	}
 	switch cfg.Cloud {
@@ -204,8 +221,13 @@ func checkConfig(cfg Config) (string, error) {
 		return bootstrap.CloudSim, nil
 	case bootstrap.CloudLoop:
 		return bootstrap.CloudLoop, checkLoop(cfg)
+	case bootstrap.CloudCSI:
+		if cfg.Break != "" && !slices.Contains(CSIBreaks, cfg.Break) {
+			return "", fmt.Errorf("chaos: cannot break %q on CSI: want one of %v", cfg.Break, CSIBreaks)
+		}
+		return bootstrap.CloudCSI, nil
 	}
-	return "", fmt.Errorf("chaos: unknown cloud %q: want %s or %s", cfg.Cloud, bootstrap.CloudSim, bootstrap.CloudLoop)
+	return "", fmt.Errorf("chaos: unknown cloud %q: want %s, %s or %s", cfg.Cloud, bootstrap.CloudSim, bootstrap.CloudLoop, bootstrap.CloudCSI)
 }
 
 // runDir returns the run's data directory (dir, or a temporary one) and
@@ -233,14 +255,17 @@ func runDir(dir, kind string) (string, func(), error) {
 
 // finish stops e (nil: it did not start) and removes the mounts it left;
 // on the loop cloud it releases every loop device of the run too, and
-// says what it could not release.
+// says what it could not release. On CSI the driver's "mounts" are
+// directories under the run's directory: they go with it.
 func finish(e *bootstrap.Embedded, dir, kind string) error {
 	if kind == bootstrap.CloudLoop {
 		return releaseLoop(e, dir)
 	}
 	if e != nil {
 		e.Stop()
-		unmountNodes(e) // a throw-away directory: what stays goes with it
+		if kind != bootstrap.CloudCSI {
+			unmountNodes(e) // a throw-away directory: what stays goes with it
+		}
 	}
 	return nil
 }
@@ -266,14 +291,21 @@ func (r *runner) run(ctx context.Context) error {
 	rep, chk := r.rep, r.chk
 	rep.Converged, rep.ConvergeSeconds = len(i5) == 0, time.Since(t0).Seconds()
 	rep.ForcedDetaches, rep.MountCalls, rep.DisksChecked = chk.ForcedDetaches(), chk.MountCalls(), chk.DisksChecked()
+	if r.csi != nil {
+		rep.DriverCalls, rep.DriverFaults = int(r.csi.calls.Load()), r.csi.faults.Injected()
+	}
 	rep.Found = append(chk.Violations(), i5...)
 	rep.Violations = len(rep.Found)
 	return nil
 }
 
 // wire gives the runner its cloud's account and fault knobs: the sim's
-// own, or faulty in front of the loop cloud.
+// own, faulty in front of the loop cloud, or the CSI driver's hooks.
 func (r *runner) wire(faulty *Faulty) error {
+	if r.csi != nil {
+		r.acct, r.knobs = driverAccount{r.e.Account}, r.csi.faults
+		return nil
+	}
 	a, ok := r.e.Account.(account)
 	if !ok {
 		return fmt.Errorf("chaos: the %s cloud's account cannot replace instances or detach from its console", r.rep.Cloud)

@@ -27,6 +27,7 @@ type runner struct {
 	wls   map[string]store.Workload
 	seq   int
 	down  map[cloud.NodeName]bool // machines powered off
+	csi   *csiRig                 // the CSI driver, on CSI (csi.go)
 }
 
 func volName(i int) cloud.VolumeID { return cloud.VolumeID(fmt.Sprintf("v%03d", i)) }
@@ -163,6 +164,9 @@ func (r *runner) churn(a Action) {
 			r.wls[w.UID] = w
 			if r.mode(a.Volume) == cloud.Exclusive {
 				r.owner[v] = w.UID
+			}
+			if r.csi != nil && r.cfg.Break == "I3-attach" {
+				r.csi.sabotage(r.chk, w.Node, v, r.mode(a.Volume))
 			}
 		}
 	case len(uids) == 0:

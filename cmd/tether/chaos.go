@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/signal"
 	"sort"
 	"syscall"
@@ -17,7 +18,7 @@ import (
 
 func chaosCommand() *cobra.Command {
 	var cfg chaos.Config
-	var asJSON, dist bool
+	var asJSON, dist, csi bool
 	var controllers int
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -32,7 +33,11 @@ processes SIGKILLed, restarted and partitioned besides.
 
 --cloud loop (embedded, root only): the same on real loop devices, formatted
 ext4 and mounted, with smaller defaults (6 volumes, all ReadWriteOnce, 3
-nodes, 30s); every mount and loop device is released at the end.`,
+nodes, 30s); every mount and loop device is released at the end.
+
+--csi (embedded): the same on a fake CSI driver served in this process
+(one node plugin per node), whose calls fail, hang, lose their replies
+and whose plugins restart; the checkers judge the driver's own timeline.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateChaos(cmd.Flags()); err != nil {
@@ -41,8 +46,14 @@ nodes, 30s); every mount and loop device is released at the end.`,
 			if err := validateDistributedChaos(cmd.Flags(), dist); err != nil {
 				return err
 			}
+			if err := validateCSIChaos(cmd.Flags(), dist, csi); err != nil {
+				return err
+			}
 			if err := validateLoopChaos(cmd.Flags(), &cfg, dist); err != nil {
 				return err
+			}
+			if csi {
+				cfg.Cloud = bootstrap.CloudCSI // after the checks of --cloud, whose variable it is
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -87,6 +98,7 @@ nodes, 30s); every mount and loop device is released at the end.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (counts, and each violation with its history)")
 	f.BoolVar(&dist, "distributed", false, "run distributed tether, each part in its own process of this binary")
 	f.IntVar(&controllers, "controllers", 3, "with --distributed: how many controller members")
+	f.BoolVar(&csi, "csi", false, "run embedded tether on a fake CSI driver served in this process (not with --cloud or --distributed)")
 	cloudFlags(f, &cfg.Cloud, &cfg.LoopVolumeSize)
 	return cmd
 }
@@ -134,6 +146,27 @@ func validateLoopChaos(fs *pflag.FlagSet, cfg *chaos.Config, dist bool) error {
 	return v.err
 }
 
+// maxCSINodes bounds --nodes with --csi: each node has a node plugin
+// socket of its own, served in this process.
+const maxCSINodes = 64
+
+// validateCSIChaos checks --csi: embedded only, on no other cloud, within
+// its bounds.
+func validateCSIChaos(fs *pflag.FlagSet, dist, csi bool) error {
+	if !csi {
+		return nil
+	}
+	v := validator{fs: fs}
+	switch {
+	case dist:
+		v.refuse("distributed", "not with --csi (the fake CSI driver is served inside the embedded run's process); run chaos on CSI embedded")
+	case v.given("cloud"):
+		v.refuse("cloud", "not with --csi (--csi runs tether on a fake CSI driver, which is the cloud)")
+	}
+	v.count("nodes", 2, maxCSINodes, "with --csi: each node has its own node plugin socket in this process")
+	return v.err
+}
+
 // validateDistributedChaos checks the flags that --distributed changes.
 func validateDistributedChaos(fs *pflag.FlagSet, dist bool) error {
 	v := validator{fs: fs}
@@ -156,15 +189,11 @@ func validateDistributedChaos(fs *pflag.FlagSet, dist bool) error {
 func printChaos(cmd *cobra.Command, rep chaos.Report, deadline time.Duration) {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "seed %d: %d kills, %d restarts, %d faults injected, %d forced detaches\n", rep.Seed, rep.Kills, rep.Restarts, rep.Faults, rep.ForcedDetaches)
-	for _, m := range []map[string]int{rep.KillsByKind, rep.FaultsByKind} {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(out, "  %-24s %d\n", k, m[k])
-		}
+	printCounts(out, rep.KillsByKind)
+	printCounts(out, rep.FaultsByKind)
+	if rep.DriverCalls > 0 {
+		fmt.Fprintf(out, "csi driver: %d mutating calls received; faults injected into them:\n", rep.DriverCalls)
+		printCounts(out, rep.DriverFaults)
 	}
 	if rep.DisksChecked > 0 {
 		fmt.Fprintf(out, "disks checked (the device each mount shows holds the volume's image): %d\n", rep.DisksChecked)
@@ -180,5 +209,17 @@ func printChaos(cmd *cobra.Command, rep chaos.Report, deadline time.Duration) {
 		fmt.Fprintf(out, "converged in %.2fs after faults stopped\n", rep.ConvergeSeconds)
 	} else {
 		fmt.Fprintf(out, "NOT converged within %s (the I5 violations above)\n", deadline)
+	}
+}
+
+// printCounts prints m's counts, one a line, sorted by kind.
+func printCounts(out io.Writer, m map[string]int) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "  %-24s %d\n", k, m[k])
 	}
 }
