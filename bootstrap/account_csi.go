@@ -111,7 +111,14 @@ func (s csiState) nodeIDs() map[cloud.NodeName]cloud.InstanceID {
 type csiAccount struct {
 	p     *cloudcsi.Provider
 	nodes []*csiNodePlugin // n1..nN
-	path  string           // CSIAccountFile
+	// dataDir holds csi-secrets/ (CSISecretsDir); "" for a controller
+	// member given none: a volume with secrets then fails, saying so.
+	dataDir string
+	// remote: the nodes run on other machines, whose agents report their
+	// plugins' node IDs into the node statuses (distributed mode's
+	// controller members: OpenCSIController); nodes is empty.
+	remote bool
+	path   string // CSIAccountFile
 
 	mu    sync.Mutex // guards state and its file
 	state csiState
@@ -139,7 +146,7 @@ func openCSI(dataDir string, cfg CSIConfig) (a *csiAccount, warn string, err err
 	if cfg.ControllerSocket == "" || len(sockets) == 0 {
 		return nil, "", errors.New("embedded: a CSI driver needs both its controller plugin's socket and its node plugin's")
 	}
-	a = &csiAccount{path: filepath.Join(dataDir, CSIAccountFile), inflight: map[cloud.InstanceID]map[cloud.VolumeID]int{}, state: csiState{Version: 1}}
+	a = &csiAccount{dataDir: dataDir, path: filepath.Join(dataDir, CSIAccountFile), inflight: map[cloud.InstanceID]map[cloud.VolumeID]int{}, state: csiState{Version: 1}}
 	if err := readAccountFile(a.path, "csi", &a.state); err != nil {
 		return nil, "", err
 	}
@@ -232,8 +239,10 @@ func (a *csiAccount) useStore(st store.Store) { a.store.Store(&storeRef{st}) }
 
 // accessOf is how a volume is used as tether's store has it: its access
 // mode and whether it is ReadOnlyMany (the driver is asked for
-// MULTI_NODE_READER_ONLY then); a volume the store does not have is
-// exclusive (the safer capability).
+// MULTI_NODE_READER_ONLY then), raw block or mounted and how, its
+// volume_context, and its secrets, read from their file now
+// (csi_volume.go: csiAccessOf); a volume the store does not have is
+// exclusive and mounted, without secrets (the safer capability).
 func (a *csiAccount) accessOf(_ context.Context, vol cloud.VolumeID) (cloudcsi.Access, error) {
 	ref := a.store.Load()
 	if ref == nil {
@@ -243,7 +252,7 @@ func (a *csiAccount) accessOf(_ context.Context, vol cloud.VolumeID) (cloudcsi.A
 	if err != nil || !ok {
 		return cloudcsi.Access{Mode: cloud.Exclusive}, err
 	}
-	return cloudcsi.Access{Mode: spec.Mode, ReadOnly: spec.ReadOnly}, nil
+	return csiAccessOf(a.dataDir, spec)
 }
 
 // Tag implements owner.
@@ -285,7 +294,8 @@ func (a *csiAccount) mounter(n cloud.NodeName, root string, timeout time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	return nodecsi.NewMounter(np.plugin, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.accessOf, Timeout: timeout})
+	return nodecsi.NewMounter(np.plugin, l, nodecsi.MounterConfig{Plugin: CSIPlugin, Mode: a.accessOf, Timeout: timeout,
+		Secrets: func(ref string) (cloudcsi.Secrets, error) { return ReadCSISecrets(a.dataDir, ref) }})
 }
 
 // describe is what tether up prints about the driver.

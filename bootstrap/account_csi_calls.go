@@ -48,11 +48,11 @@ func (a *csiAccount) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.
 // RESOURCE_EXHAUSTED answer (the driver's own limit) is not counted:
 // nothing was published.
 func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (release func(), err error) {
-	np := a.nodeOf(inst)
-	if np == nil || np.plugin.MaxVolumes() == 0 {
+	np, ok := a.infoOf(inst)
+	if !ok || np.max == 0 {
 		return func() {}, nil
 	}
-	limit := np.plugin.MaxVolumes()
+	limit := np.max
 	a.limitMu.Lock()
 	defer a.limitMu.Unlock()
 	used, err := a.used(np)
@@ -93,7 +93,7 @@ func (a *csiAccount) reserve(ctx context.Context, vol cloud.VolumeID, inst cloud
 // detach returns), and the publishes of this process not yet unpublished
 // (a publish is in the node status only once its volume actor reported
 // it).
-func (a *csiAccount) used(np *csiNodePlugin) (map[cloud.VolumeID]bool, error) {
+func (a *csiAccount) used(np csiNodeInfo) (map[cloud.VolumeID]bool, error) {
 	used := map[cloud.VolumeID]bool{}
 	for _, v := range a.p.Published(np.id) {
 		used[v] = true
@@ -178,8 +178,13 @@ func (a *csiAccount) AddInstances(nodes []cloud.NodeName) error {
 // AddInstanceChecked implements api.Nodes: a node's instance is its
 // plugin's node ID; a node with no node plugin is refused.
 func (a *csiAccount) AddInstanceChecked(n cloud.NodeName) (cloud.InstanceID, error) {
-	np := a.nodeNamed(n)
-	if np == nil {
+	if a.remote {
+		// The node's agent reports its plugin's node ID when it starts.
+		np, _ := a.infoNamed(n)
+		return np.id, nil
+	}
+	np, ok := a.infoNamed(n)
+	if !ok {
 		return "", fmt.Errorf("%w: node %q: tether runs %d nodes with a CSI node plugin each (%s): another node has no plugin to mount with", controller.ErrInvalid, n, len(a.nodes), a.describeNodes())
 	}
 	return np.id, nil
@@ -187,15 +192,22 @@ func (a *csiAccount) AddInstanceChecked(n cloud.NodeName) (cloud.InstanceID, err
 
 // InstanceOf implements api.Nodes.
 func (a *csiAccount) InstanceOf(n cloud.NodeName) (cloud.InstanceID, bool) {
-	if np := a.nodeNamed(n); np != nil {
-		return np.id, true
-	}
-	return "", false
+	np, ok := a.infoNamed(n)
+	return np.id, ok && np.id != ""
 }
 
 // Running implements api.Nodes: a node plugin's machine runs (tether
 // runs on it).
-func (a *csiAccount) Running(inst cloud.InstanceID) bool { return a.nodeOf(inst) != nil }
+func (a *csiAccount) Running(inst cloud.InstanceID) bool {
+	if a.remote {
+		// inst is a node ID some agent reported (InstanceOf): its node
+		// plugin ran there. Whether it still does is the node's
+		// readiness.
+		return inst != ""
+	}
+	_, ok := a.infoOf(inst)
+	return ok
+}
 
 // Terminate implements api.Nodes: refused.
 func (a *csiAccount) Terminate(inst cloud.InstanceID) error {

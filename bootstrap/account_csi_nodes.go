@@ -139,3 +139,62 @@ func (a *csiAccount) closeNodes() error {
 	}
 	return errors.Join(errs...)
 }
+
+// csiNodeInfo is what the account knows of a node: its name, its
+// plugin's node ID and max_volumes_per_node.
+type csiNodeInfo struct {
+	name cloud.NodeName
+	id   cloud.InstanceID
+	max  int64
+}
+
+// infoNamed is node's info: from its dialed plugin, or, for a controller
+// whose nodes are on other machines (remote), from the node status its
+// agent's reports filled (ok false: none reported yet).
+func (a *csiAccount) infoNamed(node cloud.NodeName) (csiNodeInfo, bool) {
+	if !a.remote {
+		if n := a.nodeNamed(node); n != nil {
+			return csiNodeInfo{name: n.name, id: n.id, max: n.plugin.MaxVolumes()}, true
+		}
+		return csiNodeInfo{}, false
+	}
+	ref := a.store.Load()
+	if ref == nil {
+		return csiNodeInfo{}, false
+	}
+	st, ok, err := ref.NodeStatus(node)
+	if err != nil || !ok || st.InstanceID == "" {
+		return csiNodeInfo{name: node}, false
+	}
+	return csiNodeInfo{name: node, id: st.InstanceID, max: st.MaxVolumes}, true
+}
+
+// infoOf is the info of the node whose plugin has node ID inst.
+func (a *csiAccount) infoOf(inst cloud.InstanceID) (csiNodeInfo, bool) {
+	if !a.remote {
+		if n := a.nodeOf(inst); n != nil {
+			return csiNodeInfo{name: n.name, id: n.id, max: n.plugin.MaxVolumes()}, true
+		}
+		return csiNodeInfo{}, false
+	}
+	node, ok := a.p.NodeOf(inst)
+	if !ok {
+		return csiNodeInfo{}, false
+	}
+	info, ok := a.infoNamed(node)
+	return info, ok && info.id == inst
+}
+
+// lookupNodeID is the Provider's node ID lookup of a remote account: the
+// node status's.
+func (a *csiAccount) lookupNodeID(_ context.Context, node cloud.NodeName) (cloud.InstanceID, bool, error) {
+	ref := a.store.Load()
+	if ref == nil {
+		return "", false, errors.New("the store is not open yet")
+	}
+	st, ok, err := ref.NodeStatus(node)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return st.InstanceID, st.InstanceID != "", nil
+}

@@ -30,7 +30,20 @@ type VolumeDoc struct {
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// ReadWriteOnce (exclusive, the default), ReadWriteMany or ReadOnlyMany
 	// (multi-node).
-	AccessMode    string `protobuf:"bytes,2,opt,name=access_mode,json=accessMode,proto3" json:"access_mode,omitempty"`
+	AccessMode string `protobuf:"bytes,2,opt,name=access_mode,json=accessMode,proto3" json:"access_mode,omitempty"`
+	// What a storage driver (a CSI driver) needs of the volume; other
+	// clouds refuse them. Fixed when the volume is created, like the access
+	// mode.
+	//
+	// volume_mode: Filesystem (the default; "" is Filesystem) or Block (a
+	// raw block device, staged and published as a device file).
+	VolumeMode string `protobuf:"bytes,3,opt,name=volume_mode,json=volumeMode,proto3" json:"volume_mode,omitempty"`
+	// fs_type: the file system to mount ("": tether's default, ext4);
+	// Filesystem volumes only.
+	FsType string `protobuf:"bytes,4,opt,name=fs_type,json=fsType,proto3" json:"fs_type,omitempty"`
+	// mount_options: the options of its mounts; Filesystem volumes only.
+	MountOptions  []string      `protobuf:"bytes,5,rep,name=mount_options,json=mountOptions,proto3" json:"mount_options,omitempty"`
+	Csi           *VolumeCSIDoc `protobuf:"bytes,6,opt,name=csi,proto3" json:"csi,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -79,6 +92,92 @@ func (x *VolumeDoc) GetAccessMode() string {
 	return ""
 }
 
+func (x *VolumeDoc) GetVolumeMode() string {
+	if x != nil {
+		return x.VolumeMode
+	}
+	return ""
+}
+
+func (x *VolumeDoc) GetFsType() string {
+	if x != nil {
+		return x.FsType
+	}
+	return ""
+}
+
+func (x *VolumeDoc) GetMountOptions() []string {
+	if x != nil {
+		return x.MountOptions
+	}
+	return nil
+}
+
+func (x *VolumeDoc) GetCsi() *VolumeCSIDoc {
+	if x != nil {
+		return x.Csi
+	}
+	return nil
+}
+
+// VolumeCSIDoc is what a CSI driver gave or needs for one volume.
+type VolumeCSIDoc struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume_attributes: the volume_context the driver returned when it
+	// created the volume, handed back with every publish and stage.
+	VolumeAttributes map[string]string `protobuf:"bytes,1,rep,name=volume_attributes,json=volumeAttributes,proto3" json:"volume_attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// secret_ref names the secrets file <data-dir>/csi-secrets/<name>.json
+	// (a flat JSON object of strings, mode 0600 or stricter), read when a
+	// call needs it: only the name is stored or shown, never the secrets.
+	SecretRef     string `protobuf:"bytes,2,opt,name=secret_ref,json=secretRef,proto3" json:"secret_ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeCSIDoc) Reset() {
+	*x = VolumeCSIDoc{}
+	mi := &file_api_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeCSIDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeCSIDoc) ProtoMessage() {}
+
+func (x *VolumeCSIDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeCSIDoc.ProtoReflect.Descriptor instead.
+func (*VolumeCSIDoc) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VolumeCSIDoc) GetVolumeAttributes() map[string]string {
+	if x != nil {
+		return x.VolumeAttributes
+	}
+	return nil
+}
+
+func (x *VolumeCSIDoc) GetSecretRef() string {
+	if x != nil {
+		return x.SecretRef
+	}
+	return ""
+}
+
 type NodeDoc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -88,7 +187,7 @@ type NodeDoc struct {
 
 func (x *NodeDoc) Reset() {
 	*x = NodeDoc{}
-	mi := &file_api_proto_msgTypes[1]
+	mi := &file_api_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -100,7 +199,7 @@ func (x *NodeDoc) String() string {
 func (*NodeDoc) ProtoMessage() {}
 
 func (x *NodeDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[1]
+	mi := &file_api_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -113,7 +212,7 @@ func (x *NodeDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDoc.ProtoReflect.Descriptor instead.
 func (*NodeDoc) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{1}
+	return file_api_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *NodeDoc) GetName() string {
@@ -133,7 +232,7 @@ type WorkloadVolumeDoc struct {
 
 func (x *WorkloadVolumeDoc) Reset() {
 	*x = WorkloadVolumeDoc{}
-	mi := &file_api_proto_msgTypes[2]
+	mi := &file_api_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -145,7 +244,7 @@ func (x *WorkloadVolumeDoc) String() string {
 func (*WorkloadVolumeDoc) ProtoMessage() {}
 
 func (x *WorkloadVolumeDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[2]
+	mi := &file_api_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -158,7 +257,7 @@ func (x *WorkloadVolumeDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadVolumeDoc.ProtoReflect.Descriptor instead.
 func (*WorkloadVolumeDoc) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{2}
+	return file_api_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkloadVolumeDoc) GetName() string {
@@ -186,7 +285,7 @@ type WorkloadDoc struct {
 
 func (x *WorkloadDoc) Reset() {
 	*x = WorkloadDoc{}
-	mi := &file_api_proto_msgTypes[3]
+	mi := &file_api_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +297,7 @@ func (x *WorkloadDoc) String() string {
 func (*WorkloadDoc) ProtoMessage() {}
 
 func (x *WorkloadDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[3]
+	mi := &file_api_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +310,7 @@ func (x *WorkloadDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadDoc.ProtoReflect.Descriptor instead.
 func (*WorkloadDoc) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{3}
+	return file_api_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WorkloadDoc) GetName() string {
@@ -249,7 +348,7 @@ type Document struct {
 
 func (x *Document) Reset() {
 	*x = Document{}
-	mi := &file_api_proto_msgTypes[4]
+	mi := &file_api_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +360,7 @@ func (x *Document) String() string {
 func (*Document) ProtoMessage() {}
 
 func (x *Document) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[4]
+	mi := &file_api_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +373,7 @@ func (x *Document) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Document.ProtoReflect.Descriptor instead.
 func (*Document) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{4}
+	return file_api_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Document) GetDoc() isDocument_Doc {
@@ -342,7 +441,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_api_proto_msgTypes[5]
+	mi := &file_api_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +453,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[5]
+	mi := &file_api_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +466,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{5}
+	return file_api_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApplyRequest) GetDocuments() []*Document {
@@ -392,7 +491,7 @@ type ApplyChunk struct {
 
 func (x *ApplyChunk) Reset() {
 	*x = ApplyChunk{}
-	mi := &file_api_proto_msgTypes[6]
+	mi := &file_api_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +503,7 @@ func (x *ApplyChunk) String() string {
 func (*ApplyChunk) ProtoMessage() {}
 
 func (x *ApplyChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[6]
+	mi := &file_api_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +516,7 @@ func (x *ApplyChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyChunk.ProtoReflect.Descriptor instead.
 func (*ApplyChunk) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{6}
+	return file_api_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApplyChunk) GetDocuments() []*Document {
@@ -457,7 +556,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_api_proto_msgTypes[7]
+	mi := &file_api_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +568,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[7]
+	mi := &file_api_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +581,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{7}
+	return file_api_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApplyResponse) GetApplied() []string {
@@ -518,7 +617,7 @@ type ApplyCount struct {
 
 func (x *ApplyCount) Reset() {
 	*x = ApplyCount{}
-	mi := &file_api_proto_msgTypes[8]
+	mi := &file_api_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +629,7 @@ func (x *ApplyCount) String() string {
 func (*ApplyCount) ProtoMessage() {}
 
 func (x *ApplyCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[8]
+	mi := &file_api_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +642,7 @@ func (x *ApplyCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyCount.ProtoReflect.Descriptor instead.
 func (*ApplyCount) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{8}
+	return file_api_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ApplyCount) GetKind() string {
@@ -577,7 +676,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_api_proto_msgTypes[9]
+	mi := &file_api_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +688,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[9]
+	mi := &file_api_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +701,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{9}
+	return file_api_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DeleteRequest) GetKind() string {
@@ -627,7 +726,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_api_proto_msgTypes[10]
+	mi := &file_api_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +738,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[10]
+	mi := &file_api_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +751,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{10}
+	return file_api_proto_rawDescGZIP(), []int{11}
 }
 
 type GetRequest struct {
@@ -675,7 +774,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_api_proto_msgTypes[11]
+	mi := &file_api_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +786,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[11]
+	mi := &file_api_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +799,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{11}
+	return file_api_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetRequest) GetKind() string {
@@ -743,7 +842,7 @@ type VolumeInfo struct {
 
 func (x *VolumeInfo) Reset() {
 	*x = VolumeInfo{}
-	mi := &file_api_proto_msgTypes[12]
+	mi := &file_api_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +854,7 @@ func (x *VolumeInfo) String() string {
 func (*VolumeInfo) ProtoMessage() {}
 
 func (x *VolumeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[12]
+	mi := &file_api_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +867,7 @@ func (x *VolumeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeInfo.ProtoReflect.Descriptor instead.
 func (*VolumeInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{12}
+	return file_api_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VolumeInfo) GetSpec() *VolumeDoc {
@@ -812,7 +911,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_api_proto_msgTypes[13]
+	mi := &file_api_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +923,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[13]
+	mi := &file_api_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +936,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{13}
+	return file_api_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NodeInfo) GetSpec() *NodeDoc {
@@ -888,7 +987,7 @@ type WorkloadInfo struct {
 
 func (x *WorkloadInfo) Reset() {
 	*x = WorkloadInfo{}
-	mi := &file_api_proto_msgTypes[14]
+	mi := &file_api_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -900,7 +999,7 @@ func (x *WorkloadInfo) String() string {
 func (*WorkloadInfo) ProtoMessage() {}
 
 func (x *WorkloadInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[14]
+	mi := &file_api_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -913,7 +1012,7 @@ func (x *WorkloadInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadInfo.ProtoReflect.Descriptor instead.
 func (*WorkloadInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{14}
+	return file_api_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkloadInfo) GetSpec() *WorkloadDoc {
@@ -958,7 +1057,7 @@ type GetResponse struct {
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_api_proto_msgTypes[15]
+	mi := &file_api_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -970,7 +1069,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[15]
+	mi := &file_api_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -983,7 +1082,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{15}
+	return file_api_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetResponse) GetVolumes() []*VolumeInfo {
@@ -1024,7 +1123,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_api_proto_msgTypes[16]
+	mi := &file_api_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1135,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[16]
+	mi := &file_api_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1148,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{16}
+	return file_api_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DescribeRequest) GetKind() string {
@@ -1079,7 +1178,7 @@ type EventInfo struct {
 
 func (x *EventInfo) Reset() {
 	*x = EventInfo{}
-	mi := &file_api_proto_msgTypes[17]
+	mi := &file_api_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1190,7 @@ func (x *EventInfo) String() string {
 func (*EventInfo) ProtoMessage() {}
 
 func (x *EventInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[17]
+	mi := &file_api_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1203,7 @@ func (x *EventInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventInfo.ProtoReflect.Descriptor instead.
 func (*EventInfo) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{17}
+	return file_api_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EventInfo) GetTimeUnixNano() int64 {
@@ -1155,7 +1254,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_api_proto_msgTypes[18]
+	mi := &file_api_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1266,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[18]
+	mi := &file_api_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1279,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{18}
+	return file_api_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DescribeResponse) GetObject() *GetResponse {
@@ -1214,7 +1313,7 @@ type NodeOperationRequest struct {
 
 func (x *NodeOperationRequest) Reset() {
 	*x = NodeOperationRequest{}
-	mi := &file_api_proto_msgTypes[19]
+	mi := &file_api_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1325,7 @@ func (x *NodeOperationRequest) String() string {
 func (*NodeOperationRequest) ProtoMessage() {}
 
 func (x *NodeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[19]
+	mi := &file_api_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1338,7 @@ func (x *NodeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeOperationRequest.ProtoReflect.Descriptor instead.
 func (*NodeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{19}
+	return file_api_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeOperationRequest) GetNode() string {
@@ -1265,7 +1364,7 @@ type NodeOperationResponse struct {
 
 func (x *NodeOperationResponse) Reset() {
 	*x = NodeOperationResponse{}
-	mi := &file_api_proto_msgTypes[20]
+	mi := &file_api_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1376,7 @@ func (x *NodeOperationResponse) String() string {
 func (*NodeOperationResponse) ProtoMessage() {}
 
 func (x *NodeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[20]
+	mi := &file_api_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1389,7 @@ func (x *NodeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeOperationResponse.ProtoReflect.Descriptor instead.
 func (*NodeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{20}
+	return file_api_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NodeOperationResponse) GetResult() string {
@@ -1304,11 +1403,23 @@ var File_api_proto protoreflect.FileDescriptor
 
 const file_api_proto_rawDesc = "" +
 	"\n" +
-	"\tapi.proto\x12\x0ftether.messages\x1a\x10controller.proto\"@\n" +
+	"\tapi.proto\x12\x0ftether.messages\x1a\x10controller.proto\"\xd0\x01\n" +
 	"\tVolumeDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vaccess_mode\x18\x02 \x01(\tR\n" +
-	"accessMode\"\x1d\n" +
+	"accessMode\x12\x1f\n" +
+	"\vvolume_mode\x18\x03 \x01(\tR\n" +
+	"volumeMode\x12\x17\n" +
+	"\afs_type\x18\x04 \x01(\tR\x06fsType\x12#\n" +
+	"\rmount_options\x18\x05 \x03(\tR\fmountOptions\x12/\n" +
+	"\x03csi\x18\x06 \x01(\v2\x1d.tether.messages.VolumeCSIDocR\x03csi\"\xd4\x01\n" +
+	"\fVolumeCSIDoc\x12`\n" +
+	"\x11volume_attributes\x18\x01 \x03(\v23.tether.messages.VolumeCSIDoc.VolumeAttributesEntryR\x10volumeAttributes\x12\x1d\n" +
+	"\n" +
+	"secret_ref\x18\x02 \x01(\tR\tsecretRef\x1aC\n" +
+	"\x15VolumeAttributesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x1d\n" +
 	"\aNodeDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"D\n" +
 	"\x11WorkloadVolumeDoc\x12\x12\n" +
@@ -1413,67 +1524,71 @@ func file_api_proto_rawDescGZIP() []byte {
 	return file_api_proto_rawDescData
 }
 
-var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_api_proto_goTypes = []any{
 	(*VolumeDoc)(nil),             // 0: tether.messages.VolumeDoc
-	(*NodeDoc)(nil),               // 1: tether.messages.NodeDoc
-	(*WorkloadVolumeDoc)(nil),     // 2: tether.messages.WorkloadVolumeDoc
-	(*WorkloadDoc)(nil),           // 3: tether.messages.WorkloadDoc
-	(*Document)(nil),              // 4: tether.messages.Document
-	(*ApplyRequest)(nil),          // 5: tether.messages.ApplyRequest
-	(*ApplyChunk)(nil),            // 6: tether.messages.ApplyChunk
-	(*ApplyResponse)(nil),         // 7: tether.messages.ApplyResponse
-	(*ApplyCount)(nil),            // 8: tether.messages.ApplyCount
-	(*DeleteRequest)(nil),         // 9: tether.messages.DeleteRequest
-	(*DeleteResponse)(nil),        // 10: tether.messages.DeleteResponse
-	(*GetRequest)(nil),            // 11: tether.messages.GetRequest
-	(*VolumeInfo)(nil),            // 12: tether.messages.VolumeInfo
-	(*NodeInfo)(nil),              // 13: tether.messages.NodeInfo
-	(*WorkloadInfo)(nil),          // 14: tether.messages.WorkloadInfo
-	(*GetResponse)(nil),           // 15: tether.messages.GetResponse
-	(*DescribeRequest)(nil),       // 16: tether.messages.DescribeRequest
-	(*EventInfo)(nil),             // 17: tether.messages.EventInfo
-	(*DescribeResponse)(nil),      // 18: tether.messages.DescribeResponse
-	(*NodeOperationRequest)(nil),  // 19: tether.messages.NodeOperationRequest
-	(*NodeOperationResponse)(nil), // 20: tether.messages.NodeOperationResponse
-	(*VolumeAttachment)(nil),      // 21: tether.messages.VolumeAttachment
-	(*NodeStatus)(nil),            // 22: tether.messages.NodeStatus
+	(*VolumeCSIDoc)(nil),          // 1: tether.messages.VolumeCSIDoc
+	(*NodeDoc)(nil),               // 2: tether.messages.NodeDoc
+	(*WorkloadVolumeDoc)(nil),     // 3: tether.messages.WorkloadVolumeDoc
+	(*WorkloadDoc)(nil),           // 4: tether.messages.WorkloadDoc
+	(*Document)(nil),              // 5: tether.messages.Document
+	(*ApplyRequest)(nil),          // 6: tether.messages.ApplyRequest
+	(*ApplyChunk)(nil),            // 7: tether.messages.ApplyChunk
+	(*ApplyResponse)(nil),         // 8: tether.messages.ApplyResponse
+	(*ApplyCount)(nil),            // 9: tether.messages.ApplyCount
+	(*DeleteRequest)(nil),         // 10: tether.messages.DeleteRequest
+	(*DeleteResponse)(nil),        // 11: tether.messages.DeleteResponse
+	(*GetRequest)(nil),            // 12: tether.messages.GetRequest
+	(*VolumeInfo)(nil),            // 13: tether.messages.VolumeInfo
+	(*NodeInfo)(nil),              // 14: tether.messages.NodeInfo
+	(*WorkloadInfo)(nil),          // 15: tether.messages.WorkloadInfo
+	(*GetResponse)(nil),           // 16: tether.messages.GetResponse
+	(*DescribeRequest)(nil),       // 17: tether.messages.DescribeRequest
+	(*EventInfo)(nil),             // 18: tether.messages.EventInfo
+	(*DescribeResponse)(nil),      // 19: tether.messages.DescribeResponse
+	(*NodeOperationRequest)(nil),  // 20: tether.messages.NodeOperationRequest
+	(*NodeOperationResponse)(nil), // 21: tether.messages.NodeOperationResponse
+	nil,                           // 22: tether.messages.VolumeCSIDoc.VolumeAttributesEntry
+	(*VolumeAttachment)(nil),      // 23: tether.messages.VolumeAttachment
+	(*NodeStatus)(nil),            // 24: tether.messages.NodeStatus
 }
 var file_api_proto_depIdxs = []int32{
-	2,  // 0: tether.messages.WorkloadDoc.volumes:type_name -> tether.messages.WorkloadVolumeDoc
-	0,  // 1: tether.messages.Document.volume:type_name -> tether.messages.VolumeDoc
-	1,  // 2: tether.messages.Document.node:type_name -> tether.messages.NodeDoc
-	3,  // 3: tether.messages.Document.workload:type_name -> tether.messages.WorkloadDoc
-	4,  // 4: tether.messages.ApplyRequest.documents:type_name -> tether.messages.Document
-	4,  // 5: tether.messages.ApplyChunk.documents:type_name -> tether.messages.Document
-	8,  // 6: tether.messages.ApplyResponse.counts:type_name -> tether.messages.ApplyCount
-	0,  // 7: tether.messages.VolumeInfo.spec:type_name -> tether.messages.VolumeDoc
-	21, // 8: tether.messages.VolumeInfo.attachments:type_name -> tether.messages.VolumeAttachment
-	1,  // 9: tether.messages.NodeInfo.spec:type_name -> tether.messages.NodeDoc
-	22, // 10: tether.messages.NodeInfo.status:type_name -> tether.messages.NodeStatus
-	3,  // 11: tether.messages.WorkloadInfo.spec:type_name -> tether.messages.WorkloadDoc
-	12, // 12: tether.messages.GetResponse.volumes:type_name -> tether.messages.VolumeInfo
-	13, // 13: tether.messages.GetResponse.nodes:type_name -> tether.messages.NodeInfo
-	14, // 14: tether.messages.GetResponse.workloads:type_name -> tether.messages.WorkloadInfo
-	15, // 15: tether.messages.DescribeResponse.object:type_name -> tether.messages.GetResponse
-	17, // 16: tether.messages.DescribeResponse.events:type_name -> tether.messages.EventInfo
-	5,  // 17: tether.messages.Tether.Apply:input_type -> tether.messages.ApplyRequest
-	6,  // 18: tether.messages.Tether.ApplyStream:input_type -> tether.messages.ApplyChunk
-	9,  // 19: tether.messages.Tether.Delete:input_type -> tether.messages.DeleteRequest
-	11, // 20: tether.messages.Tether.Get:input_type -> tether.messages.GetRequest
-	16, // 21: tether.messages.Tether.Describe:input_type -> tether.messages.DescribeRequest
-	19, // 22: tether.messages.Tether.NodeOperation:input_type -> tether.messages.NodeOperationRequest
-	7,  // 23: tether.messages.Tether.Apply:output_type -> tether.messages.ApplyResponse
-	7,  // 24: tether.messages.Tether.ApplyStream:output_type -> tether.messages.ApplyResponse
-	10, // 25: tether.messages.Tether.Delete:output_type -> tether.messages.DeleteResponse
-	15, // 26: tether.messages.Tether.Get:output_type -> tether.messages.GetResponse
-	18, // 27: tether.messages.Tether.Describe:output_type -> tether.messages.DescribeResponse
-	20, // 28: tether.messages.Tether.NodeOperation:output_type -> tether.messages.NodeOperationResponse
-	23, // [23:29] is the sub-list for method output_type
-	17, // [17:23] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	1,  // 0: tether.messages.VolumeDoc.csi:type_name -> tether.messages.VolumeCSIDoc
+	22, // 1: tether.messages.VolumeCSIDoc.volume_attributes:type_name -> tether.messages.VolumeCSIDoc.VolumeAttributesEntry
+	3,  // 2: tether.messages.WorkloadDoc.volumes:type_name -> tether.messages.WorkloadVolumeDoc
+	0,  // 3: tether.messages.Document.volume:type_name -> tether.messages.VolumeDoc
+	2,  // 4: tether.messages.Document.node:type_name -> tether.messages.NodeDoc
+	4,  // 5: tether.messages.Document.workload:type_name -> tether.messages.WorkloadDoc
+	5,  // 6: tether.messages.ApplyRequest.documents:type_name -> tether.messages.Document
+	5,  // 7: tether.messages.ApplyChunk.documents:type_name -> tether.messages.Document
+	9,  // 8: tether.messages.ApplyResponse.counts:type_name -> tether.messages.ApplyCount
+	0,  // 9: tether.messages.VolumeInfo.spec:type_name -> tether.messages.VolumeDoc
+	23, // 10: tether.messages.VolumeInfo.attachments:type_name -> tether.messages.VolumeAttachment
+	2,  // 11: tether.messages.NodeInfo.spec:type_name -> tether.messages.NodeDoc
+	24, // 12: tether.messages.NodeInfo.status:type_name -> tether.messages.NodeStatus
+	4,  // 13: tether.messages.WorkloadInfo.spec:type_name -> tether.messages.WorkloadDoc
+	13, // 14: tether.messages.GetResponse.volumes:type_name -> tether.messages.VolumeInfo
+	14, // 15: tether.messages.GetResponse.nodes:type_name -> tether.messages.NodeInfo
+	15, // 16: tether.messages.GetResponse.workloads:type_name -> tether.messages.WorkloadInfo
+	16, // 17: tether.messages.DescribeResponse.object:type_name -> tether.messages.GetResponse
+	18, // 18: tether.messages.DescribeResponse.events:type_name -> tether.messages.EventInfo
+	6,  // 19: tether.messages.Tether.Apply:input_type -> tether.messages.ApplyRequest
+	7,  // 20: tether.messages.Tether.ApplyStream:input_type -> tether.messages.ApplyChunk
+	10, // 21: tether.messages.Tether.Delete:input_type -> tether.messages.DeleteRequest
+	12, // 22: tether.messages.Tether.Get:input_type -> tether.messages.GetRequest
+	17, // 23: tether.messages.Tether.Describe:input_type -> tether.messages.DescribeRequest
+	20, // 24: tether.messages.Tether.NodeOperation:input_type -> tether.messages.NodeOperationRequest
+	8,  // 25: tether.messages.Tether.Apply:output_type -> tether.messages.ApplyResponse
+	8,  // 26: tether.messages.Tether.ApplyStream:output_type -> tether.messages.ApplyResponse
+	11, // 27: tether.messages.Tether.Delete:output_type -> tether.messages.DeleteResponse
+	16, // 28: tether.messages.Tether.Get:output_type -> tether.messages.GetResponse
+	19, // 29: tether.messages.Tether.Describe:output_type -> tether.messages.DescribeResponse
+	21, // 30: tether.messages.Tether.NodeOperation:output_type -> tether.messages.NodeOperationResponse
+	25, // [25:31] is the sub-list for method output_type
+	19, // [19:25] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_api_proto_init() }
@@ -1482,7 +1597,7 @@ func file_api_proto_init() {
 		return
 	}
 	file_controller_proto_init()
-	file_api_proto_msgTypes[4].OneofWrappers = []any{
+	file_api_proto_msgTypes[5].OneofWrappers = []any{
 		(*Document_Volume)(nil),
 		(*Document_Node)(nil),
 		(*Document_Workload)(nil),
@@ -1493,7 +1608,7 @@ func file_api_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_proto_rawDesc), len(file_api_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

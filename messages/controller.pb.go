@@ -1135,8 +1135,14 @@ func (x *ReportVolumesInUse) GetSeq() uint64 {
 
 // Heartbeat says the node agent is alive.
 type Heartbeat struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// instance_id, if set, is the instance the agent's machine is to the
+	// cloud, as the agent knows it: a CSI node plugin's node ID
+	// (NodeGetInfo). The controller records it in the node status.
+	InstanceId string `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// max_volumes is that node plugin's max_volumes_per_node (0: none).
+	MaxVolumes    int64 `protobuf:"varint,3,opt,name=max_volumes,json=maxVolumes,proto3" json:"max_volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1176,6 +1182,20 @@ func (x *Heartbeat) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *Heartbeat) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *Heartbeat) GetMaxVolumes() int64 {
+	if x != nil {
+		return x.MaxVolumes
+	}
+	return 0
 }
 
 // SetOutOfService marks or unmarks a node out of service (its volumes may be
@@ -2549,9 +2569,13 @@ const file_controller_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1d\n" +
 	"\n" +
 	"volume_ids\x18\x02 \x03(\tR\tvolumeIds\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x1f\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"a\n" +
 	"\tHeartbeat\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\"K\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x1f\n" +
+	"\vmax_volumes\x18\x03 \x01(\x03R\n" +
+	"maxVolumes\"K\n" +
 	"\x0fSetOutOfService\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12$\n" +
 	"\x0eout_of_service\x18\x02 \x01(\bR\foutOfService\"\x0f\n" +

@@ -54,6 +54,12 @@ type Config struct {
 	Devices Devices
 	// Controller resolves the controller-side node actor of a node.
 	Controller func(cloud.NodeName) *actor.PID
+	// InstanceID, if set, is what this node's machine is to the cloud as
+	// the agent knows it (a CSI node plugin's node ID), with that plugin's
+	// MaxVolumes: every heartbeat tells the controller, which records them
+	// in the node status.
+	InstanceID cloud.InstanceID
+	MaxVolumes int64
 	Events     *events.Recorder
 	// Guard serialises spawns of named actors against sends: share the
 	// controller's (nil: the agent makes its own).
@@ -193,13 +199,21 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	// At most one of those waits in the mailbox: a busy agent does not
 	// pile them up.
 	node, ctl, queued := a.cfg.Node, a.cfg.Controller, &a.beatQueued
+	beat := a.heartbeat()
 	a.beat = &beater{}
 	a.beat.start(a.cfg.Clock, a.cfg.HeartbeatEvery, func() {
-		g.SendFrom(ctl(node), &messages.Heartbeat{Node: string(node)}, self)
+		g.SendFrom(ctl(node), beat, self)
 		if queued.CompareAndSwap(false, true) {
 			g.Send(self, &messages.Heartbeat{})
 		}
 	})
+}
+
+// heartbeat is this agent's heartbeat: its node, and what its machine is
+// to the cloud if it knows (Config.InstanceID). It is never changed once
+// sent, so one can be sent again and again.
+func (a *agentActor) heartbeat() *messages.Heartbeat {
+	return &messages.Heartbeat{Node: string(a.cfg.Node), InstanceId: string(a.cfg.InstanceID), MaxVolumes: a.cfg.MaxVolumes}
 }
 
 // onMountFinished steps a mount call's result, once the disk scan has been.
@@ -218,7 +232,7 @@ func (a *agentActor) onHeartbeat(ctx actor.Context) {
 	ctl := a.cfg.Controller(a.cfg.Node)
 	g := a.cfg.Guard
 	if a.beats == 0 {
-		g.SendFrom(ctl, &messages.Heartbeat{Node: string(a.cfg.Node)}, a.self) // the hello; the beater sends the rest
+		g.SendFrom(ctl, a.heartbeat(), a.self) // the hello; the beater sends the rest
 	}
 	st := a.core.Status()
 	a.beats++

@@ -196,6 +196,9 @@ func (c *Controller) validate(r objects, changes []Change) error {
 				return fmt.Errorf("%w: document %d: volume %q: read-only is a mode of multi-node volumes (ReadOnlyMany), not of %s ones",
 					ErrInvalid, i+1, name, ModeName(ch.Volume.Mode, false))
 			}
+			if err := CheckVolumeDriver(*ch.Volume); err != nil {
+				return fmt.Errorf("document %d: %w", i+1, err)
+			}
 			if err := checkModeKept(r, *ch.Volume); err != nil {
 				return fmt.Errorf("document %d: %w", i+1, err)
 			}
@@ -217,11 +220,15 @@ func (c *Controller) validate(r objects, changes []Change) error {
 // checkModeKept refuses to change an existing volume's access mode, its
 // read-only flag included: the mode is the disk's, fixed when the cloud
 // created it, like its type (a ReadOnlyMany disk may be made read-only,
-// or made with its filesystem on it: the loop cloud's are).
+// or made with its filesystem on it: the loop cloud's are). Its driver
+// fields are fixed likewise (checkDriverKept).
 func checkModeKept(r objects, v store.VolumeSpec) error {
 	old, ok, err := r.Volume(v.ID)
-	if err != nil || !ok || sameMode(old, v) {
+	if err != nil || !ok {
 		return err
+	}
+	if sameMode(old, v) {
+		return checkDriverKept(old, v)
 	}
 	return fmt.Errorf("%w: volume %q is %s and cannot become %s: an access mode is fixed when the volume is created "+
 		"(to change it, delete volume/%s, after the workloads that use it, and apply it again with the new mode once its disk is detached)",
@@ -282,7 +289,7 @@ func verb(r objects, ch Change) (string, error) {
 	switch {
 	case ch.Volume != nil: // the store's ObjectUID is no part of a document
 		old, ok, err := r.Volume(ch.Volume.ID)
-		return verbOf(ok, ok && sameMode(old, *ch.Volume)), err
+		return verbOf(ok, ok && sameMode(old, *ch.Volume) && store.SameDriverFields(old, *ch.Volume)), err
 	case ch.Node != nil:
 		_, ok, err := r.Node(ch.Node.Name)
 		return verbOf(ok, ok), err

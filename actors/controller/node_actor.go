@@ -107,7 +107,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *messages.Heartbeat:
 		a.heardFromAgent(ctx)
 		a.heard = true
-		a.step(ctx, nodestatus.HeartbeatReceived{})
+		a.step(ctx, nodestatus.HeartbeatReceived{InstanceID: cloud.InstanceID(m.InstanceId), MaxVolumes: m.MaxVolumes})
 	case *messages.AgentStarted:
 		if a.env.cluster != nil && ctx.Sender() != nil {
 			a.env.agents.learn(a.name, ctx.Sender())

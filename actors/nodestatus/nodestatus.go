@@ -34,6 +34,13 @@ type Status struct {
 	// number reports increasingly across restarts, so an older report that
 	// arrives late (over a network) is recognized and ignored.
 	InUseSeq uint64
+	// InstanceID is what the node's agent reported its machine to be to
+	// the cloud (a CSI node plugin's node ID, NodeGetInfo), "" if it
+	// reported none; MaxVolumes that plugin's max_volumes_per_node (0:
+	// none). The controller resolves the node to it where the cloud
+	// itself cannot (a CSI driver knows no node names).
+	InstanceID cloud.InstanceID
+	MaxVolumes int64
 }
 
 // Clone returns a deep copy.

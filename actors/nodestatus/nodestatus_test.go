@@ -27,6 +27,9 @@ func render(n *Node, now time.Time, effs []Effect) []string {
 			if len(st.VolumesDetaching) > 0 {
 				det = fmt.Sprintf(" detaching=%v", sortedVolumes(st.VolumesDetaching))
 			}
+			if st.InstanceID != "" {
+				det += fmt.Sprintf(" instance=%s max=%d", st.InstanceID, st.MaxVolumes)
+			}
 			out = append(out, fmt.Sprintf("persist attached=%v inuse=%v ready=%v oos=%v%s",
 				sortedVolumes(st.VolumesAttached), sortedVolumes(st.VolumesInUse), st.Ready, st.OutOfService, det))
 		case PrepareAnswer:
@@ -103,6 +106,16 @@ func TestStatusRules(t *testing.T) {
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v1", "v2"}}, []string{"persist attached=[] inuse=[v1 v2] ready=true oos=false", "notify v1 inuse=true ready=true oos=false", "notify v2 inuse=true ready=true oos=false"}},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v2", "v1"}}, nil},
 			{0, InUseReported{Volumes: []cloud.VolumeID{"v2"}}, []string{"persist attached=[] inuse=[v2] ready=true oos=false", "notify v1 inuse=false ready=true oos=false"}},
+		}},
+		{"an agent's reported instance is recorded once, and again when it changes", []step{
+			{0, Restored{Found: true, Status: Status{Ready: true}}, []string{"wake +40s"}},
+			{0, HeartbeatReceived{InstanceID: "node-a", MaxVolumes: 8}, []string{"persist attached=[] inuse=[] ready=true oos=false instance=node-a max=8", "wake +40s"}},
+			{0, Persisted{}, nil},
+			{time.Second, HeartbeatReceived{InstanceID: "node-a", MaxVolumes: 8}, []string{"wake +40s"}},
+			{time.Second, HeartbeatReceived{}, []string{"wake +40s"}}, // the controller's own hello names none
+			{time.Second, HeartbeatReceived{InstanceID: "node-b", MaxVolumes: 8}, []string{"persist attached=[] inuse=[] ready=true oos=false instance=node-b max=8", "wake +40s"}},
+			{0, PersistFailed{Msg: "disk"}, nil},
+			{time.Second, HeartbeatReceived{InstanceID: "node-b", MaxVolumes: 8}, []string{"persist attached=[] inuse=[] ready=true oos=false instance=node-b max=8", "wake +40s"}},
 		}},
 		{"missed heartbeats make the node NotReady; a heartbeat makes it Ready", []step{
 			{0, Restored{Found: true, Status: Status{Ready: true}}, []string{"wake +40s"}},

@@ -41,8 +41,13 @@ type (
 		Volumes []cloud.VolumeID
 		Seq     uint64
 	}
-	// HeartbeatReceived: the agent is alive.
-	HeartbeatReceived struct{}
+	// HeartbeatReceived: the agent is alive. InstanceID, if set, is what
+	// the agent says its machine is to the cloud (a CSI node plugin's
+	// node ID), with that plugin's MaxVolumes: recorded in the status.
+	HeartbeatReceived struct {
+		InstanceID cloud.InstanceID
+		MaxVolumes int64
+	}
 	// OutOfServiceSet marks or unmarks the node.
 	OutOfServiceSet struct{ OutOfService bool }
 	// Tick re-checks heartbeat health. No heartbeat is missed before
@@ -149,7 +154,14 @@ func (n *Node) Step(now time.Time, ev Event) []Effect {
 		return n.onInUse(e)
 	case HeartbeatReceived:
 		n.lastHeartbeat = now
-		return n.setReady(now, true)
+		effs := n.setReady(now, true)
+		if e.InstanceID != "" && (e.InstanceID != n.cur.InstanceID || e.MaxVolumes != n.cur.MaxVolumes) {
+			n.cur.InstanceID, n.cur.MaxVolumes = e.InstanceID, e.MaxVolumes
+			if !slices.ContainsFunc(effs, func(f Effect) bool { _, ok := f.(Persist); return ok }) {
+				effs = append(persisted(), effs...)
+			}
+		}
+		return effs
 	case OutOfServiceSet:
 		if n.cur.OutOfService == e.OutOfService {
 			return nil

@@ -17,12 +17,20 @@ import (
 // readOnly is left out when false: records written before ReadOnlyMany
 // existed read as read-write (what ReadOnlyMany was then stored as), and
 // the records of other volumes are the bytes they always were, so an
-// older tether reads them as before.
+// older tether reads them as before. The fields a storage driver needs
+// (block to secretRef) are left out when unset likewise: empty
+// mountOptions and volumeAttributes read back nil (VolumeSpec.Clone's
+// form). secretRef is a file's name, never a secret.
 type volumeRecord struct {
-	ID        cloud.VolumeID `json:"id"`
-	Mode      int            `json:"mode"`
-	ReadOnly  bool           `json:"readOnly,omitempty"`
-	ObjectUID string         `json:"objectUid"`
+	ID               cloud.VolumeID    `json:"id"`
+	Mode             int               `json:"mode"`
+	ReadOnly         bool              `json:"readOnly,omitempty"`
+	Block            bool              `json:"block,omitempty"`
+	FsType           string            `json:"fsType,omitempty"`
+	MountOptions     []string          `json:"mountOptions,omitempty"`
+	VolumeAttributes map[string]string `json:"volumeAttributes,omitempty"`
+	SecretRef        string            `json:"secretRef,omitempty"`
+	ObjectUID        string            `json:"objectUid"`
 }
 
 type nodeRecord struct {
@@ -50,14 +58,23 @@ type statusRecord struct {
 	NotReadySince    time.Time                 `json:"notReadySince"`
 	OutOfService     bool                      `json:"outOfService"`
 	InUseSeq         uint64                    `json:"inUseSeq"`
+	// Left out when unset: records written before agents reported an
+	// instance read the same.
+	InstanceID cloud.InstanceID `json:"instanceId,omitempty"`
+	MaxVolumes int64            `json:"maxVolumes,omitempty"`
 }
 
+// spec: r is freshly decoded, so its slice and map are the caller's own.
 func (r volumeRecord) spec() VolumeSpec {
-	return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode), ReadOnly: r.ReadOnly, ObjectUID: r.ObjectUID}
+	return VolumeSpec{ID: r.ID, Mode: cloud.AccessMode(r.Mode), ReadOnly: r.ReadOnly, Block: r.Block, FsType: r.FsType,
+		MountOptions: r.MountOptions, VolumeAttributes: r.VolumeAttributes, SecretRef: r.SecretRef, ObjectUID: r.ObjectUID}.Clone()
 }
 
+// toVolumeRecord: the record is encoded before v can change, so it may
+// share v's slice and map.
 func toVolumeRecord(v VolumeSpec) volumeRecord {
-	return volumeRecord{ID: v.ID, Mode: int(v.Mode), ReadOnly: v.ReadOnly, ObjectUID: v.ObjectUID}
+	return volumeRecord{ID: v.ID, Mode: int(v.Mode), ReadOnly: v.ReadOnly, Block: v.Block, FsType: v.FsType,
+		MountOptions: v.MountOptions, VolumeAttributes: v.VolumeAttributes, SecretRef: v.SecretRef, ObjectUID: v.ObjectUID}
 }
 
 // The conversions below stop compiling when a domain type gains a field, so

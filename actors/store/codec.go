@@ -128,6 +128,14 @@ func (e *encoder) status(r *statusRecord) {
 	e.bool(r.OutOfService)
 	e.key(`,"inUseSeq":`)
 	e.b = strconv.AppendUint(e.b, r.InUseSeq, 10)
+	if r.InstanceID != "" {
+		e.key(`,"instanceId":`)
+		e.str(string(r.InstanceID))
+	}
+	if r.MaxVolumes != 0 {
+		e.key(`,"maxVolumes":`)
+		e.b = strconv.AppendInt(e.b, r.MaxVolumes, 10)
+	}
 	e.b = append(e.b, '}')
 }
 
@@ -143,20 +151,6 @@ func (e *encoder) workload(r *workloadRecord) {
 	e.strSlice(r.ReadOnly)
 	e.key(`,"seq":`)
 	e.b = strconv.AppendUint(e.b, r.Seq, 10)
-	e.key(`,"objectUid":`)
-	e.str(r.ObjectUID)
-	e.b = append(e.b, '}')
-}
-
-func (e *encoder) volume(r *volumeRecord) {
-	e.b = make([]byte, 0, 64+len(r.ID)+len(r.ObjectUID))
-	e.key(`{"id":`)
-	e.str(string(r.ID))
-	e.key(`,"mode":`)
-	e.b = strconv.AppendInt(e.b, int64(r.Mode), 10)
-	if r.ReadOnly {
-		e.key(`,"readOnly":true`)
-	}
 	e.key(`,"objectUid":`)
 	e.str(r.ObjectUID)
 	e.b = append(e.b, '}')
@@ -312,6 +306,12 @@ func (d *decoder) status() statusRecord {
 	r.OutOfService = d.bool()
 	d.lit(`,"inUseSeq":`)
 	r.InUseSeq = d.uint()
+	if d.maybe(`,"instanceId":`) {
+		r.InstanceID = cloud.InstanceID(d.str())
+	}
+	if d.maybe(`,"maxVolumes":`) {
+		r.MaxVolumes = int64(d.int())
+	}
 	d.lit("}")
 	return r
 }
@@ -328,21 +328,6 @@ func (d *decoder) workload() workloadRecord {
 	r.ReadOnly = d.strSlice()
 	d.lit(`,"seq":`)
 	r.Seq = d.uint()
-	d.lit(`,"objectUid":`)
-	r.ObjectUID = d.str()
-	d.lit("}")
-	return r
-}
-
-func (d *decoder) volume() volumeRecord {
-	var r volumeRecord
-	d.lit(`{"id":`)
-	r.ID = cloud.VolumeID(d.str())
-	d.lit(`,"mode":`)
-	r.Mode = d.int()
-	if d.maybe(`,"readOnly":`) {
-		r.ReadOnly = d.bool()
-	}
 	d.lit(`,"objectUid":`)
 	r.ObjectUID = d.str()
 	d.lit("}")

@@ -56,6 +56,35 @@ func records(rng *rand.Rand, n int, odd bool) []any {
 		}
 		return m
 	}
+	maybe := func(f func() string) string {
+		if rng.IntN(2) == 0 {
+			return ""
+		}
+		return f()
+	}
+	strs := func() []string {
+		var out []string
+		for _, v := range vols() {
+			out = append(out, string(v))
+		}
+		if out == nil && rng.IntN(2) == 0 {
+			return []string{}
+		}
+		return out
+	}
+	strMap := func() map[string]string {
+		switch rng.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return map[string]string{}
+		}
+		m := map[string]string{}
+		for range 1 + rng.IntN(6) {
+			m[name()] = maybe(name)
+		}
+		return m
+	}
 	when := func() time.Time {
 		switch rng.IntN(4) {
 		case 0:
@@ -78,9 +107,11 @@ func records(rng *rand.Rand, n int, odd bool) []any {
 		}
 		out = append(out,
 			statusRecord{Name: cloud.NodeName(name()), VolumesAttached: attached, VolumesInUse: boolMap(), VolumesDetaching: boolMap(),
-				Ready: rng.IntN(2) == 0, NotReadySince: when(), OutOfService: rng.IntN(2) == 0, InUseSeq: rng.Uint64() >> rng.IntN(64)},
+				Ready: rng.IntN(2) == 0, NotReadySince: when(), OutOfService: rng.IntN(2) == 0, InUseSeq: rng.Uint64() >> rng.IntN(64),
+				InstanceID: cloud.InstanceID(maybe(name)), MaxVolumes: int64(rng.IntN(3)) * int64(rng.IntN(1<<20))},
 			workloadRecord{UID: name(), Node: cloud.NodeName(name()), Volumes: vols(), ReadOnly: vols(), Seq: rng.Uint64(), ObjectUID: name()},
-			volumeRecord{ID: cloud.VolumeID(name()), Mode: rng.IntN(7) - 3, ReadOnly: rng.IntN(2) == 0, ObjectUID: name()},
+			volumeRecord{ID: cloud.VolumeID(name()), Mode: rng.IntN(7) - 3, ReadOnly: rng.IntN(2) == 0, Block: rng.IntN(2) == 0,
+				FsType: maybe(name), MountOptions: strs(), VolumeAttributes: strMap(), SecretRef: maybe(name), ObjectUID: name()},
 			nodeRecord{Name: cloud.NodeName(name()), ObjectUID: name()},
 			intentRecord{Volume: cloud.VolumeID(name()), Node: cloud.NodeName(name()), Op: rng.Uint64(), Attach: rng.IntN(2) == 0,
 				Deadline: when(), Epoch: uint64(rng.IntN(3)) * rng.Uint64()},
@@ -159,6 +190,14 @@ var otherForms = []string{
 	`{"id":"v1","mode":2,"readOnly":false,"objectUid":"u"}`,
 	`{"id":"v1","mode":1e3,"objectUid":"u"}`,
 	`{"id":"v1","mode":99999999999999999999,"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"block":false,"fsType":"","mountOptions":[],"volumeAttributes":{},"secretRef":"","objectUid":"u"}`,
+	`{"id":"v1","mode":0,"mountOptions":null,"volumeAttributes":null,"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"mountOptions":["a","b",],"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"volumeAttributes":{"k":"1","k":"2"},"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"volumeAttributes":{"k":1},"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"volumeAttributes":{"k":"<\u0026>"},"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"secretRef":"s","block":true,"objectUid":"u"}`,
+	`{"id":"v1","mode":0,"FSTYPE":"xfs","objectUid":"u"}`,
 	`{"name":"n1","objectUid":"u"}`,
 	`{"volume":"v1","node":"n1","op":4,"attach":true,"deadline":"2026-12-02T10:00:00Z"}`,
 	`{"volume":"v1","node":"n1","op":4,"attach":true,"deadline":"2026-12-02T10:00:00Z","epoch":0}`,

@@ -124,7 +124,7 @@ func (m *Memory) Apply(ops []Op) error {
 func (m *Memory) applyLocked(op Op) {
 	switch {
 	case op.PutVolume != nil:
-		v := *op.PutVolume
+		v := op.PutVolume.Clone()
 		old, ok := m.volumes[v.ID]
 		v.ObjectUID = keepUID(old.ObjectUID, ok)
 		m.volumes[v.ID] = v
@@ -157,7 +157,7 @@ func (m *Memory) Volume(id cloud.VolumeID) (VolumeSpec, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.volumes[id]
-	return v, ok, nil
+	return v.Clone(), ok, nil
 }
 
 func (m *Memory) Volumes() ([]VolumeSpec, error) {
@@ -165,7 +165,7 @@ func (m *Memory) Volumes() ([]VolumeSpec, error) {
 	defer m.mu.Unlock()
 	out := make([]VolumeSpec, 0, len(m.volumes))
 	for _, v := range m.volumes {
-		out = append(out, v)
+		out = append(out, v.Clone())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

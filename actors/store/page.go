@@ -16,7 +16,7 @@ import (
 func (m *Memory) VolumesAfter(after cloud.VolumeID, limit int) ([]VolumeSpec, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return pageOf(m.volumes, after, limit, func(v VolumeSpec) VolumeSpec { return v }), nil
+	return pageOf(m.volumes, after, limit, VolumeSpec.Clone), nil
 }
 
 func (m *Memory) NodesAfter(after cloud.NodeName, limit int) ([]NodeSpec, error) {

@@ -12,6 +12,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
@@ -33,8 +35,55 @@ type VolumeSpec struct {
 	// workload that uses it, whatever the workload asks. It is part of the
 	// access mode, so it is fixed when the volume is created too.
 	ReadOnly bool
+	// The fields below are what a storage driver (a CSI driver) needs of
+	// the volume; other clouds take none (HasDriverFields). Like the
+	// access mode, they are fixed when the volume is created.
+	//
+	// Block (volumeMode Block) asks for a raw block device: staged and
+	// published as a device file, with no file system. FsType and
+	// MountOptions are then empty.
+	Block bool
+	// FsType is the file system to mount ("": tether's default, ext4).
+	FsType string
+	// MountOptions are the options of its mounts (CSI mount_flags).
+	MountOptions []string
+	// VolumeAttributes are the volume_context the driver returned when
+	// it created the volume, handed back with every publish and stage.
+	VolumeAttributes map[string]string
+	// SecretRef names the volume's secrets file under the data directory
+	// (csi-secrets/<SecretRef>.json): only the name is stored, never the
+	// secrets, which are read when a call needs them.
+	SecretRef string
 	// ObjectUID: see ObjectUID's doc. The store assigns it.
 	ObjectUID string
+}
+
+// HasDriverFields reports whether v sets any field only a storage driver
+// takes (Block, FsType, MountOptions, VolumeAttributes, SecretRef).
+func (v VolumeSpec) HasDriverFields() bool {
+	return v.Block || v.FsType != "" || len(v.MountOptions) > 0 || len(v.VolumeAttributes) > 0 || v.SecretRef != ""
+}
+
+// SameDriverFields reports whether a and b set the same driver fields
+// (nil and empty alike).
+func SameDriverFields(a, b VolumeSpec) bool {
+	return a.Block == b.Block && a.FsType == b.FsType && slices.Equal(a.MountOptions, b.MountOptions) &&
+		maps.Equal(a.VolumeAttributes, b.VolumeAttributes) && a.SecretRef == b.SecretRef
+}
+
+// Clone returns a copy of v that shares nothing with it; empty
+// MountOptions and VolumeAttributes become nil (the file's form: they are
+// left out of it when empty).
+func (v VolumeSpec) Clone() VolumeSpec {
+	v.MountOptions = slices.Clone(v.MountOptions)
+	if len(v.MountOptions) == 0 {
+		v.MountOptions = nil
+	}
+	v.VolumeAttributes = maps.Clone(v.VolumeAttributes)
+	if len(v.VolumeAttributes) == 0 {
+		v.VolumeAttributes = nil
+	}
+	return v
 }
 
 // NodeSpec is a node of the desired state.

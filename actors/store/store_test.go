@@ -302,7 +302,7 @@ func TestVolumesAndNodes(t *testing.T) {
 		if v, ok, err := s.Volume("v4"); err != nil || !ok || v.Mode != cloud.MultiNode || !v.ReadOnly {
 			t.Fatalf("Volume(v4) = %v, %v, %v; want ReadOnlyMany", v, ok, err)
 		}
-		if v, ok, err := s.Volume("v2"); err != nil || ok || v != (VolumeSpec{}) {
+		if v, ok, err := s.Volume("v2"); err != nil || ok || !reflect.DeepEqual(v, VolumeSpec{}) {
 			t.Fatalf("Volume(v2) = %v, %v, %v; want deleted", v, ok, err)
 		}
 		if n, ok, err := s.Node("n3"); err != nil || !ok || n.Name != "n3" {

@@ -49,7 +49,7 @@ func (m *Memory) ReadTables() (Tables, error) {
 	t := Tables{Revision: m.rev, Volumes: make([]VolumeSpec, 0, len(m.volumes)), Workloads: m.workloadsLocked(),
 		Statuses: make([]nodestatus.Status, 0, len(m.statuses)), Intents: m.allIntentsLocked()}
 	for _, v := range m.volumes {
-		t.Volumes = append(t.Volumes, v)
+		t.Volumes = append(t.Volumes, v.Clone())
 	}
 	sort.Slice(t.Volumes, func(i, j int) bool { return t.Volumes[i].ID < t.Volumes[j].ID })
 	for _, s := range m.statuses {

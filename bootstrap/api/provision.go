@@ -66,6 +66,7 @@ type step struct {
 	mode     cloud.AccessMode
 	readOnly bool
 	node     cloud.NodeName
+	spec     store.VolumeSpec // a disk's volume, whole (DriverVolumes)
 }
 
 // planVolume decides what the cloud must do for the volume document
@@ -78,7 +79,7 @@ type step struct {
 func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*step, error) {
 	switch {
 	case !d.exists:
-		return &step{kind: createDisk, vol: asked.ID, mode: asked.Mode, readOnly: asked.ReadOnly}, nil
+		return &step{kind: createDisk, vol: asked.ID, mode: asked.Mode, readOnly: asked.ReadOnly, spec: asked}, nil
 	case d.mode == asked.Mode && d.readOnly == asked.ReadOnly:
 		return nil, nil
 	case desired != nil:
@@ -95,7 +96,7 @@ func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*ste
 			"so tether never deletes it: apply %q as %s to use it again, pick another name, or delete the disk in the cloud first",
 			controller.ErrInvalid, asked.ID, d.name(), asked.ID, d.name())
 	}
-	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode, readOnly: asked.ReadOnly}, nil
+	return &step{kind: recreateDisk, vol: asked.ID, mode: asked.Mode, readOnly: asked.ReadOnly, spec: asked}, nil
 }
 
 // diskOf is what the cloud has under asked's name, but for its
@@ -118,6 +119,9 @@ func (s *service) plan(changes []controller.Change) ([]step, error) {
 	for _, ch := range changes {
 		switch {
 		case ch.Volume != nil:
+			if err := s.checkDriverFields(*ch.Volume); err != nil {
+				return nil, err
+			}
 			old, ok, err := s.ctl.Store().Volume(ch.Volume.ID)
 			if err != nil {
 				return nil, err
@@ -154,9 +158,10 @@ type created struct {
 // of left-over disks, then the creation of every disk in one batch, then
 // the instances, each kind in document order. made holds what it created
 // (or may have: the disks of a batch that failed too, which undo finds
-// gone).
+// gone). A cloud of DriverVolumes is handed the disks' volumes whole.
 func (s *service) provision(steps []step) (made created, err error) {
 	var disks []sim.VolumeSpec
+	var specs []store.VolumeSpec
 	for _, st := range steps {
 		switch st.kind {
 		case recreateDisk:
@@ -166,13 +171,18 @@ func (s *service) provision(steps []step) (made created, err error) {
 			fallthrough
 		case createDisk:
 			disks = append(disks, sim.VolumeSpec{ID: st.vol, Mode: st.mode, ReadOnly: st.readOnly})
+			specs = append(specs, st.spec)
 		}
 	}
 	if len(disks) > 0 {
 		for _, d := range disks {
 			made.vols = append(made.vols, d.ID)
 		}
-		if err := s.nodes.CreateVolumesUncommitted(disks); err != nil {
+		create := func() error { return s.nodes.CreateVolumesUncommitted(disks) }
+		if dv, ok := s.nodes.(DriverVolumes); ok {
+			create = func() error { return dv.ProvisionVolumes(specs) }
+		}
+		if err := create(); err != nil {
 			return made, err
 		}
 	}

@@ -180,11 +180,11 @@ func countApplied(lines []string) []*messages.ApplyCount {
 func changeOf(d *messages.Document) (controller.Change, error) {
 	switch x := d.GetDoc().(type) {
 	case *messages.Document_Volume:
-		mode, readOnly, err := ModeOf(x.Volume.AccessMode)
+		v, err := VolumeSpecOf(x.Volume)
 		if err != nil {
 			return controller.Change{}, err
 		}
-		return controller.Change{Volume: &store.VolumeSpec{ID: cloud.VolumeID(x.Volume.Name), Mode: mode, ReadOnly: readOnly}}, nil
+		return controller.Change{Volume: &v}, nil
 	case *messages.Document_Node:
 		return controller.Change{Node: &store.NodeSpec{Name: cloud.NodeName(x.Node.Name)}}, nil
 	case *messages.Document_Workload:
@@ -262,7 +262,7 @@ func (s *service) exists(kind, name string) error {
 }
 
 func (s *service) volumeInfo(v store.VolumeSpec) *messages.VolumeInfo {
-	info := &messages.VolumeInfo{Spec: &messages.VolumeDoc{Name: string(v.ID), AccessMode: s.shownMode(v)}}
+	info := &messages.VolumeInfo{Spec: volumeDoc(v, s.shownMode(v))}
 	info.ObjectUid = v.ObjectUID
 	// An actor that has not yet heard of this volume (a deleted one of the
 	// same name) speaks for another: no status then.

@@ -21,6 +21,7 @@ import (
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/node"
+	nodecsi "github.com/tether/tether/node/csi"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -42,6 +43,13 @@ type AgentConfig struct {
 	// (the sim cloud's "devices" are directories on this machine).
 	Cloud    string
 	CloudTLS ClientTLS
+	// CSINodeSocket, instead of Cloud: the unix socket of the CSI
+	// driver's node plugin on this machine. The agent mounts through it
+	// (node/csi), and reports its node ID and max_volumes_per_node
+	// (NodeGetInfo) to the controller with every heartbeat. CSIWait
+	// bounds the wait for the plugin at start (0: a minute).
+	CSINodeSocket string
+	CSIWait       time.Duration
 	// Mounter: "auto" (bind mounts as root, symlinks otherwise), "bind"
 	// or "symlink".
 	Mounter string
@@ -64,6 +72,9 @@ type AgentProcess struct {
 	System  *actor.ActorSystem
 	Cluster *cluster.Cluster
 	Cloud   *cloudremote.Client
+	// CSI is the node plugin (AgentConfig.CSINodeSocket), nil on the
+	// sim cloud.
+	CSI     *nodecsi.Node
 	Agent   *node.Agent
 	journal *journal.Writer
 	stopped bool
@@ -85,8 +96,11 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("agent: a data directory is required (--data-dir)")
 	}
-	if len(cfg.Etcd) == 0 || cfg.Cloud == "" {
-		return nil, errors.New("agent: --etcd and --cloud are required")
+	if len(cfg.Etcd) == 0 {
+		return nil, errors.New("agent: --etcd is required")
+	}
+	if (cfg.Cloud == "") == (cfg.CSINodeSocket == "") {
+		return nil, errors.New("agent: give the cloud's address (--cloud) or this machine's CSI node plugin socket (--csi-node-socket), one of them")
 	}
 	newMounter, err := mounterKind(cfg.Mounter)
 	if err != nil {
@@ -132,8 +146,14 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	if err != nil {
 		return a, err
 	}
-	ac.Mounter = newMounter(l)
-	ac.Devices = node.SimDevices{Cloud: a.Cloud, Node: cfg.Node}
+	if cfg.CSINodeSocket != "" {
+		if err := a.useCSI(cfg, &ac, l); err != nil {
+			return a, err
+		}
+	} else {
+		ac.Mounter = newMounter(l)
+		ac.Devices = node.SimDevices{Cloud: a.Cloud, Node: cfg.Node}
+	}
 	if j := a.journal; j != nil {
 		ac.Mounter = &journalMounter{Mounter: ac.Mounter, j: j, node: string(cfg.Node)}
 		ac.Devices = journalDevices{Devices: ac.Devices, j: j, node: string(cfg.Node)}
@@ -209,6 +229,9 @@ func (a *AgentProcess) Stop() error {
 	}
 	if a.Cloud != nil {
 		errs = append(errs, a.Cloud.Close())
+	}
+	if a.CSI != nil {
+		errs = append(errs, a.CSI.Close())
 	}
 	errs = append(errs, a.journal.Close())
 	return errors.Join(errs...)

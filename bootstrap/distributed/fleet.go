@@ -54,11 +54,23 @@ type FleetConfig struct {
 	Chaos bool
 	// CloudTimeout, PrepareTimeout and RetireAfter are the members' (0:
 	// defaults); Backoff the members' and the agents'.
+	// CSI, if set, makes a CSI driver the cloud instead of `tether cloud
+	// serve`: every member is given its controller plugin's socket, each
+	// node's agent its own node plugin's.
+	CSI                                       *FleetCSI
 	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
 	Backoff                                   Backoff
 }
 
 // Fleet is a running FleetConfig.
+// FleetCSI is where a fleet's CSI driver listens: its controller plugin,
+// and a node plugin for each node (several node plugins of one driver on
+// one machine, each with its own node ID, as a fake serves them).
+type FleetCSI struct {
+	ControllerSocket string
+	NodeSockets      map[cloud.NodeName]string
+}
+
 type Fleet struct {
 	cfg       FleetConfig
 	Etcd      *etcdserver.Server
@@ -112,8 +124,10 @@ func StartFleet(cfg FleetConfig) (f *Fleet, err error) {
 	if err != nil {
 		return f, err
 	}
-	if err := f.StartCloud(); err != nil {
-		return f, err
+	if cfg.CSI == nil {
+		if err := f.StartCloud(); err != nil {
+			return f, err
+		}
 	}
 	for i := range cfg.Controllers {
 		p, err := newProxy("127.0.0.1:0")
@@ -139,6 +153,9 @@ func (f *Fleet) logPath(name string) string { return filepath.Join(f.cfg.Dir, "l
 func (f *Fleet) CloudAddr() string { return f.cloudAddr }
 
 func (f *Fleet) common() []string {
+	if f.cfg.CSI != nil {
+		return []string{"--etcd", strings.Join(f.Etcd.Endpoints(), ",")}
+	}
 	return []string{"--etcd", strings.Join(f.Etcd.Endpoints(), ","), "--cloud", f.cloudAddr}
 }
 
@@ -189,6 +206,9 @@ func (f *Fleet) StartController(i int) error {
 	if f.cfg.SyncPeriod > 0 {
 		args = append(args, "--sync-period", f.cfg.SyncPeriod.String())
 	}
+	if c := f.cfg.CSI; c != nil {
+		args = append(args, "--csi-controller-socket", c.ControllerSocket)
+	}
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
@@ -232,7 +252,12 @@ func (f *Fleet) NodeDir(n cloud.NodeName) string { return filepath.Join(f.cfg.Di
 // StartAgent starts node n's agent (again).
 func (f *Fleet) StartAgent(n cloud.NodeName) error {
 	args := append([]string{"agent"}, f.common()...)
-	args = append(args, "--node", string(n), "--data-dir", f.NodeDir(n), "--mounter", "symlink")
+	args = append(args, "--node", string(n), "--data-dir", f.NodeDir(n))
+	if c := f.cfg.CSI; c != nil {
+		args = append(args, "--csi-node-socket", c.NodeSockets[n])
+	} else {
+		args = append(args, "--mounter", "symlink")
+	}
 	if f.cfg.Heartbeat > 0 {
 		args = append(args, "--heartbeat", f.cfg.Heartbeat.String())
 	}

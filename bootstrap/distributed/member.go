@@ -60,6 +60,15 @@ type MemberConfig struct {
 	// Cloud is the address of `tether cloud serve`.
 	Cloud    string
 	CloudTLS ClientTLS
+	// CSIControllerSocket, instead of Cloud: the unix socket of a CSI
+	// driver's controller plugin on this machine (each node's agent
+	// reaches its own node plugin, and reports its node ID); CSIWait
+	// bounds the wait for it at start (0: a minute).
+	CSIControllerSocket string
+	CSIWait             time.Duration
+	// DataDir, if set, is this member's own directory: with a CSI driver,
+	// the secrets volumes name (csi-secrets/<name>.json, mode 0600).
+	DataDir string
 	// APIAddr is where this member serves tether's API ("" : no API).
 	APIAddr     string
 	APIToken    string
@@ -87,13 +96,16 @@ type Member struct {
 	Controller *controller.Controller
 	Store      *store.Etcd
 	Cloud      *cloudremote.Client
-	API        *api.Server
-	events     *events.Recorder
-	journal    *journal.Writer
-	store      *journalStore // with a journal or control
-	faulty     *faultyCloud  // with control
-	lost       chan error
-	stopped    bool
+	// CSI is the CSI driver's controller plugin (CSIControllerSocket),
+	// nil on the sim cloud (Cloud).
+	CSI     *bootstrap.CSIController
+	API     *api.Server
+	events  *events.Recorder
+	journal *journal.Writer
+	store   *journalStore // with a journal or control
+	faulty  *faultyCloud  // with control
+	lost    chan error
+	stopped bool
 }
 
 // DefaultMemberTTL is MemberConfig.MemberTTL's default. Proto.Actor's own
@@ -127,8 +139,8 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if len(cfg.Etcd) == 0 {
 		return nil, errors.New("controller: at least one etcd endpoint is required (--etcd)")
 	}
-	if cfg.Cloud == "" {
-		return nil, errors.New("controller: the cloud's address is required (--cloud)")
+	if (cfg.Cloud == "") == (cfg.CSIControllerSocket == "") {
+		return nil, errors.New("controller: give the cloud's address (--cloud) or a CSI driver's controller plugin socket (--csi-controller-socket), one of them")
 	}
 	if cfg.MemberTTL < 2*time.Second || cfg.MemberTTL%time.Second != 0 {
 		return nil, fmt.Errorf("controller: --member-ttl %v: want whole seconds, at least 2s (an etcd lease)", cfg.MemberTTL)
@@ -160,6 +172,12 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	var rc *remote.Config
 	if m.Cloud, rc, m.System, err = connect("controller", cfg.Cloud, cfg.CloudTLS, cfg.Remote, log); err != nil {
 		return m, err
+	}
+	if cfg.CSIControllerSocket != "" {
+		if m.CSI, err = bootstrap.OpenCSIController(cfg.CSIControllerSocket, cfg.CSIWait, m.Store, cfg.DataDir); err != nil {
+			return m, fmt.Errorf("controller: %w", err)
+		}
+		log.Info(m.CSI.Describe())
 	}
 	cc := cfg.Controller
 	for _, p := range []*backoff.Policy{&cc.Volume.Backoff, &cc.Respawn, &cc.Supervisor.Policy} {
@@ -196,7 +214,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		if err != nil {
 			return m, err
 		}
-		m.API, err = api.ServeTLS(cfg.APIAddr, cfg.APIToken, m.Controller, m.Cloud, cfg.AllowRemote, tc)
+		m.API, err = api.ServeTLS(cfg.APIAddr, cfg.APIToken, m.Controller, m.nodes(), cfg.AllowRemote, tc)
 		if err != nil {
 			return m, err
 		}
@@ -213,13 +231,13 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 // cloud the controller is to use.
 func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Store, cloud.Provider) {
 	var st store.Store = m.Store
-	var provider cloud.Provider = m.Cloud
+	provider := m.provider()
 	if cfg.Journal == "" && cfg.Control == nil {
 		return st, provider
 	}
 	m.store = &journalStore{Store: m.Store, j: m.journal}
 	if cfg.Control != nil {
-		m.faulty = &faultyCloud{Provider: m.Cloud}
+		m.faulty = &faultyCloud{Provider: provider}
 		provider = m.faulty
 	}
 	if j := m.journal; j != nil {
@@ -233,6 +251,23 @@ func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Stor
 		}
 	}
 	return m.store, provider
+}
+
+// provider is the cloud the controller calls: the CSI driver's
+// controller plugin, or the sim cloud served over gRPC.
+func (m *Member) provider() cloud.Provider {
+	if m.CSI != nil {
+		return m.CSI
+	}
+	return m.Cloud
+}
+
+// nodes is the API's administration of instances and disks.
+func (m *Member) nodes() api.Nodes {
+	if m.CSI != nil {
+		return m.CSI
+	}
+	return m.Cloud
 }
 
 // APIAddr is where the API listens ("" without one).
@@ -275,6 +310,9 @@ func (m *Member) Stop() error {
 		}
 	} else if m.System != nil {
 		m.System.Shutdown()
+	}
+	if m.CSI != nil {
+		errs = append(errs, m.CSI.Close())
 	}
 	if m.Cloud != nil {
 		errs = append(errs, m.Cloud.Close())

@@ -53,6 +53,14 @@ func (r RemoteConfig) check() error {
 // cloud, builds its remote configuration and makes its actor system (remote
 // is started later, with the cluster). who names the process in errors.
 func connect(who, cloudAddr string, ct ClientTLS, rcfg RemoteConfig, log *logrus.Logger) (*cloudremote.Client, *remote.Config, *actor.ActorSystem, error) {
+	if cloudAddr == "" {
+		// A CSI driver is the cloud: nothing to dial here.
+		rc, err := rcfg.build(log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return nil, rc, actor.NewActorSystem(actor.WithLoggerFactory(slogrus.LoggerFactory(log))), nil
+	}
 	dial, err := ct.dialOptions(cloudAddr)
 	if err != nil {
 		return nil, nil, nil, err

@@ -1,9 +1,11 @@
 package csi
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	spec "github.com/container-storage-interface/spec/lib/go/csi"
@@ -38,8 +40,13 @@ func DevicePath(pc map[string]string) string {
 	return DevicePrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
-// PublishContext decodes a device path made by DevicePath.
+// PublishContext decodes a device path made by DevicePath or
+// DevicePathFor.
 func PublishContext(device string) (map[string]string, error) {
+	if strings.HasPrefix(device, CarryingPrefix) {
+		c, err := decodeCarried(device)
+		return c.PublishContext, err
+	}
 	enc, ok := strings.CutPrefix(device, DevicePrefix)
 	if !ok {
 		return nil, fmt.Errorf("csi: device path %q does not start with %q: not attached by a CSI driver: %w", device, DevicePrefix, cloud.ErrTerminal)
@@ -60,11 +67,47 @@ func PublishContext(device string) (map[string]string, error) {
 
 // Access is how tether uses a volume, which decides the capability it
 // asks of the driver: the volume's access mode and whether it is
-// ReadOnlyMany (tether's store.VolumeSpec Mode and ReadOnly). ReadOnly
-// means something only with cloud.MultiNode, as in tether's store.
+// ReadOnlyMany (tether's store.VolumeSpec Mode and ReadOnly), raw block
+// or mounted and how, and what every call about it carries besides.
+// ReadOnly means something only with cloud.MultiNode, as in tether's
+// store. Its String and GoString leave the secrets out.
 type Access struct {
 	Mode     cloud.AccessMode
 	ReadOnly bool
+	// Block asks for access type Block (a raw device, staged in a
+	// directory and published as a device file); else Mount, with
+	// FsType ("": the configured one, else DefaultFsType) and MountFlags.
+	Block      bool
+	FsType     string
+	MountFlags []string
+	// VolumeContext is the volume's volume_context (what CreateVolume
+	// returned), sent with ControllerPublishVolume,
+	// ValidateVolumeCapabilities, NodeStageVolume and NodePublishVolume.
+	VolumeContext map[string]string
+	// SecretRef names the secrets (the volume's csi.secretRef): a device
+	// path carries it to the node agent (DevicePathFor), which reads the
+	// secrets from its own data directory.
+	SecretRef string
+	// Secrets are sent with every call that takes them (the same four,
+	// and ControllerUnpublishVolume), read by the wiring when it is asked
+	// for the Access, never kept.
+	Secrets Secrets
+}
+
+// Secrets are the secrets of a CSI request. They print as how many there
+// are, never as what they are (fmt's %v, %+v, %#v, %s).
+type Secrets map[string]string
+
+// String says how many secrets s holds, not what they are.
+func (s Secrets) String() string { return fmt.Sprintf("[%d secrets]", len(s)) }
+
+// GoString is String: %#v shows no secret either.
+func (s Secrets) GoString() string { return s.String() }
+
+// GoString describes a without its secrets.
+func (a Access) GoString() string {
+	return fmt.Sprintf("csi.Access{Mode:%v, ReadOnly:%v, Block:%v, FsType:%q, MountFlags:%q, VolumeContext:%q, Secrets:%v}",
+		a.Mode, a.ReadOnly, a.Block, a.FsType, a.MountFlags, a.VolumeContext, a.Secrets)
 }
 
 // ReadOnlyMany reports whether a is ReadOnlyMany: cloud.MultiNode and
@@ -84,20 +127,28 @@ func (a Access) AccessMode() spec.VolumeCapability_AccessMode_Mode {
 	return spec.VolumeCapability_AccessMode_SINGLE_NODE_WRITER
 }
 
-// String is a's CSI access mode ("MULTI_NODE_READER_ONLY").
-func (a Access) String() string { return a.AccessMode().String() }
+// String is a's CSI access mode ("MULTI_NODE_READER_ONLY"), with
+// ", block" for a raw block volume.
+func (a Access) String() string {
+	if a.Block {
+		return a.AccessMode().String() + ", block"
+	}
+	return a.AccessMode().String()
+}
 
 // Capability is the volume capability tether asks for a volume used as a:
-// mount access with file system fsType (DefaultFsType if empty), and a's
+// access type Block for a raw block volume, else Mount with a's file
+// system (else fsType, else DefaultFsType) and mount flags; and a's
 // access mode (Access.AccessMode). The controller
 // (ValidateVolumeCapabilities, ControllerPublishVolume) and the node
 // (NodeStageVolume, NodePublishVolume) must ask for the same one.
 func Capability(a Access, fsType string) *spec.VolumeCapability {
-	if fsType == "" {
-		fsType = DefaultFsType
+	c := &spec.VolumeCapability{AccessMode: &spec.VolumeCapability_AccessMode{Mode: a.AccessMode()}}
+	if a.Block {
+		c.AccessType = &spec.VolumeCapability_Block{Block: &spec.VolumeCapability_BlockVolume{}}
+		return c
 	}
-	return &spec.VolumeCapability{
-		AccessType: &spec.VolumeCapability_Mount{Mount: &spec.VolumeCapability_MountVolume{FsType: fsType}},
-		AccessMode: &spec.VolumeCapability_AccessMode{Mode: a.AccessMode()},
-	}
+	c.AccessType = &spec.VolumeCapability_Mount{Mount: &spec.VolumeCapability_MountVolume{
+		FsType: cmp.Or(a.FsType, fsType, DefaultFsType), MountFlags: slices.Clone(a.MountFlags)}}
+	return c
 }

@@ -22,6 +22,7 @@ type config struct {
 	fsType     string
 	access     func(context.Context, cloud.VolumeID) (Access, error)
 	nodeIDs    map[cloud.NodeName]cloud.InstanceID
+	lookup     NodeIDLookup
 	probeEvery time.Duration
 }
 
@@ -38,10 +39,13 @@ func WithBatchSize(n int) Option {
 // the node side must use the same.
 func WithFsType(fsType string) Option { return func(c *config) { c.fsType = fsType } }
 
-// WithAccessModes tells Attach how each volume is used (tether's store
-// knows: its access mode and whether it is ReadOnlyMany). Without it
-// every volume is cloud.Exclusive. An error from it fails the Attach,
-// retryably, with nothing sent.
+// WithAccessModes tells Attach and Detach how each volume is used
+// (tether's store knows: its access mode and whether it is ReadOnlyMany,
+// block or mounted, its volume_context; the wiring reads its secrets
+// when asked). Without it every volume is cloud.Exclusive, mounted with
+// the configured file system. An error from it fails the Attach,
+// retryably, with nothing sent; a Detach is sent without secrets then
+// (see Detach).
 func WithAccessModes(access func(context.Context, cloud.VolumeID) (Access, error)) Option {
 	return func(c *config) { c.access = access }
 }

@@ -38,8 +38,15 @@
 // restart it reports "" (unknown) for attachments it did not make, and
 // tether keeps the path it recorded (an idempotent attach tells it again).
 //
-// Detach is ControllerUnpublishVolume; NOT_FOUND (no such volume or node)
-// counts as done.
+// The capability is access type Block for a raw block volume (Access.Block),
+// else Mount with the volume's file system and mount flags. Every call
+// that takes them carries the volume's volume_context (the attributes its
+// driver returned at CreateVolume) and its secrets, which the wiring reads
+// when WithAccessModes asks; an Access never prints them (Secrets).
+//
+// Detach is ControllerUnpublishVolume, with the volume's secrets if they
+// can be read (else without: a detach is never held back by them);
+// NOT_FOUND (no such volume or node) counts as done.
 //
 // # Volumes
 //

@@ -77,8 +77,13 @@ func (p *Provider) ForgetNode(node cloud.NodeName) {
 }
 
 // InstanceID implements cloud.Provider: the node ID registered for node
-// (SetNodeID, WithNodeIDs); ErrNotFound if none is. It asks no driver.
-func (p *Provider) InstanceID(_ context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
+// (SetNodeID, WithNodeIDs), or, with WithNodeIDLookup, the one the lookup
+// finds now (registered on the way); ErrNotFound if none is. It asks no
+// driver.
+func (p *Provider) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
+	if p.cfg.lookup != nil {
+		return p.lookupNodeID(ctx, node)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id, ok := p.nodes[node]; ok {
@@ -106,10 +111,11 @@ func (p *Provider) live(insts []cloud.InstanceID) map[cloud.InstanceID]bool {
 
 // Attach implements cloud.Provider: ControllerPublishVolume of vol to the
 // node inst with the volume's capability (WithAccessModes, Capability),
-// read-only for a ReadOnlyMany volume (if the driver offers
-// PUBLISH_READONLY: the spec has the CO send false otherwise, and the
-// MULTI_NODE_READER_ONLY capability still says it), else read-write. The
-// device path encodes the publish context (DevicePath).
+// volume_context and secrets, read-only for a ReadOnlyMany volume (if
+// the driver offers PUBLISH_READONLY: the spec has the CO send false
+// otherwise, and the MULTI_NODE_READER_ONLY capability still says it),
+// else read-write. The device path encodes the publish context
+// (DevicePath).
 func (p *Provider) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
 	op := fmt.Sprintf("ControllerPublishVolume %s to %s", vol, inst)
 	if err := ctx.Err(); err != nil {
@@ -120,19 +126,20 @@ func (p *Provider) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.In
 		got, err := p.cfg.access(ctx, vol)
 		if err != nil {
 			// Nothing was sent: not a context error, whatever err is.
-			return "", fmt.Errorf("csi: %s: reading the access mode, nothing sent: %v: %w", op, err, cloud.ErrRetryable)
+			return "", fmt.Errorf("csi: %s: reading how the volume is used, nothing sent: %v: %w", op, err, cloud.ErrRetryable)
 		}
 		a = got
 	}
 	req := &spec.ControllerPublishVolumeRequest{VolumeId: string(vol), NodeId: string(inst),
-		VolumeCapability: Capability(a, p.cfg.fsType), Readonly: a.ReadOnlyMany() && p.publishReadOnly}
+		VolumeCapability: Capability(a, p.cfg.fsType), Readonly: a.ReadOnlyMany() && p.publishReadOnly,
+		VolumeContext: a.VolumeContext, Secrets: a.Secrets}
 	r, err := call(ctx, op, true, func(c context.Context) (*spec.ControllerPublishVolumeResponse, error) {
 		return p.ctl.ControllerPublishVolume(c, req)
 	})
 	if err != nil {
 		return "", err
 	}
-	dev := DevicePath(r.GetPublishContext())
+	dev := DevicePathFor(r.GetPublishContext(), a)
 	p.mu.Lock()
 	if p.devices[vol] == nil {
 		p.devices[vol] = map[cloud.InstanceID]string{}
@@ -143,15 +150,32 @@ func (p *Provider) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.In
 }
 
 // Detach implements cloud.Provider: ControllerUnpublishVolume of vol from
-// the node inst. NOT_FOUND (no such volume or node: nothing published)
-// is success.
+// the node inst, with the volume's secrets (WithAccessModes). NOT_FOUND
+// (no such volume or node: nothing published) is success.
+//
+// A detach is never held back by the secrets: if reading them fails (a
+// secrets file gone or of a bad mode), the call is sent without them,
+// since a driver may not need them to unpublish, and a detach that waits
+// keeps the volume from every other node. If the driver then refuses,
+// the error says why the secrets were missing too.
 func (p *Provider) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {
 	op := fmt.Sprintf("ControllerUnpublishVolume %s from %s", vol, inst)
 	req := &spec.ControllerUnpublishVolumeRequest{VolumeId: string(vol), NodeId: string(inst)}
+	var unread error
+	if p.cfg.access != nil && ctx.Err() == nil {
+		if a, err := p.cfg.access(ctx, vol); err != nil {
+			unread = err
+		} else {
+			req.Secrets = a.Secrets
+		}
+	}
 	_, err := call(ctx, op, true, func(c context.Context) (*spec.ControllerUnpublishVolumeResponse, error) {
 		return p.ctl.ControllerUnpublishVolume(c, req)
 	})
 	if err != nil && !errors.Is(err, cloud.ErrNotFound) {
+		if unread != nil {
+			return fmt.Errorf("%w (sent without the volume's secrets: reading them failed: %v)", err, unread)
+		}
 		return err
 	}
 	p.mu.Lock()

@@ -11,7 +11,8 @@ import (
 
 // Validate asks the driver whether vol exists and can be used with the
 // capability of a (ValidateVolumeCapabilities, which every controller
-// plugin serves: MULTI_NODE_READER_ONLY for a ReadOnlyMany volume): nil
+// plugin serves: MULTI_NODE_READER_ONLY for a ReadOnlyMany volume, access
+// type Block for a raw block one), with a's volume_context and secrets: nil
 // if it confirms; cloud.ErrNotFound if it has no such
 // volume; cloud.ErrTerminal, with the driver's message, if it does not
 // confirm the capability. tether does not provision CSI volumes: a
@@ -20,7 +21,7 @@ import (
 func (p *Provider) Validate(ctx context.Context, vol cloud.VolumeID, a Access) error {
 	op := fmt.Sprintf("ValidateVolumeCapabilities %s (%s)", vol, a)
 	req := &spec.ValidateVolumeCapabilitiesRequest{VolumeId: string(vol),
-		VolumeCapabilities: []*spec.VolumeCapability{Capability(a, p.cfg.fsType)}}
+		VolumeCapabilities: []*spec.VolumeCapability{Capability(a, p.cfg.fsType)}, VolumeContext: a.VolumeContext, Secrets: a.Secrets}
 	r, err := call(ctx, op, false, func(c context.Context) (*spec.ValidateVolumeCapabilitiesResponse, error) {
 		return p.ctl.ValidateVolumeCapabilities(c, req)
 	})

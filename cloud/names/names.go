@@ -3,6 +3,8 @@
 // controller, the cloud and the node agent share. Every such name may
 // become one path component on a node, so the rules refuse anything that
 // could point elsewhere: separators, ".", "..", NUL, spaces, non-ASCII.
+// It holds the rules for what a volume hands its storage driver too
+// (driver.go: file system type, mount options, attributes, secret name).
 package names
 
 import (

@@ -35,10 +35,9 @@ func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
 	case !nd:
 		v.refuse("csi-controller-socket", "needs --csi-node-socket too: tether drives a CSI driver through both its plugins")
 	case !ctl:
-		ns, _ := v.fs.GetStringArray("csi-node-socket")
-		v.refuseValue("csi-node-socket", strings.Join(ns, ","), "needs --csi-controller-socket too: tether drives a CSI driver through both its plugins")
+		v.refuseValue("csi-node-socket", strings.Join(v.stringArray("csi-node-socket"), ","), "needs --csi-controller-socket too: tether drives a CSI driver through both its plugins")
 	}
-	nodeSockets, _ := v.fs.GetStringArray("csi-node-socket")
+	nodeSockets := v.stringArray("csi-node-socket")
 	paths := map[string][]string{"csi-controller-socket": {v.fs.Lookup("csi-controller-socket").Value.String()}, "csi-node-socket": nodeSockets}
 	for _, name := range []string{"csi-controller-socket", "csi-node-socket"} {
 		for _, path := range paths[name] {
@@ -76,4 +75,13 @@ func (v *validator) checkSocket(name, path string) {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		v.refuseValue(name, path, err.Error())
 	}
+}
+
+// stringArray is the values of a flag given several times, as given
+// (pflag's GetStringArray reads "" back as no value at all).
+func (v *validator) stringArray(name string) []string {
+	if sv, ok := v.fs.Lookup(name).Value.(pflag.SliceValue); ok {
+		return sv.GetSlice()
+	}
+	return nil
 }

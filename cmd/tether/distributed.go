@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/distributed"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
@@ -93,6 +94,7 @@ README for a whole cluster by hand.`,
 			}
 			v := validator{fs: cmd.Flags()}
 			v.atLeast("sync-period", time.Second, "each sync is one cloud call per batch of nodes")
+			v.csiInsteadOfCloud("csi-controller-socket", &cfg.Cloud)
 			if v.err != nil {
 				return v.err
 			}
@@ -112,6 +114,9 @@ README for a whole cluster by hand.`,
 	f.StringVar(&cfg.APITLS.ClientCA, "tls-client-ca", "", "require API clients to present certificates of this CA")
 	f.DurationVar(&cfg.MemberTTL, "member-ttl", distributed.DefaultMemberTTL, "the lease of this member's place in the cluster: how long after it dies (or loses etcd) the others serve its actors")
 	f.DurationVar(&cfg.Controller.SyncPeriod, "sync-period", cfg.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
+	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")
+	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
+	f.StringVar(&cfg.DataDir, "data-dir", "", "this member's own directory: with a CSI driver, the secrets volumes name by csi.secretRef (csi-secrets/<name>.json, mode 0600)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	cf.add(f)
@@ -139,6 +144,10 @@ func agentCommand() *cobra.Command {
 			v := validator{fs: cmd.Flags()}
 			v.nonEmpty("node")
 			v.nonEmpty("data-dir")
+			v.csiInsteadOfCloud("csi-node-socket", &cfg.Cloud)
+			if v.given("csi-node-socket") && v.given("mounter") {
+				v.refuse("mounter", "not with --csi-node-socket: the CSI node plugin mounts")
+			}
 			if v.err != nil {
 				return v.err
 			}
@@ -160,10 +169,31 @@ func agentCommand() *cobra.Command {
 	distributedFlags(f, &cfg.Etcd, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
 	f.StringVar(&nodeName, "node", "", "the node this agent serves (required)")
 	f.StringVar(&cfg.Mounter, "mounter", "auto", "auto (bind mounts as root, symlinks otherwise), bind or symlink")
+	f.StringVar(&cfg.CSINodeSocket, "csi-node-socket", "", "unix socket of the CSI driver's node plugin on this machine: the agent mounts through it and reports its node ID (NodeGetInfo) to the controllers, instead of --cloud")
+	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI node plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "the node's directory: its mounts and its state (required)")
 	f.DurationVar(&cfg.Agent.HeartbeatEvery, "heartbeat", cfg.Agent.HeartbeatEvery, "how often the agent tells the controller it is alive")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	cf.add(f)
 	return cmd
+}
+
+// csiInsteadOfCloud: with the CSI socket flag name, the driver is the
+// cloud: --cloud and its TLS flags are refused, and the cloud's address
+// (its default) cleared; the socket is checked as tether up checks it.
+func (v *validator) csiInsteadOfCloud(name string, cloudAddr *string) {
+	if !v.given(name) {
+		return
+	}
+	v.checkSocket(name, v.fs.Lookup(name).Value.String())
+	for _, other := range []string{"cloud", "cloud-tls-ca", "cloud-tls-cert", "cloud-tls-key"} {
+		if v.given(other) {
+			v.refuse(other, "not with --"+name+": the CSI driver is the cloud")
+		}
+	}
+	if d, _ := v.fs.GetDuration("csi-wait"); d <= 0 {
+		v.refuse("csi-wait", "want a positive duration (1m, 30s)")
+	}
+	*cloudAddr = ""
 }

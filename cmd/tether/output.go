@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -64,6 +66,9 @@ func printDescribe(out io.Writer, res *messages.DescribeResponse) error {
 		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if vs := res.GetObject().GetVolumes(); len(vs) == 1 {
+		printVolumeDriver(w, vs[0].GetSpec())
+	}
 	fmt.Fprintf(w, "\nUID: %s\n", dash(objectUID(res.Object)))
 	fmt.Fprintln(w, "\nEvents:")
 	if res.OmittedEvents > 0 {
@@ -82,6 +87,21 @@ func printDescribe(out io.Writer, res *messages.DescribeResponse) error {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", time.Unix(0, e.TimeUnixNano).UTC().Format(time.RFC3339), typ, e.Type, dash(e.Node), e.Message)
 	}
 	return w.Flush()
+}
+
+// printVolumeDriver writes what a volume hands its storage driver. Of its
+// secrets only the name of their file is known here: the server never
+// reads them.
+func printVolumeDriver(w io.Writer, d *messages.VolumeDoc) {
+	attrs := make([]string, 0, len(d.GetCsi().GetVolumeAttributes()))
+	for _, k := range slices.Sorted(maps.Keys(d.GetCsi().GetVolumeAttributes())) {
+		attrs = append(attrs, k+"="+d.Csi.VolumeAttributes[k])
+	}
+	fmt.Fprintf(w, "\nVolume mode:\t%s\n", dash(d.GetVolumeMode()))
+	fmt.Fprintf(w, "FS type:\t%s\n", dash(d.GetFsType()))
+	fmt.Fprintf(w, "Mount options:\t%s\n", dash(strings.Join(d.GetMountOptions(), ",")))
+	fmt.Fprintf(w, "Volume attributes:\t%s\n", dash(strings.Join(attrs, ",")))
+	fmt.Fprintf(w, "Secret ref:\t%s\n", dash(d.GetCsi().GetSecretRef()))
 }
 
 // objectUID is the UID of the one object a describe shows.

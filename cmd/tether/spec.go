@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/messages"
 )
 
@@ -17,16 +18,67 @@ import (
 //	kind: Volume | Node | Workload
 //	name: data-1
 //	accessMode: ReadWriteOnce    # volumes: ReadWriteOnce (default), ReadWriteMany, ReadOnlyMany
+//	volumeMode: Filesystem       # volumes, CSI only: Filesystem (default) or Block (a raw device file)
+//	fsType: xfs                  # volumes, CSI, Filesystem only: [a-z0-9]+ (default ext4)
+//	mountOptions: [noatime]      # volumes, CSI, Filesystem only: one option per item (no commas)
+//	csi:                         # volumes, CSI only
+//	  volumeAttributes:          #   the volume_context CreateVolume returned
+//	    key: value
+//	  secretRef: db-creds        #   <data-dir>/csi-secrets/db-creds.json, mode 0600
 //	node: n1                     # workloads
 //	volumes:                     # workloads
 //	  - name: data-1
 //	    readOnly: false
+//
+// The volume fields from volumeMode on are fixed when the volume is
+// created, like accessMode.
 type docSpec struct {
-	Kind       string       `yaml:"kind" json:"kind"`
-	Name       string       `yaml:"name" json:"name"`
-	AccessMode string       `yaml:"accessMode,omitempty" json:"accessMode,omitempty"`
-	Node       string       `yaml:"node,omitempty" json:"node,omitempty"`
-	Volumes    []volumeSpec `yaml:"volumes,omitempty" json:"volumes,omitempty"`
+	Kind         string       `yaml:"kind" json:"kind"`
+	Name         string       `yaml:"name" json:"name"`
+	AccessMode   string       `yaml:"accessMode,omitempty" json:"accessMode,omitempty"`
+	VolumeMode   string       `yaml:"volumeMode,omitempty" json:"volumeMode,omitempty"`
+	FsType       string       `yaml:"fsType,omitempty" json:"fsType,omitempty"`
+	MountOptions []string     `yaml:"mountOptions,omitempty" json:"mountOptions,omitempty"`
+	CSI          *csiSpec     `yaml:"csi,omitempty" json:"csi,omitempty"`
+	Node         string       `yaml:"node,omitempty" json:"node,omitempty"`
+	Volumes      []volumeSpec `yaml:"volumes,omitempty" json:"volumes,omitempty"`
+}
+
+// csiSpec is a volume's csi field: what its CSI driver gave or needs.
+type csiSpec struct {
+	VolumeAttributes map[string]string `yaml:"volumeAttributes,omitempty" json:"volumeAttributes,omitempty"`
+	SecretRef        string            `yaml:"secretRef,omitempty" json:"secretRef,omitempty"`
+}
+
+// volumeFields names the volume fields s sets, for the refusal of a node
+// or workload that sets them.
+func (s docSpec) volumeFields() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"accessMode", s.AccessMode != ""}, {"volumeMode", s.VolumeMode != ""}, {"fsType", s.FsType != ""},
+		{"mountOptions", s.MountOptions != nil}, {"csi", s.CSI != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// volumeDoc is s's volume document, checked as the server checks it
+// (api.VolumeSpecOf): an error names the volume and the field.
+func (s docSpec) volumeDoc() (*messages.VolumeDoc, error) {
+	d := &messages.VolumeDoc{Name: s.Name, AccessMode: s.AccessMode, VolumeMode: s.VolumeMode, FsType: s.FsType, MountOptions: s.MountOptions}
+	if s.CSI != nil {
+		d.Csi = &messages.VolumeCSIDoc{VolumeAttributes: s.CSI.VolumeAttributes, SecretRef: s.CSI.SecretRef}
+	}
+	if _, err := api.VolumeSpecOf(d); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 type volumeSpec struct {
@@ -171,15 +223,19 @@ func toDocument(s docSpec) (*messages.Document, string, error) {
 		if s.Node != "" || s.Volumes != nil {
 			return nil, "", fmt.Errorf("volume %q: node and volumes are workload fields", s.Name)
 		}
-		return &messages.Document{Doc: &messages.Document_Volume{Volume: &messages.VolumeDoc{Name: s.Name, AccessMode: s.AccessMode}}}, "volume", nil
+		d, err := s.volumeDoc()
+		if err != nil {
+			return nil, "", err
+		}
+		return &messages.Document{Doc: &messages.Document_Volume{Volume: d}}, "volume", nil
 	case "node":
-		if s.Node != "" || s.Volumes != nil || s.AccessMode != "" {
+		if s.Node != "" || s.Volumes != nil || len(s.volumeFields()) > 0 {
 			return nil, "", fmt.Errorf("node %q: only kind and name are allowed", s.Name)
 		}
 		return &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: s.Name}}}, "node", nil
 	case "workload":
-		if s.AccessMode != "" {
-			return nil, "", fmt.Errorf("workload %q: accessMode is a volume field", s.Name)
+		if f := s.volumeFields(); len(f) > 0 {
+			return nil, "", fmt.Errorf("workload %q: %s: volume fields", s.Name, strings.Join(f, ", "))
 		}
 		if s.Node == "" {
 			return nil, "", fmt.Errorf("workload %q: node is required", s.Name)

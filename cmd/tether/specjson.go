@@ -74,7 +74,7 @@ func jsonObject(raw []byte) (docSpec, error) {
 	if raw[0] != '{' {
 		return s, fmt.Errorf("want an object (\"kind\": ..., \"name\": ...), found %.20s", raw)
 	}
-	if key, err := repeatedKey(json.NewDecoder(bytes.NewReader(raw))); err != nil || key != "" {
+	if key, err := repeatedKey(json.NewDecoder(bytes.NewReader(raw)), false); err != nil || key != "" {
 		if err == nil {
 			err = fmt.Errorf("field %q is given twice", key)
 		}
@@ -91,8 +91,10 @@ func jsonObject(raw []byte) (docSpec, error) {
 // repeatedKey returns the first key that an object in the next value
 // repeats, or "". Keys are compared as encoding/json matches them to
 // fields: without regard to case (ToLower of ToUpper also folds the
-// Kelvin sign and the long s, as encoding/json does).
-func repeatedKey(dec *json.Decoder) (string, error) {
+// Kelvin sign and the long s, as encoding/json does); those of a map
+// (exact: a volume's volumeAttributes) exactly, as encoding/json keys a
+// map.
+func repeatedKey(dec *json.Decoder, exact bool) (string, error) {
 	t, err := dec.Token()
 	if err != nil {
 		return "", err
@@ -107,17 +109,20 @@ func repeatedKey(dec *json.Decoder) (string, error) {
 			}
 			key, _ := k.(string)
 			folded := strings.ToLower(strings.ToUpper(key))
+			if exact {
+				folded = key
+			}
 			if seen[folded] {
 				return key, nil
 			}
 			seen[folded] = true
-			if r, err := repeatedKey(dec); r != "" || err != nil {
+			if r, err := repeatedKey(dec, !exact && folded == "volumeattributes"); r != "" || err != nil {
 				return r, err
 			}
 		}
 	case json.Delim('['):
 		for dec.More() {
-			if r, err := repeatedKey(dec); r != "" || err != nil {
+			if r, err := repeatedKey(dec, false); r != "" || err != nil {
 				return r, err
 			}
 		}

@@ -28,10 +28,18 @@ type MounterConfig struct {
 	// and <root>/pods/<uid>/volumes/<Plugin>/<volume>, nothing else.
 	Plugin string
 	// Mode tells how a volume is used (its access mode and whether it is
-	// ReadOnlyMany): the node must ask for the capability the controller
+	// ReadOnlyMany, block or mounted and how, its volume_context and
+	// secrets): the node must ask for the capability the controller
 	// published with (cloud/csi.Capability). nil: every volume is
-	// cloud.Exclusive.
+	// cloud.Exclusive, mounted.
+	// A device path that carries the volume's access
+	// (cloud/csi.DevicePathFor) is believed first: Mode serves the
+	// device paths of earlier versions, which carry none.
 	Mode func(context.Context, cloud.VolumeID) (cloudcsi.Access, error)
+	// Secrets reads the secrets a carried access names (its SecretRef),
+	// from this machine's data directory; nil: such a volume fails, saying
+	// so, with nothing sent.
+	Secrets func(ref string) (cloudcsi.Secrets, error)
 	// Timeout bounds each call to the plugin (0: DefaultTimeout). The
 	// mount.Mounter methods take no context: set it to the agent's
 	// OpTimeout.
@@ -58,8 +66,10 @@ type MounterConfig struct {
 // is a no-op), and a CO cannot ask a plugin what it has staged or
 // published. A record is trusted only for the boot it was written in: a
 // machine that rebooted lost its plugin's mounts, and every target is
-// then Partial, redone or undone by the agent. A target whose directory
-// is gone is Absent, whatever the record says. So that the agent's scan
+// then Partial, redone or undone by the agent. A target that is gone is
+// Absent, whatever the record says. A target is a directory, or for a
+// raw block volume a file (the plugin's device file): nothing here, in
+// the agent's scan or in its cleanup of empty parents asks which. So that the agent's scan
 // finds a staged volume of a plugin without STAGE_UNSTAGE_VOLUME, the
 // Mounter keeps an empty directory at its staging path.
 type Mounter struct {
@@ -67,6 +77,7 @@ type Mounter struct {
 	layout  layout.Layout
 	plugin  string
 	mode    func(context.Context, cloud.VolumeID) (cloudcsi.Access, error)
+	secrets func(ref string) (cloudcsi.Secrets, error)
 	timeout time.Duration
 	st      *stateFile
 }
@@ -91,7 +102,7 @@ func NewMounter(n *Node, l layout.Layout, cfg MounterConfig) (*Mounter, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Mounter{node: n, layout: l, plugin: cfg.Plugin, mode: cfg.Mode, timeout: timeout, st: st}, nil
+	return &Mounter{node: n, layout: l, plugin: cfg.Plugin, mode: cfg.Mode, secrets: cfg.Secrets, timeout: timeout, st: st}, nil
 }
 
 // Name implements mount.Mounter.
@@ -133,15 +144,29 @@ func (m *Mounter) parse(kind, path string) (target, error) {
 }
 
 // call runs f with a context bounded by the Mounter's timeout and how
-// the volume is used.
-func (m *Mounter) call(vol cloud.VolumeID, f func(context.Context, cloudcsi.Access) error) error {
+// the volume is used: as device (the controller's device path) carries
+// it, else as Mode says.
+func (m *Mounter) call(vol cloud.VolumeID, device string, f func(context.Context, cloudcsi.Access) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), m.timeout)
 	defer cancel()
 	a := cloudcsi.Access{Mode: cloud.Exclusive}
+	if got, ok, err := cloudcsi.DeviceAccess(device); err != nil {
+		return err
+	} else if ok {
+		if got.SecretRef != "" {
+			if m.secrets == nil {
+				return fmt.Errorf("csi: volume %s: its secrets %q cannot be read here (no secrets directory), nothing sent: %w", vol, got.SecretRef, cloud.ErrTerminal)
+			}
+			if got.Secrets, err = m.secrets(got.SecretRef); err != nil {
+				return fmt.Errorf("csi: volume %s: nothing sent: %w", vol, err)
+			}
+		}
+		return f(ctx, got)
+	}
 	if m.mode != nil {
 		got, err := m.mode(ctx, vol)
 		if err != nil {
-			return fmt.Errorf("csi: reading the access mode of volume %s, nothing sent: %v: %w", vol, err, cloud.ErrRetryable)
+			return fmt.Errorf("csi: reading how volume %s is used, nothing sent: %v: %w", vol, err, cloud.ErrRetryable)
 		}
 		a = got
 	}
@@ -174,7 +199,7 @@ func (m *Mounter) Stage(source, path string) error {
 	if err := m.st.set(t.rel, &r); err != nil {
 		return err
 	}
-	err = m.call(t.vol, func(ctx context.Context, a cloudcsi.Access) error {
+	err = m.call(t.vol, source, func(ctx context.Context, a cloudcsi.Access) error {
 		if err := m.node.Stage(ctx, t.vol, source, t.path, a); err != nil {
 			return err
 		}
@@ -219,7 +244,7 @@ func (m *Mounter) Publish(staged, path string, readOnly bool) error {
 	if err := m.st.set(t.rel, &r); err != nil {
 		return err
 	}
-	err = m.call(t.vol, func(ctx context.Context, a cloudcsi.Access) error {
+	err = m.call(t.vol, sr.Device, func(ctx context.Context, a cloudcsi.Access) error {
 		return m.node.Publish(ctx, t.vol, sr.Device, s.path, t.path, readOnly, a)
 	})
 	if err != nil {
@@ -230,7 +255,8 @@ func (m *Mounter) Publish(staged, path string, readOnly bool) error {
 }
 
 // Unpublish implements mount.Mounter: NodeUnpublishVolume (which removes
-// the target), then the record goes.
+// the target: Node.Unpublish removes what the plugin left, directory or a
+// block volume's device file), then the record goes.
 func (m *Mounter) Unpublish(path string) error {
 	t, err := m.parse(kindPublish, path)
 	if err != nil {
@@ -272,7 +298,7 @@ func (m *Mounter) undo(t target, f func(context.Context) error) error {
 }
 
 // Inspect implements mount.Mounter from the records: Absent where there
-// is no directory; Mounted where the plugin's call is recorded done (the
+// is nothing (no directory, no block volume's device file); Mounted where the plugin's call is recorded done (the
 // source is the device path for a stage, the staging path for a
 // publish); Partial anywhere else (a call in flight, failed or
 // interrupted, a record of an earlier boot, or a directory with no record).

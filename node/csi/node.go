@@ -148,7 +148,12 @@ func mkdir(op, dir string) error {
 }
 
 // removeDir removes the directory path if it is there.
-func removeDir(op, path string) error {
+func removeDir(op, path string) error { return removeTarget(op, path) }
+
+// removeTarget removes path if it is there: an empty directory or a
+// file (os.Remove: never a directory with something in it, nor a mount
+// point, which fails with EBUSY).
+func removeTarget(op, path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("csi: %s: removing %s: %v: %w", op, path, err, cloud.ErrRetryable)
 	}

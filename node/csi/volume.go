@@ -12,10 +12,12 @@ import (
 )
 
 // Stage stages vol at stagingPath (NodeStageVolume), creating the
-// directory first, with the publish context that device (the controller's
-// device path) carries and the capability of a (cloud/csi.Capability, as
-// the controller published with). A plugin that does not stage: nothing
-// to do. Staging again at the same path succeeds.
+// directory first (for a raw block volume too: the spec has the CO
+// create a directory, the plugin puts what it wants in it), with the
+// publish context that device (the controller's device path) carries,
+// the capability of a (cloud/csi.Capability, as the controller published
+// with), a's volume_context and secrets. A plugin that does not stage:
+// nothing to do. Staging again at the same path succeeds.
 func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPath string, a cloudcsi.Access) error {
 	if !n.stages {
 		return nil
@@ -29,7 +31,7 @@ func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPat
 		return err
 	}
 	req := &spec.NodeStageVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
-		VolumeCapability: cloudcsi.Capability(a, n.fsType)}
+		VolumeCapability: cloudcsi.Capability(a, n.fsType), VolumeContext: a.VolumeContext, Secrets: a.Secrets}
 	return lasting(do(ctx, op, func(c context.Context) error {
 		_, err := n.rpc.NodeStageVolume(c, req)
 		return err
@@ -37,11 +39,13 @@ func (n *Node) Stage(ctx context.Context, vol cloud.VolumeID, device, stagingPat
 }
 
 // Publish makes vol show at targetPath (NodePublishVolume), creating the
-// target's parent first (the plugin creates the target), from stagingPath
-// if the plugin stages, with the publish context device carries (the
-// spec wants it here too) and the capability of a, read-only if asked and
-// always for a ReadOnlyMany volume (its MULTI_NODE_READER_ONLY capability
-// admits no writer). Publishing again at the same target succeeds.
+// target's parent first (the plugin creates the target: a directory, or
+// for a raw block volume a file), from stagingPath if the plugin stages,
+// with the publish context device carries (the spec wants it here too),
+// the capability of a, a's volume_context and secrets, read-only if asked
+// and always for a ReadOnlyMany volume (its MULTI_NODE_READER_ONLY
+// capability admits no writer). Publishing again at the same target
+// succeeds.
 func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingPath, targetPath string, readOnly bool, a cloudcsi.Access) error {
 	op := fmt.Sprintf("NodePublishVolume %s at %s", vol, targetPath)
 	pc, err := cloudcsi.PublishContext(device)
@@ -55,7 +59,8 @@ func (n *Node) Publish(ctx context.Context, vol cloud.VolumeID, device, stagingP
 		return err
 	}
 	req := &spec.NodePublishVolumeRequest{VolumeId: string(vol), PublishContext: pc, StagingTargetPath: stagingPath,
-		TargetPath: targetPath, VolumeCapability: cloudcsi.Capability(a, n.fsType), Readonly: readOnly || a.ReadOnlyMany()}
+		TargetPath: targetPath, VolumeCapability: cloudcsi.Capability(a, n.fsType), Readonly: readOnly || a.ReadOnlyMany(),
+		VolumeContext: a.VolumeContext, Secrets: a.Secrets}
 	return lasting(do(ctx, op, func(c context.Context) error {
 		_, err := n.rpc.NodePublishVolume(c, req)
 		return err
@@ -73,7 +78,10 @@ func lasting(err error) error {
 }
 
 // Unpublish undoes Publish (NodeUnpublishVolume) and removes the target
-// if the plugin left it. NOT_FOUND, or nothing published there: success.
+// if the plugin left it: an empty directory, or a raw block volume's
+// device file (a directory with something in it, or a target still
+// mounted, is never removed: that fails, to be retried). NOT_FOUND, or
+// nothing published there: success.
 func (n *Node) Unpublish(ctx context.Context, vol cloud.VolumeID, targetPath string) error {
 	op := fmt.Sprintf("NodeUnpublishVolume %s at %s", vol, targetPath)
 	err := notFoundIsDone(do(ctx, op, func(c context.Context) error {
@@ -83,7 +91,7 @@ func (n *Node) Unpublish(ctx context.Context, vol cloud.VolumeID, targetPath str
 	if err != nil {
 		return err
 	}
-	return removeDir(op, targetPath)
+	return removeTarget(op, targetPath)
 }
 
 // Unstage undoes Stage (NodeUnstageVolume) and removes the staging

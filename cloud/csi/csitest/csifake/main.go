@@ -5,6 +5,11 @@
 //	go run ./cloud/csi/csitest/csifake --dir /tmp/csi --volumes data-1,data-2 &
 //	go run ./cmd/tether up --csi-controller-socket /tmp/csi/controller.sock --csi-node-socket /tmp/csi/node.sock
 //
+// With --node-id a,b,c it serves a node plugin per node ID, on a.sock,
+// b.sock and c.sock (several machines' node plugins on one, for tether up
+// with --csi-node-socket given once per node, or distributed mode's
+// agents, one socket each).
+//
 // It prints the driver's state every --every (and at exit, with every
 // call it received) until SIGINT or SIGTERM. It is a test tool: the fake
 // mounts nothing and forgets everything when it exits. By default the
@@ -29,24 +34,35 @@ import (
 func main() {
 	dir := flag.String("dir", "", "directory for controller.sock and node.sock (created; required)")
 	vols := flag.String("volumes", "", "comma-separated IDs of the volumes the driver has")
-	nodeID := flag.String("node-id", "node-1", "the node plugin's node ID")
+	nodeID := flag.String("node-id", "node-1", "the node plugin's node ID; comma-separated for a node plugin per ID (on <id>.sock)")
 	maxVols := flag.Int64("max-volumes", 0, "the node's max_volumes_per_node (0: none)")
 	every := flag.Duration("every", 5*time.Second, "how often to print the driver's state (0: at exit only)")
 	loose := flag.Bool("loose", false, "no LIST_VOLUMES_PUBLISHED_NODES: GET_VOLUME, with published_node_ids filled loosely (tether demo --csi's shape)")
 	flag.Parse()
-	cfg := csitest.Config{Nodes: map[string]int64{*nodeID: *maxVols}, List: true, ListPublished: true, StageUnstage: true}
+	ids := strings.Split(*nodeID, ",")
+	nodes := map[string]int64{}
+	for _, id := range ids {
+		nodes[id] = *maxVols
+	}
+	cfg := csitest.Config{Nodes: nodes, List: true, ListPublished: true, StageUnstage: true}
 	if *loose {
 		cfg = csitest.Config{Nodes: cfg.Nodes, EnforceNodeLimit: true, StageUnstage: true, GetVolume: true, LoosePublishedNodes: true}
 	}
-	if err := run(cfg, *dir, *vols, *nodeID, *every); err != nil {
+	if err := run(cfg, *dir, *vols, ids, *every); err != nil {
 		fmt.Fprintln(os.Stderr, "csifake:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg csitest.Config, dir, vols, nodeID string, every time.Duration) error {
+func run(cfg csitest.Config, dir, vols string, ids []string, every time.Duration) error {
 	if dir == "" {
 		return fmt.Errorf("--dir is required")
+	}
+	for _, id := range ids {
+		// A node ID names a socket file when there are several.
+		if id == "" || strings.ContainsAny(id, "/\\\x00") || id == "." || id == ".." {
+			return fmt.Errorf("--node-id %q: want a node ID without slashes", id)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -57,20 +73,27 @@ func run(cfg csitest.Config, dir, vols, nodeID string, every time.Duration) erro
 			d.AddVolume(v)
 		}
 	}
-	ctl, nd := filepath.Join(dir, "controller.sock"), filepath.Join(dir, "node.sock")
+	ctl := filepath.Join(dir, "controller.sock")
 	stopCtl, err := d.Listen(ctl, "")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(ctl)
 	defer stopCtl()
-	stopNode, err := d.Listen(nd, nodeID)
-	if err != nil {
-		return err
+	fmt.Printf("csifake: controller plugin at %s\n", ctl)
+	for _, id := range ids {
+		nd := filepath.Join(dir, "node.sock")
+		if len(ids) > 1 {
+			nd = filepath.Join(dir, id+".sock")
+		}
+		stopNode, err := d.Listen(nd, id)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(nd)
+		defer stopNode()
+		fmt.Printf("csifake: node plugin (node ID %s) at %s\n", id, nd)
 	}
-	defer os.Remove(nd)
-	defer stopNode()
-	fmt.Printf("csifake: controller plugin at %s, node plugin (node ID %s) at %s\n", ctl, nodeID, nd)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	var tick <-chan time.Time

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tether/tether/messages"
+)
+
+// volumeOf parses in, which must hold one volume, and returns its document.
+func volumeOf(t *testing.T, in string) *messages.VolumeDoc {
+	t.Helper()
+	es, err := parseInput("in", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := toDocuments(es)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("%d docs, %v", len(docs), err)
+	}
+	return docs[0].GetVolume()
+}
+
+// A volume's driver fields, in YAML and JSON alike, reach its document.
+func TestParseVolumeDriverFields(t *testing.T) {
+	yamlIn := "kind: Volume\nname: b\nvolumeMode: Block\ncsi:\n  volumeAttributes:\n    csi.tether.test/share: share-b\n    Key: \"1\"\n    key: \"2\"\n  secretRef: creds\n"
+	jsonIn := `{"kind":"Volume","name":"b","volumeMode":"Block","csi":{"volumeAttributes":{"csi.tether.test/share":"share-b","Key":"1","key":"2"},"secretRef":"creds"}}`
+	for name, in := range map[string]string{"yaml": yamlIn, "json": jsonIn} {
+		d := volumeOf(t, in)
+		want := map[string]string{"csi.tether.test/share": "share-b", "Key": "1", "key": "2"}
+		if d.VolumeMode != "Block" || d.Csi.GetSecretRef() != "creds" || !maps.Equal(d.Csi.GetVolumeAttributes(), want) {
+			t.Errorf("%s: %v", name, d)
+		}
+	}
+	d := volumeOf(t, "kind: Volume\nname: f\nfsType: xfs\nmountOptions: [noatime, nodev]\n")
+	if d.FsType != "xfs" || !slices.Equal(d.MountOptions, []string{"noatime", "nodev"}) || d.Csi != nil {
+		t.Errorf("filesystem: %v", d)
+	}
+}
+
+// Bad driver fields are refused before anything is sent, naming the
+// file, the document and the field; fields of one kind on another too.
+func TestParseVolumeDriverFieldsRefused(t *testing.T) {
+	for _, tt := range []struct{ name, in, want string }{
+		{"mode", "kind: Volume\nname: v\nvolumeMode: RawBlock\n", `in: document 1 (line 1): controller: invalid request: volume "v": volumeMode: unknown mode "RawBlock"`},
+		{"block fsType", "kind: Volume\nname: v\nvolumeMode: Block\nfsType: ext4\n", `volume "v": fsType, mountOptions: a volumeMode Block volume is a raw device`},
+		{"block options", `{"kind":"Volume","name":"v","volumeMode":"Block","mountOptions":["ro"]}`, "in: document 1 (offset 0): controller: invalid request: volume \"v\": fsType, mountOptions"},
+		{"fsType", "kind: Volume\nname: v\nfsType: Ext4\n", `volume "v": fsType: "Ext4": only lowercase letters and digits`},
+		{"option comma", "kind: Volume\nname: v\nmountOptions: [\"ro,nodev\"]\n", `volume "v": mountOptions: [0] "ro,nodev": a comma would split it`},
+		{"option newline", "kind: Volume\nname: v\nmountOptions: [\"a\\nb\"]\n", `mountOptions: [0] "a\nb"`},
+		{"option NUL", `{"kind":"Volume","name":"v","mountOptions":["ok","a\u0000"]}`, `mountOptions: [1]`},
+		{"option empty", "kind: Volume\nname: v\nmountOptions: [\"\"]\n", "must not be empty"},
+		{"secret escapes", "kind: Volume\nname: v\ncsi:\n  secretRef: ../../etc/shadow\n", `volume "v": csi.secretRef: names: invalid secret name "../../etc/shadow"`},
+		{"secret absolute", "kind: Volume\nname: v\ncsi:\n  secretRef: /etc/shadow\n", "csi.secretRef"},
+		{"secret dotdot", "kind: Volume\nname: v\ncsi:\n  secretRef: ..\n", "csi.secretRef"},
+		{"secret NUL", `{"kind":"Volume","name":"v","csi":{"secretRef":"a\u0000"}}`, "csi.secretRef"},
+		{"attribute key", "kind: Volume\nname: v\ncsi:\n  volumeAttributes:\n    \"\": x\n", "csi.volumeAttributes: an empty key"},
+		{"unknown csi field yaml", "kind: Volume\nname: v\ncsi:\n  secrets: {a: b}\n", "field secrets not found"},
+		{"unknown csi field json", `{"kind":"Volume","name":"v","csi":{"secrets":{"a":"b"}}}`, `unknown field "secrets"`},
+		{"attributes not strings", `{"kind":"Volume","name":"v","csi":{"volumeAttributes":{"a":1}}}`, "invalid JSON"},
+		{"repeated attribute", `{"kind":"Volume","name":"v","csi":{"volumeAttributes":{"a":"1","a":"2"}}}`, `field "a" is given twice`},
+		{"repeated attribute yaml", "kind: Volume\nname: v\ncsi:\n  volumeAttributes:\n    a: \"1\"\n    a: \"2\"\n", `"a" already defined`},
+		{"repeated csi field", `{"kind":"Volume","name":"v","csi":{"secretRef":"a","SecretRef":"b"}}`, `field "SecretRef" is given twice`},
+		{"node with volume fields", "kind: Node\nname: n\nfsType: ext4\n", "only kind and name are allowed"},
+		{"workload with volume fields", "kind: Workload\nname: w\nnode: n1\nvolumeMode: Block\ncsi: {secretRef: x}\n", `workload "w": volumeMode, csi: volume fields`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			es, err := parseInput("in", []byte(tt.in))
+			if err == nil {
+				_, err = toDocuments(es)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// describe volume shows what the volume hands its driver, its secrets by
+// the name of their file only.
+func TestDescribeVolumeDriverFields(t *testing.T) {
+	res := &messages.DescribeResponse{Object: &messages.GetResponse{Volumes: []*messages.VolumeInfo{{Spec: &messages.VolumeDoc{
+		Name: "b", AccessMode: "ReadWriteOnce", VolumeMode: "Filesystem", FsType: "xfs", MountOptions: []string{"noatime", "nodev"},
+		Csi: &messages.VolumeCSIDoc{VolumeAttributes: map[string]string{"z": "1", "a": "2"}, SecretRef: "creds"}}}}}}
+	var b bytes.Buffer
+	if err := printDescribe(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Volume mode:        Filesystem", "FS type:            xfs", "Mount options:      noatime,nodev",
+		"Volume attributes:  a=2,z=1", "Secret ref:         creds"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("describe:\n%s\nlacks %q", b.String(), want)
+		}
+	}
+}
