@@ -28,12 +28,16 @@
 // (cloud.Exclusive by default): SINGLE_NODE_WRITER for ReadWriteOnce,
 // MULTI_NODE_MULTI_WRITER for ReadWriteMany, MULTI_NODE_READER_ONLY for
 // ReadOnlyMany, which is also published read-only (readonly true, where
-// the driver offers PUBLISH_READONLY); the others read-write. tether carries one string, the device
-// path, from the controller to the node agent, and the node plugin needs
-// the whole publish context (a device path is at most one driver-chosen
-// key of it), so the device path IS the publish context: DevicePrefix and
-// its JSON in base64 (DevicePath; the node side decodes it with
-// PublishContext). The Provider remembers the device path of each attach
+// the driver offers PUBLISH_READONLY); the others read-write. tether
+// carries one string, the device path, from the controller to the node
+// agent, and the node plugin needs the whole publish context (a device
+// path is at most one driver-chosen key of it) and the capability the
+// controller published with (a node agent on another machine has no
+// store to read it from), so the device path carries both:
+// CarryingPrefix and their JSON in base64 (DevicePathFor; the node side
+// decodes them with PublishContext and DeviceAccess), the secrets by
+// name only. Device paths of earlier versions (DevicePrefix: the context
+// alone, DevicePath) still decode. The Provider remembers the device path of each attach
 // it made until its detach, so that InstanceVolumes reports it; after a
 // restart it reports "" (unknown) for attachments it did not make, and
 // tether keeps the path it recorded (an idempotent attach tells it again).

@@ -10,7 +10,10 @@
 // the target itself), removes the staging directory after a successful
 // unstage and the target if the plugin left it, and gives the plugin the
 // publish context that the controller's attach returned, which reaches
-// the agent as the device path (cloud/csi.DevicePath). Paths are the
+// the agent as the device path (cloud/csi.DevicePathFor), with how the
+// volume is used: the Mounter asks for the capability the controller
+// published with, and reads the secrets it names from this machine's
+// data directory (MounterConfig.Secrets). Paths are the
 // caller's (node/layout makes them): it checks none. Unpublish and
 // Unstage are idempotent: NOT_FOUND is success. Errors are classified as
 // on the controller side (cloud/csi.MapError). It never retries and
@@ -24,7 +27,7 @@
 // sent and after it succeeded, and answers Inspect (the agent's
 // reconstruction after a restart) from those records, trusting them only
 // within the boot they were written in. Devices is the agent's
-// node.Devices: it hands the controller's device path (the publish
-// context) to the Mounter once the controller side says the volume is
-// published to this node.
+// node.Devices: it hands the controller's device path to the Mounter as
+// it came, asking the controller plugin nothing (the agent stages on
+// tether's own handshake, I3).
 package csi
