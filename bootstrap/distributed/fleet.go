@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether/tether/actors/store/etcdserver"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/messages"
 )
 
@@ -57,7 +58,12 @@ type FleetConfig struct {
 	// CSI, if set, makes a CSI driver the cloud instead of `tether cloud
 	// serve`: every member is given its controller plugin's socket, each
 	// node's agent its own node plugin's.
-	CSI                                       *FleetCSI
+	CSI *FleetCSI
+	// CloudLimit is every member's client-side cloud limit (--cloud-qps,
+	// --cloud-burst, --cloud-max-inflight); the zero Config: none, as an
+	// embedded tether's tests run (tether controller's own default is
+	// tether up's, limit.Defaults).
+	CloudLimit                                limit.Config
 	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
 	Backoff                                   Backoff
 }
@@ -208,6 +214,11 @@ func (f *Fleet) StartController(i int) error {
 	}
 	if c := f.cfg.CSI; c != nil {
 		args = append(args, "--csi-controller-socket", c.ControllerSocket)
+	}
+	cl := f.cfg.CloudLimit
+	args = append(args, "--cloud-qps", strconv.FormatFloat(cl.QPS, 'g', -1, 64), "--cloud-max-inflight", strconv.Itoa(cl.MaxInFlight))
+	if cl.Burst > 0 {
+		args = append(args, "--cloud-burst", strconv.Itoa(cl.Burst))
 	}
 	for _, t := range []struct {
 		flag string

@@ -16,6 +16,7 @@ import (
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/distributed"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/node"
 )
 
@@ -78,7 +79,7 @@ func (c *chaosFlags) stdin() io.Reader {
 }
 
 func controllerCommand() *cobra.Command {
-	cfg := distributed.MemberConfig{Controller: controller.DefaultConfig()}
+	cfg := distributed.MemberConfig{Controller: controller.DefaultConfig(), CloudLimit: limit.Defaults()}
 	var cf chaosFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -93,7 +94,7 @@ README for a whole cluster by hand.`,
 				return err
 			}
 			v := validator{fs: cmd.Flags()}
-			v.atLeast("sync-period", time.Second, "each sync is one cloud call per batch of nodes")
+			v.controllerFlags()
 			v.csiInsteadOfCloud("csi-controller-socket", &cfg.Cloud)
 			if v.err != nil {
 				return v.err
@@ -113,17 +114,16 @@ README for a whole cluster by hand.`,
 	f.StringVar(&cfg.APITLS.Key, "tls-key", "", "the key of --tls-cert")
 	f.StringVar(&cfg.APITLS.ClientCA, "tls-client-ca", "", "require API clients to present certificates of this CA")
 	f.DurationVar(&cfg.MemberTTL, "member-ttl", distributed.DefaultMemberTTL, "the lease of this member's place in the cluster: how long after it dies (or loses etcd) the others serve its actors")
-	f.DurationVar(&cfg.Controller.SyncPeriod, "sync-period", cfg.Controller.SyncPeriod, "how often the sync actor asks the cloud for the truth")
+	controllerFlags(f, &cfg.Controller, &cfg.CloudLimit)
 	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")
 	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "this member's own directory: with a CSI driver, the secrets volumes name by csi.secretRef (csi-secrets/<name>.json, mode 0600)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	cf.add(f)
-	f.DurationVar(&cfg.Controller.CloudTimeout, "cloud-timeout", cfg.Controller.CloudTimeout, "bound of every cloud call")
 	f.DurationVar(&cfg.Controller.Volume.PrepareTimeout, "prepare-timeout", cfg.Controller.Volume.PrepareTimeout, "bound of a volume actor's wait for its node actor's answer before a detach")
 	f.DurationVar(&cfg.Controller.RetireAfter, "retire-after", cfg.Controller.RetireAfter, "how long the actor of a deleted volume stays idle before it stops")
-	for _, name := range []string{"cloud-timeout", "prepare-timeout", "retire-after"} {
+	for _, name := range []string{"prepare-timeout", "retire-after"} {
 		_ = f.MarkHidden(name)
 	}
 	return cmd

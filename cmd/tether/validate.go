@@ -47,15 +47,10 @@ func validateUp(fs *pflag.FlagSet) error {
 	v.hostPort("api-addr")
 	v.hostPort("metrics-addr")
 	v.count("nodes", 1, maxNodes, "tether up runs every node's agent in this one process")
-	v.atLeast("sync-period", minSyncPeriod, "each sync makes one cloud call per node; default 60s")
-	v.atLeast("cloud-timeout", minCloudTimeout, "every cloud call is bounded by it; default 1m")
-	v.atLeast("max-wait-for-unmount", 0, "0 force-detaches as soon as a node is NotReady; --disable-force-detach never does")
+	v.controllerFlags()
 	v.atLeast("sim-latency", 0, "latency the sim adds to each call")
 	v.below("sim-latency", "cloud-timeout")
 	v.rate("sim-throttle")
-	v.rate("cloud-qps")
-	v.count("cloud-burst", 1, 1_000_000, "calls that may go at once after a quiet spell")
-	v.count("cloud-max-inflight", 0, 1_000_000, "0: no bound")
 	v.logging("log-level", "log-format")
 	return v.err
 }
