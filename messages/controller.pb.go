@@ -2474,6 +2474,98 @@ func (x *AgentStatus) GetReady() bool {
 	return false
 }
 
+// PeerPing asks a controller member's peer actor for a round trip over
+// remote: a member joins the placement only once it has had one with
+// every member already there (bootstrap/distributed/peers.go).
+type PeerPing struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"` // the asking member's ID
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerPing) Reset() {
+	*x = PeerPing{}
+	mi := &file_controller_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerPing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerPing) ProtoMessage() {}
+
+func (x *PeerPing) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerPing.ProtoReflect.Descriptor instead.
+func (*PeerPing) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PeerPing) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+// PeerPong answers PeerPing.
+type PeerPong struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"` // the answering member's ID
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerPong) Reset() {
+	*x = PeerPong{}
+	mi := &file_controller_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerPong) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerPong) ProtoMessage() {}
+
+func (x *PeerPong) ProtoReflect() protoreflect.Message {
+	mi := &file_controller_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerPong.ProtoReflect.Descriptor instead.
+func (*PeerPong) Descriptor() ([]byte, []int) {
+	return file_controller_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PeerPong) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 var File_controller_proto protoreflect.FileDescriptor
 
 const file_controller_proto_rawDesc = "" +
@@ -2668,7 +2760,11 @@ const file_controller_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12$\n" +
 	"\x0evolumes_in_use\x18\x02 \x03(\tR\fvolumesInUse\x123\n" +
 	"\x06mounts\x18\x03 \x03(\v2\x1b.tether.messages.AgentMountR\x06mounts\x12\x14\n" +
-	"\x05ready\x18\x04 \x01(\bR\x05ready*C\n" +
+	"\x05ready\x18\x04 \x01(\bR\x05ready\"\x1e\n" +
+	"\bPeerPing\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\"\x1a\n" +
+	"\bPeerPong\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id*C\n" +
 	"\n" +
 	"AccessMode\x12\x19\n" +
 	"\x15ACCESS_MODE_EXCLUSIVE\x10\x00\x12\x1a\n" +
@@ -2687,7 +2783,7 @@ func file_controller_proto_rawDescGZIP() []byte {
 }
 
 var file_controller_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_controller_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_controller_proto_goTypes = []any{
 	(AccessMode)(0),                // 0: tether.messages.AccessMode
 	(*SetDesiredNodes)(nil),        // 1: tether.messages.SetDesiredNodes
@@ -2727,18 +2823,20 @@ var file_controller_proto_goTypes = []any{
 	(*GetAgentStatus)(nil),         // 35: tether.messages.GetAgentStatus
 	(*AgentMount)(nil),             // 36: tether.messages.AgentMount
 	(*AgentStatus)(nil),            // 37: tether.messages.AgentStatus
-	nil,                            // 38: tether.messages.VolumeRestored.AttachedEntry
-	nil,                            // 39: tether.messages.SyncBatchFinished.ActualEntry
-	nil,                            // 40: tether.messages.NodeVolumes.VolumesEntry
+	(*PeerPing)(nil),               // 38: tether.messages.PeerPing
+	(*PeerPong)(nil),               // 39: tether.messages.PeerPong
+	nil,                            // 40: tether.messages.VolumeRestored.AttachedEntry
+	nil,                            // 41: tether.messages.SyncBatchFinished.ActualEntry
+	nil,                            // 42: tether.messages.NodeVolumes.VolumesEntry
 }
 var file_controller_proto_depIdxs = []int32{
 	0,  // 0: tether.messages.SetDesiredNodes.access_mode:type_name -> tether.messages.AccessMode
-	38, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
+	40, // 1: tether.messages.VolumeRestored.attached:type_name -> tether.messages.VolumeRestored.AttachedEntry
 	0,  // 2: tether.messages.VolumeStatus.access_mode:type_name -> tether.messages.AccessMode
 	10, // 3: tether.messages.VolumeStatus.attachments:type_name -> tether.messages.VolumeAttachment
 	19, // 4: tether.messages.NodeStatus.volumes_attached:type_name -> tether.messages.AttachedVolume
-	39, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
-	40, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
+	41, // 5: tether.messages.SyncBatchFinished.actual:type_name -> tether.messages.SyncBatchFinished.ActualEntry
+	42, // 6: tether.messages.NodeVolumes.volumes:type_name -> tether.messages.NodeVolumes.VolumesEntry
 	19, // 7: tether.messages.NodeStatusUpdated.volumes_attached:type_name -> tether.messages.AttachedVolume
 	29, // 8: tether.messages.WorkloadSpec.volumes:type_name -> tether.messages.VolumeUse
 	30, // 9: tether.messages.NodeWorkloads.workloads:type_name -> tether.messages.WorkloadSpec
@@ -2762,7 +2860,7 @@ func file_controller_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_controller_proto_rawDesc), len(file_controller_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   40,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -63,7 +63,9 @@ type FleetConfig struct {
 	// --cloud-burst, --cloud-max-inflight); the zero Config: none, as an
 	// embedded tether's tests run (tether controller's own default is
 	// tether up's, limit.Defaults).
-	CloudLimit                                limit.Config
+	CloudLimit limit.Config
+	// JoinTimeout is every member's --join-timeout (0: its default).
+	JoinTimeout                               time.Duration
 	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
 	Backoff                                   Backoff
 }
@@ -223,7 +225,7 @@ func (f *Fleet) StartController(i int) error {
 	for _, t := range []struct {
 		flag string
 		d    time.Duration
-	}{{"--cloud-timeout", f.cfg.CloudTimeout}, {"--prepare-timeout", f.cfg.PrepareTimeout}, {"--retire-after", f.cfg.RetireAfter}} {
+	}{{"--cloud-timeout", f.cfg.CloudTimeout}, {"--prepare-timeout", f.cfg.PrepareTimeout}, {"--retire-after", f.cfg.RetireAfter}, {"--join-timeout", f.cfg.JoinTimeout}} {
 		if t.d > 0 {
 			args = append(args, t.flag, t.d.String())
 		}
@@ -251,6 +253,25 @@ func (f *Fleet) KillController(i int) error {
 		return nil
 	}
 	return p.kill()
+}
+
+// ControllerExit waits up to d for member i's process to end: ended
+// reports whether it did, err its exit (nil: status 0).
+func (f *Fleet) ControllerExit(i int, d time.Duration) (ended bool, err error) {
+	f.mu.Lock()
+	p := f.members[i].proc
+	f.mu.Unlock()
+	if p == nil {
+		return true, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true, p.err
+	case <-t.C:
+		return false, nil
+	}
 }
 
 // Partition cuts member i off from every other process's remote traffic

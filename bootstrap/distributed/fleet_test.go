@@ -64,6 +64,13 @@ type rig struct {
 
 func startRig(t *testing.T, controllers, nodes int) *rig {
 	t.Helper()
+	return startRigWith(t, controllers, nodes, nil)
+}
+
+// startRigWith is startRig with the fleet's configuration adjusted by
+// adjust (nil: as startRig).
+func startRigWith(t *testing.T, controllers, nodes int, adjust func(*distributed.FleetConfig)) *rig {
+	t.Helper()
 	var names []cloud.NodeName
 	var f *distributed.Fleet
 	for i := range nodes {
@@ -74,8 +81,12 @@ func startRig(t *testing.T, controllers, nodes int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err = distributed.StartFleet(distributed.FleetConfig{Binary: binary, Dir: dir, Controllers: controllers, Nodes: names,
-		Token: "fleet-test-token", SyncPeriod: 2 * time.Second, Heartbeat: time.Second, Permissive: true})
+	fc := distributed.FleetConfig{Binary: binary, Dir: dir, Controllers: controllers, Nodes: names,
+		Token: "fleet-test-token", SyncPeriod: 2 * time.Second, Heartbeat: time.Second, Permissive: true}
+	if adjust != nil {
+		adjust(&fc)
+	}
+	f, err = distributed.StartFleet(fc)
 	if err != nil {
 		t.Fatal(err)
 	}

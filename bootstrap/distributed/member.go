@@ -12,6 +12,7 @@
 package distributed
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +67,11 @@ type MemberConfig struct {
 	// bounds the wait for it at start (0: a minute).
 	CSIControllerSocket string
 	CSIWait             time.Duration
+	// JoinTimeout bounds how long the member tries to reach the members
+	// already there before it gives up (0: DefaultJoinTimeout): it joins
+	// the placement only once it had a round trip over remote with each
+	// (peers.go).
+	JoinTimeout time.Duration
 	// DataDir, if set, is this member's own directory: with a CSI driver,
 	// the secrets volumes name (csi-secrets/<name>.json, mode 0600).
 	DataDir string
@@ -191,6 +197,14 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if err != nil {
 		return m, err
 	}
+	// Before the cluster starts: a member registers only once its peers
+	// answered it over remote (peers.go), and a newer member pings this
+	// one as soon as it is registered.
+	if err := spawnPeerActor(m.System); err != nil {
+		return m, fmt.Errorf("controller: peer actor: %w", err)
+	}
+	mp := m.Cluster.Config.ClusterProvider.(*membership)
+	mp.peers, mp.joinTimeout = &pinger{sys: m.System, timeout: pingTimeout}, cmp.Or(cfg.JoinTimeout, DefaultJoinTimeout)
 	// Before the member joins: from then on other members may activate
 	// actors here, and they must resolve identities through the cluster.
 	m.Controller.UseCluster(m.Cluster)
@@ -203,7 +217,13 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		}
 	})
 	if err := startCluster(m.Cluster, false); err != nil {
-		m.Cluster = nil // never started: Stop shuts the actor system down only
+		// Never started as a member: Stop shuts the actor system down
+		// only, so let go of remote's port here (a member that could not
+		// reach its peers tries again on the same address).
+		if m.Cluster.Remote != nil {
+			m.Cluster.Remote.Shutdown(false)
+		}
+		m.Cluster = nil
 		return m, err
 	}
 	if err := m.Controller.Start(); err != nil {
@@ -362,7 +382,11 @@ func newCluster(sys *actor.ActorSystem, endpoints []string, prefix string, rc *r
 func startCluster(cl *cluster.Cluster, client bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("cluster: joining: %v", r)
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("cluster: joining: %w", e) // ErrPeersUnreachable stays one
+			} else {
+				err = fmt.Errorf("cluster: joining: %v", r)
+			}
 		}
 	}()
 	if client {

@@ -50,6 +50,12 @@ type membership struct {
 	log       *logrus.Logger
 	// lost is called at most once, when a member's lease is gone.
 	lost func(error)
+	// peers, if set, has a member reach every member already registered
+	// before it registers itself, for at most joinTimeout (peers.go).
+	peers       *pinger
+	joinTimeout time.Duration
+	reach       reach      // peers' reachability (peercheck.go)
+	pubMu       sync.Mutex // serializes publish
 
 	cl     *cluster.Cluster
 	self   *cluster.Member // nil for a client
@@ -114,6 +120,14 @@ func (p *membership) StartMember(cl *cluster.Cluster) (err error) {
 	if err != nil {
 		return err
 	}
+	if p.peers != nil {
+		jctx, jcancel := context.WithTimeout(p.ctx, p.joinTimeout)
+		err := p.peers.awaitPeers(jctx, self.Id, p.listMembers, p.log.Warnf)
+		jcancel()
+		if err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.ttl)
 	defer cancel()
 	lease, err := p.client.Grant(ctx, int64((p.ttl+time.Second-1)/time.Second))
@@ -130,7 +144,22 @@ func (p *membership) StartMember(cl *cluster.Cluster) (err error) {
 	}
 	p.wg.Add(1)
 	go p.keepAlive(ka)
-	return p.startWatch(ctx)
+	if err := p.startWatch(ctx); err != nil {
+		return err
+	}
+	if p.peers != nil {
+		p.wg.Add(1)
+		go p.checkPeers()
+	}
+	return nil
+}
+
+// listMembers lists the registered members, for awaitPeers.
+func (p *membership) listMembers(ctx context.Context) (map[string]*cluster.Member, error) {
+	c, cancel := context.WithTimeout(ctx, p.ttl)
+	defer cancel()
+	members, _, err := p.list(c)
+	return members, err
 }
 
 // StartClient publishes the members without registering (agents).
@@ -271,8 +300,13 @@ func (p *membership) watch(members map[string]*cluster.Member, rev int64) {
 // publish hands the members (with this member, always: a member that
 // left its own topology would block itself) to Proto.Actor.
 func (p *membership) publish(members map[string]*cluster.Member) {
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
 	if p.ctx.Err() != nil {
 		return
+	}
+	if p.self != nil && p.peers != nil {
+		members = p.reach.observe(members, p.self.Id)
 	}
 	out := make([]*cluster.Member, 0, len(members)+1)
 	for _, m := range members {

@@ -95,6 +95,7 @@ README for a whole cluster by hand.`,
 			}
 			v := validator{fs: cmd.Flags()}
 			v.controllerFlags()
+			v.atLeast("join-timeout", time.Second, "a round trip to each peer takes up to 3s, tried again every second")
 			v.csiInsteadOfCloud("csi-controller-socket", &cfg.Cloud)
 			if v.err != nil {
 				return v.err
@@ -113,6 +114,7 @@ README for a whole cluster by hand.`,
 	f.StringVar(&cfg.APITLS.Cert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
 	f.StringVar(&cfg.APITLS.Key, "tls-key", "", "the key of --tls-cert")
 	f.StringVar(&cfg.APITLS.ClientCA, "tls-client-ca", "", "require API clients to present certificates of this CA")
+	f.DurationVar(&cfg.JoinTimeout, "join-timeout", distributed.DefaultJoinTimeout, "how long a starting member tries to reach the members already there over remote before it gives up (it holds no actors until it has)")
 	f.DurationVar(&cfg.MemberTTL, "member-ttl", distributed.DefaultMemberTTL, "the lease of this member's place in the cluster: how long after it dies (or loses etcd) the others serve its actors")
 	controllerFlags(f, &cfg.Controller, &cfg.CloudLimit)
 	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")

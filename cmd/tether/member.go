@@ -54,6 +54,12 @@ func runMember(ctx context.Context, out io.Writer, cfg distributed.MemberConfig)
 					started = time.Now()
 					break
 				}
+				if errors.Is(err, distributed.ErrPeersUnreachable) {
+					// Cut off from its peers (etcd reachable or not): a
+					// member they cannot reach must not serve; say so
+					// and end, non-zero.
+					return err
+				}
 				stopErr = err
 			}
 		}
