@@ -13,6 +13,7 @@ package distributed
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -72,6 +73,9 @@ type MemberConfig struct {
 	// the placement only once it had a round trip over remote with each
 	// (peers.go).
 	JoinTimeout time.Duration
+	// Context, if set, ends the wait for the peers at once when it is
+	// done (tether controller's SIGTERM): the start then fails.
+	Context context.Context
 	// DataDir, if set, is this member's own directory: with a CSI driver,
 	// the secrets volumes name (csi-secrets/<name>.json, mode 0600).
 	DataDir string
@@ -204,7 +208,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		return m, fmt.Errorf("controller: peer actor: %w", err)
 	}
 	mp := m.Cluster.Config.ClusterProvider.(*membership)
-	mp.peers, mp.joinTimeout = &pinger{sys: m.System, timeout: pingTimeout}, cmp.Or(cfg.JoinTimeout, DefaultJoinTimeout)
+	mp.peers, mp.joinTimeout, mp.joinCtx = &pinger{sys: m.System, timeout: pingTimeout}, cmp.Or(cfg.JoinTimeout, DefaultJoinTimeout), cfg.Context
 	// Before the member joins: from then on other members may activate
 	// actors here, and they must resolve identities through the cluster.
 	m.Controller.UseCluster(m.Cluster)

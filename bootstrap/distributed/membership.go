@@ -54,8 +54,9 @@ type membership struct {
 	// before it registers itself, for at most joinTimeout (peers.go).
 	peers       *pinger
 	joinTimeout time.Duration
-	reach       reach      // peers' reachability (peercheck.go)
-	pubMu       sync.Mutex // serializes publish
+	joinCtx     context.Context // ends the wait for the peers (SIGTERM)
+	reach       reach           // peers' reachability (peercheck.go)
+	pubMu       sync.Mutex      // serializes publish
 
 	cl     *cluster.Cluster
 	self   *cluster.Member // nil for a client
@@ -122,6 +123,10 @@ func (p *membership) StartMember(cl *cluster.Cluster) (err error) {
 	}
 	if p.peers != nil {
 		jctx, jcancel := context.WithTimeout(p.ctx, p.joinTimeout)
+		if p.joinCtx != nil {
+			stop := context.AfterFunc(p.joinCtx, jcancel)
+			defer stop()
+		}
 		err := p.peers.awaitPeers(jctx, self.Id, p.listMembers, p.log.Warnf)
 		jcancel()
 		if err != nil {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +83,51 @@ func TestFleetUnreachableMemberNeverJoins(t *testing.T) {
 			t.Errorf("node %s is NotReady", n.GetSpec().GetName())
 		}
 	}
+
+	// SIGTERM while it waits for its peers stops it within 10 s.
+	lis, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = lis.Addr().String()
+	_ = lis.Close()
+	var said syncBuffer
+	waiting := exec.Command(binary, "controller", "--etcd", strings.Join(r.f.Etcd.Endpoints(), ","), "--cloud", r.f.CloudAddr(),
+		"--remote-addr", addr, "--remote-advertise", "127.0.0.1:1", "--api-addr", "", "--join-timeout", "5m")
+	waiting.Stdout, waiting.Stderr = &said, &said
+	if err := waiting.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- waiting.Wait() }()
+	t.Cleanup(func() { _ = waiting.Process.Kill() })
+	r.eventually("the member waits for its peers", 30*time.Second, func() bool { return strings.Contains(said.String(), "not joining yet") })
+	if err := waiting.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("SIGTERM did not stop a member waiting for its peers within 10s; it said:\n%s", said.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer a process may write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // nodeStatuses lists every node as `tether get nodes` does.

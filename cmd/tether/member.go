@@ -23,8 +23,12 @@ const calmAfter = 5 * time.Minute
 // configuration the operator must see. With a chaos control on stdin a lost
 // member exits instead (the control cannot be handed on).
 func runMember(ctx context.Context, out io.Writer, cfg distributed.MemberConfig) error {
+	cfg.Context = ctx // a SIGTERM ends the wait for the peers too
 	m, err := distributed.StartMember(cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while joining
+		}
 		return err
 	}
 	pause, started := time.Second, time.Now()
