@@ -54,6 +54,11 @@ type Config struct {
 	RestoreGrace time.Duration
 	// Observer, if set, hears what metrics need; its methods must not block.
 	Observer Observer
+	// RegisterNode, if set, registers a node that an agent announces and
+	// the desired state does not have yet (as the kubelet registers its
+	// node): the wiring gives it an instance where the cloud needs one and
+	// applies its Node. It may block; it runs off the node actor.
+	RegisterNode func(cloud.NodeName) error
 	// Guard serialises spawns of named actors against sends; share one per
 	// actor system (nil: the controller makes its own).
 	Guard *spawn.Guard

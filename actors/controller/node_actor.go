@@ -53,6 +53,9 @@ type nodeActor struct {
 	// agent (started after this actor, as in one process) announces
 	// itself, if no change was applied since (restore_handoff.go).
 	firstTold *messages.NodeWorkloads
+	// registering: this incarnation checked, or is checking, that the
+	// desired state has the node its agent announces (register.go).
+	registering bool
 }
 
 // named gives the actor its identity, from its name (see the shared Props
@@ -83,6 +86,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		panic("node " + string(a.name) + ": crash requested: " + m.Reason)
 	case flushStatus:
 		a.flush(ctx)
+	case registerFailed:
+		a.registering = false // the next heartbeat tries again
 	case *messages.GetNodeStatus:
 		// What is durable: answered after the pending write, if any.
 		if sender := ctx.Sender(); sender != nil {
@@ -105,6 +110,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		// number of the report it reflects (once it is written).
 		a.later(ctx, held{do: a.pushStatus, push: true})
 	case *messages.Heartbeat:
+		if ctx.Sender() != nil {
+			a.register(m.Node) // an agent's, not the controller's own hello
+		}
 		a.heardFromAgent(ctx)
 		a.heard = true
 		a.step(ctx, nodestatus.HeartbeatReceived{InstanceID: cloud.InstanceID(m.InstanceId), MaxVolumes: m.MaxVolumes})

@@ -195,6 +195,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	}
 	cc.Guard = spawn.New(m.System)
 	cc.Log, cc.Supervisor.Log = log, log
+	cc.RegisterNode = m.registerNode
 	st, provider := m.chaosHooks(cfg, &cc)
 	m.Controller = controller.New(m.System, cc, limit.Wrap(provider, cfg.CloudLimit), st, m.events)
 	m.Cluster, err = newCluster(m.System, cfg.Etcd, cfg.Prefix, rc, m.Controller.Kinds(), cfg.MemberTTL, log, func(err error) { m.lost <- err })
@@ -275,6 +276,17 @@ func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Stor
 		}
 	}
 	return m.store, provider
+}
+
+// registerNode registers a node its agent announced (controller.Config.
+// RegisterNode): an instance where the cloud needs one (the API's
+// provisioning of a Node document), then the Node applied.
+func (m *Member) registerNode(n cloud.NodeName) error {
+	if _, err := m.nodes().AddInstanceChecked(n); err != nil {
+		return err
+	}
+	_, err := m.Controller.ApplyAll([]controller.Change{{Node: &store.NodeSpec{Name: n}}})
+	return err
 }
 
 // provider is the cloud the controller calls: the CSI driver's
