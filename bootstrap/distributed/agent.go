@@ -36,9 +36,10 @@ type AgentConfig struct {
 	// Etcd and Prefix: where the cluster's membership is (the agent is a
 	// cluster client: it hosts no actor kind, it only resolves the node
 	// actor of its node).
-	Etcd   []string
-	Prefix string
-	Remote RemoteConfig
+	Etcd    []string
+	EtcdTLS EtcdTLS // mutual TLS to etcd (required beyond loopback)
+	Prefix  string
+	Remote  RemoteConfig
 	// Cloud: the address of `tether cloud serve`, for the device paths
 	// (the sim cloud's "devices" are directories on this machine).
 	Cloud    string
@@ -127,7 +128,11 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	if a.Cloud, rc, a.System, err = connect("agent", cfg.Cloud, cfg.CloudTLS, cfg.Remote, log); err != nil {
 		return a, err
 	}
-	a.Cluster, err = newCluster(a.System, cfg.Etcd, cfg.Prefix, rc, nil, DefaultMemberTTL, log, nil)
+	endpoints, etcdTLS, err := etcdClient(cfg.Etcd, cfg.EtcdTLS)
+	if err != nil {
+		return a, fmt.Errorf("agent: %w", err)
+	}
+	a.Cluster, err = newCluster(a.System, endpoints, etcdTLS, cfg.Prefix, rc, nil, DefaultMemberTTL, log, nil)
 	if err != nil {
 		return a, err
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tether/tether/actors/store/etcdserver"
+	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/messages"
@@ -64,6 +65,10 @@ type FleetConfig struct {
 	// embedded tether's tests run (tether controller's own default is
 	// tether up's, limit.Defaults).
 	CloudLimit limit.Config
+	// EtcdTLS serves etcd over mutual TLS only, with certificates of a
+	// CA made for the fleet (EtcdClientTLS): every member and agent dials
+	// it with --etcd-tls-*.
+	EtcdTLS bool
 	// JoinTimeout is every member's --join-timeout (0: its default).
 	JoinTimeout                               time.Duration
 	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
@@ -124,7 +129,13 @@ func StartFleet(cfg FleetConfig) (f *Fleet, err error) {
 	if err != nil {
 		return f, err
 	}
-	f.Etcd, err = etcdserver.Start(etcdserver.Config{Dir: filepath.Join(cfg.Dir, "etcd"), Log: etcdLog})
+	ec := etcdserver.Config{Dir: filepath.Join(cfg.Dir, "etcd"), Log: etcdLog}
+	if cfg.EtcdTLS {
+		if ec.TLS, err = f.makeEtcdCerts(); err != nil {
+			return f, err
+		}
+	}
+	f.Etcd, err = etcdserver.Start(ec)
 	if err != nil {
 		return f, err
 	}
@@ -161,10 +172,40 @@ func (f *Fleet) logPath(name string) string { return filepath.Join(f.cfg.Dir, "l
 func (f *Fleet) CloudAddr() string { return f.cloudAddr }
 
 func (f *Fleet) common() []string {
-	if f.cfg.CSI != nil {
-		return []string{"--etcd", strings.Join(f.Etcd.Endpoints(), ",")}
+	args := []string{"--etcd", strings.Join(f.Etcd.Endpoints(), ",")}
+	if f.cfg.EtcdTLS {
+		ca, cert, key := f.EtcdClientTLS()
+		args = append(args, "--etcd-tls-ca", ca, "--etcd-tls-cert", cert, "--etcd-tls-key", key)
 	}
-	return []string{"--etcd", strings.Join(f.Etcd.Endpoints(), ","), "--cloud", f.cloudAddr}
+	if f.cfg.CSI != nil {
+		return args
+	}
+	return append(args, "--cloud", f.cloudAddr)
+}
+
+// certsDir holds the fleet's CA and certificates (EtcdTLS).
+func (f *Fleet) certsDir() string { return filepath.Join(f.cfg.Dir, "certs") }
+
+// makeEtcdCerts makes a CA, etcd's certificate and the fleet processes'
+// client certificate ("tether"), all for loopback.
+func (f *Fleet) makeEtcdCerts() (*etcdserver.TLSFiles, error) {
+	dir := f.certsDir()
+	o := certs.SetOptions{Hosts: []string{"127.0.0.1", "localhost"}, ValidFor: 24 * time.Hour, Now: time.Now()}
+	if _, err := certs.WriteSet(dir, o); err != nil {
+		return nil, err
+	}
+	if _, err := certs.WriteProcesses(dir, []string{"etcd", "tether"}, o); err != nil {
+		return nil, err
+	}
+	cert, key := certs.ProcessFiles(dir, "etcd")
+	return &etcdserver.TLSFiles{Cert: cert, Key: key, CA: filepath.Join(dir, certs.CAFile)}, nil
+}
+
+// EtcdClientTLS are the files a client of the fleet's etcd presents
+// (EtcdTLS): the CA, and the "tether" process's certificate and key.
+func (f *Fleet) EtcdClientTLS() (ca, cert, key string) {
+	cert, key = certs.ProcessFiles(f.certsDir(), "tether")
+	return filepath.Join(f.certsDir(), certs.CAFile), cert, key
 }
 
 // StartCloud starts the cloud service (again), on its address and data.

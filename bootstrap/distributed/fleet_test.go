@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/bootstrap/distributed"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
@@ -480,7 +481,16 @@ func TestFleetSurvivesProcessFaults(t *testing.T) {
 // etcd is an admin client of the fleet's etcd, closed at the end.
 func (r *rig) etcd() *clientv3.Client {
 	r.t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: r.f.Etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: r.f.Etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+	if strings.HasPrefix(r.f.Etcd.Endpoints()[0], "https://") {
+		ca, cert, key := r.f.EtcdClientTLS()
+		tc, err := certs.ClientConfig(ca, cert, key, "")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		cfg.TLS = tc
+	}
+	c, err := clientv3.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ package distributed
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -47,8 +48,10 @@ const ClusterName = "tether"
 type MemberConfig struct {
 	LogLevel, LogFormat string
 	LogOutput           io.Writer
-	// Etcd lists the etcd endpoints (membership and the store).
-	Etcd []string
+	// Etcd lists the etcd endpoints (membership and the store); EtcdTLS
+	// dials them over mutual TLS (required beyond loopback).
+	Etcd    []string
+	EtcdTLS EtcdTLS
 	// Prefix roots every key of this tether in etcd (default "/tether/"):
 	// the store under it, the cluster's membership under Prefix+"cluster".
 	Prefix string
@@ -175,7 +178,11 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if m.journal, err = openJournal(cfg.Journal, "controller member"); err != nil {
 		return m, err
 	}
-	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: cfg.Etcd, Prefix: cfg.Prefix + "store/"})
+	endpoints, etcdTLS, err := etcdClient(cfg.Etcd, cfg.EtcdTLS)
+	if err != nil {
+		return m, fmt.Errorf("controller: %w", err)
+	}
+	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: endpoints, TLS: etcdTLS, Prefix: cfg.Prefix + "store/"})
 	if err != nil {
 		return m, fmt.Errorf("controller: store: %w", err)
 	}
@@ -198,7 +205,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	cc.RegisterNode = m.registerNode
 	st, provider := m.chaosHooks(cfg, &cc)
 	m.Controller = controller.New(m.System, cc, limit.Wrap(provider, cfg.CloudLimit), st, m.events)
-	m.Cluster, err = newCluster(m.System, cfg.Etcd, cfg.Prefix, rc, m.Controller.Kinds(), cfg.MemberTTL, log, func(err error) { m.lost <- err })
+	m.Cluster, err = newCluster(m.System, endpoints, etcdTLS, cfg.Prefix, rc, m.Controller.Kinds(), cfg.MemberTTL, log, func(err error) { m.lost <- err })
 	if err != nil {
 		return m, err
 	}
@@ -383,11 +390,12 @@ func (b Backoff) apply(p *backoff.Policy) {
 // under prefix (see membership; ttl is a member's lease, lost hears when
 // it lapsed); kinds are the actor kinds this process hosts (none for a
 // client).
-func newCluster(sys *actor.ActorSystem, endpoints []string, prefix string, rc *remote.Config, kinds []*cluster.Kind, ttl time.Duration, log *logrus.Logger, lost func(error)) (*cluster.Cluster, error) {
+func newCluster(sys *actor.ActorSystem, endpoints []string, etcdTLS *tls.Config, prefix string, rc *remote.Config, kinds []*cluster.Kind, ttl time.Duration, log *logrus.Logger, lost func(error)) (*cluster.Cluster, error) {
 	p, err := newMembership(endpoints, prefix+"cluster/"+ClusterName+"/", ttl, log, lost)
 	if err != nil {
 		return nil, err
 	}
+	p.tls = etcdTLS
 	cfg := cluster.Configure(ClusterName, p, disthash.New(), rc, cluster.WithKinds(kinds...))
 	return cluster.New(sys, cfg), nil
 }

@@ -2,6 +2,7 @@ package distributed
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,7 @@ import (
 // member's key lives as long as its lease.
 type membership struct {
 	endpoints []string
+	tls       *tls.Config      // etcd's client TLS; nil: plain text
 	client    *clientv3.Client // from StartMember or StartClient on
 	prefix    string
 	ttl       time.Duration
@@ -96,7 +98,7 @@ func (p *membership) closeOnError(err *error) {
 
 // connect makes the etcd client.
 func (p *membership) connect() error {
-	c, err := clientv3.New(clientv3.Config{Endpoints: p.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	c, err := clientv3.New(clientv3.Config{Endpoints: p.endpoints, TLS: p.tls, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("cluster: etcd: %w", err)
 	}

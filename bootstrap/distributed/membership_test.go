@@ -41,7 +41,7 @@ func TestMembershipFollowsEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
-	cl, err := newCluster(sys, etcd.Endpoints(), prefix, rc, nil, 2*time.Second, log, func(err error) { lost <- err })
+	cl, err := newCluster(sys, etcd.Endpoints(), nil, prefix, rc, nil, 2*time.Second, log, func(err error) { lost <- err })
 	if err != nil {
 		t.Fatal(err)
 	}

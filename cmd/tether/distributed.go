@@ -21,8 +21,11 @@ import (
 )
 
 // distributedFlags are the flags every process of distributed mode shares.
-func distributedFlags(f *pflag.FlagSet, etcd *[]string, prefix *string, rc *distributed.RemoteConfig, cloudAddr *string, ct *distributed.ClientTLS) {
-	f.StringSliceVar(etcd, "etcd", []string{"127.0.0.1:2379"}, "etcd endpoints (membership, and the controllers' store)")
+func distributedFlags(f *pflag.FlagSet, etcd *[]string, et *distributed.EtcdTLS, prefix *string, rc *distributed.RemoteConfig, cloudAddr *string, ct *distributed.ClientTLS) {
+	f.StringSliceVar(etcd, "etcd", []string{"127.0.0.1:2379"}, "etcd endpoints (membership, and the controllers' store); beyond loopback only over mutual TLS (--etcd-tls-*)")
+	f.StringVar(&et.CA, "etcd-tls-ca", "", "dial etcd over mutual TLS: the CA that signed etcd's certificate (PEM; tether certs --process etcd,... issues them)")
+	f.StringVar(&et.Cert, "etcd-tls-cert", "", "this process's certificate for etcd (mutual TLS)")
+	f.StringVar(&et.Key, "etcd-tls-key", "", "the key of --etcd-tls-cert")
 	f.StringVar(prefix, "etcd-prefix", "/tether/", "the root of this tether's keys in etcd")
 	f.StringVar(&rc.Addr, "remote-addr", "127.0.0.1:0", "where this process listens for Proto.Actor remote traffic (port 0: any free port)")
 	f.StringVar(&rc.Advertise, "remote-advertise", "", "the address other processes reach this one at, if not --remote-addr (a proxy in front)")
@@ -108,7 +111,7 @@ README for a whole cluster by hand.`,
 		},
 	}
 	f := cmd.Flags()
-	distributedFlags(f, &cfg.Etcd, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
+	distributedFlags(f, &cfg.Etcd, &cfg.EtcdTLS, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
 	f.StringVar(&cfg.APIAddr, "api-addr", "127.0.0.1:7070", "where this member serves tether's API (\"\": none)")
 	f.StringVar(&cfg.APIToken, "token", "", "the API's bearer token (\"\": no token; loopback only)")
 	f.StringVar(&cfg.APITLS.Cert, "tls-cert", "", "serve the API over TLS with this certificate (PEM)")
@@ -168,7 +171,7 @@ func agentCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	distributedFlags(f, &cfg.Etcd, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
+	distributedFlags(f, &cfg.Etcd, &cfg.EtcdTLS, &cfg.Prefix, &cfg.Remote, &cfg.Cloud, &cfg.CloudTLS)
 	f.StringVar(&nodeName, "node", "", "the node this agent serves (required)")
 	f.StringVar(&cfg.Mounter, "mounter", "auto", "auto (bind mounts as root, symlinks otherwise), bind or symlink")
 	f.StringVar(&cfg.CSINodeSocket, "csi-node-socket", "", "unix socket of the CSI driver's node plugin on this machine: the agent mounts through it and reports its node ID (NodeGetInfo) to the controllers, instead of --cloud")

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -56,7 +57,16 @@ type Config struct {
 	// Log receives etcd's output (both streams); nil discards it. The
 	// last lines are kept for the errors either way.
 	Log io.Writer
+	// TLS, if set, serves etcd's clients over mutual TLS only: https
+	// client URLs, etcd's certificate and key, and the CA every client's
+	// certificate must chain to (--client-cert-auth). Start's own health
+	// checks present the same certificate (it must allow client use, as
+	// `tether certs --process` issues them).
+	TLS *TLSFiles
 }
+
+// TLSFiles are the PEM files of etcd's client TLS.
+type TLSFiles struct{ Cert, Key, CA string }
 
 // Server is one etcd process (and its successors after Restart). Its
 // methods are safe for concurrent use.
@@ -64,6 +74,8 @@ type Server struct {
 	cfg    Config
 	binary string // resolved path
 	name   string // --name, kept across restarts
+
+	probe *http.Client // health checks (with TLS: as a client of it)
 
 	mu     sync.Mutex
 	client string // URL, fixed after Start
@@ -100,13 +112,22 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var id [6]byte
 	_, _ = rand.Read(id[:])
-	s := &Server{cfg: cfg, binary: path, name: "tether-" + hex.EncodeToString(id[:])}
+	s := &Server{cfg: cfg, binary: path, name: "tether-" + hex.EncodeToString(id[:]), probe: probe}
+	scheme := "http://"
+	if cfg.TLS != nil {
+		tc, err := clientTLS(*cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		s.probe = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc}}
+		scheme = "https://"
+	}
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(2)
 		if err != nil {
 			return nil, err
 		}
-		s.client = "http://" + loopback(ports[0])
+		s.client = scheme + loopback(ports[0])
 		s.peer = "http://" + loopback(ports[1])
 		err = s.start()
 		if err == nil {
@@ -196,14 +217,13 @@ func (s *Server) start() error {
 	}
 	out := newTail(s.cfg.Log)
 	s.out = out
-	cmd := exec.Command(s.binary,
-		"--name", s.name,
+	args := []string{"--name", s.name,
 		"--data-dir", s.cfg.Dir,
 		"--listen-client-urls", s.client,
 		"--advertise-client-urls", s.client,
 		"--listen-peer-urls", s.peer,
 		"--initial-advertise-peer-urls", s.peer,
-		"--initial-cluster", s.name+"="+s.peer,
+		"--initial-cluster", s.name + "=" + s.peer,
 		"--initial-cluster-state", "new",
 		"--max-txn-ops", strconv.Itoa(MaxTxnOps),
 		"--max-request-bytes", strconv.Itoa(MaxRequestBytes),
@@ -214,7 +234,11 @@ func (s *Server) start() error {
 		"--auto-compaction-retention", strconv.Itoa(compactRetention),
 		"--logger", "zap",
 		"--log-outputs", "stderr",
-	)
+	}
+	if t := s.cfg.TLS; t != nil {
+		args = append(args, "--cert-file", t.Cert, "--key-file", t.Key, "--trusted-ca-file", t.CA, "--client-cert-auth")
+	}
+	cmd := exec.Command(s.binary, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -225,7 +249,7 @@ func (s *Server) start() error {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	if err := waitReady(s.client, p, startTimeout); err != nil {
+	if err := waitReady(s.probe, s.client, p, startTimeout); err != nil {
 		_ = cmd.Process.Kill()
 		<-p.done
 		if out.contains("address already in use") {
