@@ -34,7 +34,7 @@ func TestValidateFlags(t *testing.T) {
 		{"up", nil, ""},
 		{"up", []string{"--sync-period", "1s", "--cloud-timeout", "1s", "--sim-latency", "999ms", "--sim-throttle", "0.1", "--max-wait-for-unmount", "0s", "--nodes", "1000", "--log-level", "debug", "--log-format", "json"}, ""},
 		{"up", []string{"--sim-throttle", "1e6", "--api-addr", "[::1]:0", "--metrics-addr", ":9100"}, ""},
-		{"up", []string{"--sync-period", "0s"}, "--sync-period 0s: want at least 1s (each sync makes one cloud call per node"},
+		{"up", []string{"--sync-period", "0s"}, "--sync-period 0s: want at least 1s (each sync makes one cloud call per batch of nodes"},
 		{"up", []string{"--sync-period", "1ns"}, "--sync-period 1ns: want at least 1s"},
 		{"up", []string{"--sync-period", "-1s"}, "--sync-period -1s: want at least 1s"},
 		{"up", []string{"--sync-period", "999ms"}, "--sync-period 999ms: want at least 1s"},
