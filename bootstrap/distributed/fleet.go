@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -313,6 +314,23 @@ func (f *Fleet) ControllerExit(i int, d time.Duration) (ended bool, err error) {
 	case <-t.C:
 		return false, nil
 	}
+}
+
+// TerminateController sends member i's process SIGTERM and returns how
+// long it took to exit, SIGKILLing it after grace (killed).
+func (f *Fleet) TerminateController(i int, grace time.Duration) (took time.Duration, killed bool, err error) {
+	f.mu.Lock()
+	p := f.members[i].proc
+	f.members[i].proc = nil
+	f.mu.Unlock()
+	if p == nil {
+		return 0, false, nil
+	}
+	start := time.Now()
+	if err := p.signal(syscall.SIGTERM, grace); err == nil {
+		return time.Since(start), false, nil
+	}
+	return time.Since(start), true, p.kill()
 }
 
 // Partition cuts member i off from every other process's remote traffic

@@ -333,7 +333,7 @@ func (m *Member) Stop() error {
 		errs = append(errs, m.API.Stop())
 	}
 	if m.Controller != nil {
-		errs = append(errs, m.Controller.Stop(10*time.Second))
+		errs = append(errs, m.Controller.Stop(5*time.Second)) // crash only: a short grace loses nothing
 	}
 	if m.Cluster != nil {
 		// Leaving revokes the lease within 3 s (membership.Shutdown), but

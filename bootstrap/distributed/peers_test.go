@@ -186,3 +186,26 @@ func TestFleetMemberCutOffFromPeersGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM stops a member within 10 s whatever it is doing: here while it
+// serves and is cut off from its peers (its graceful stop would wait on
+// them), and the others take its actors over.
+func TestFleetMemberStopsOnSIGTERMWithin10s(t *testing.T) {
+	r := startRig(t, 3, 2)
+	var docs []*messages.Document
+	for _, n := range r.nodes {
+		docs = append(docs, nodeDoc(n))
+	}
+	r.apply(docs...)
+	r.place(map[string]cloud.NodeName{"w-1": "n1", "w-2": "n2"})
+	r.converge("before", 60*time.Second)
+	r.f.Partition(0, true)
+	t.Cleanup(func() { r.f.Partition(0, false) })
+	took, killed, err := r.f.TerminateController(0, 10*time.Second)
+	if err != nil || killed {
+		t.Fatalf("SIGTERM: the member needed SIGKILL after %v (%v)", took, err)
+	}
+	t.Logf("stopped %v after SIGTERM", took.Round(10*time.Millisecond))
+	r.place(map[string]cloud.NodeName{"w-3": "n1"})
+	r.converge("after it stopped", 90*time.Second)
+}

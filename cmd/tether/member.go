@@ -36,7 +36,7 @@ func runMember(ctx context.Context, out io.Writer, cfg distributed.MemberConfig)
 		fmt.Fprintf(out, "tether controller member: remote %s, API %s\n", m.System.Address(), m.APIAddr())
 		select {
 		case <-ctx.Done():
-			return m.Stop()
+			return stopWithin(m, memberStopBound)
 		case lost := <-m.Lost():
 			if time.Since(started) > calmAfter {
 				pause = time.Second // a loss long after the last one starts the curve again
@@ -67,5 +67,27 @@ func runMember(ctx context.Context, out io.Writer, cfg distributed.MemberConfig)
 				stopErr = err
 			}
 		}
+	}
+}
+
+// memberStopBound bounds a member's stop after SIGTERM or SIGINT.
+const memberStopBound = 9 * time.Second
+
+// stopWithin stops m, or stops waiting for it after d. tether is crash
+// only (a kill at any moment loses nothing: a successor reads the intents,
+// the others take the actors over once the lease lapses), so a stop that
+// hangs, on peers it cannot reach or an etcd that is down, must not hold
+// the process past what an operator's SIGTERM allows.
+func stopWithin(m *distributed.Member, d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- m.Stop() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		m.Log.Warnf("stopping took longer than %v: exiting anyway (nothing is lost: the others take this member's actors over once its lease lapses)", d)
+		return nil
 	}
 }
