@@ -139,7 +139,7 @@ func (a *volumeActor) verifyNodes(nodes []cloud.NodeName, start bool) {
 			return
 		}
 		if ans.Err != nil {
-			if !errors.Is(ans.Err, errNoListing) {
+			if e.listing != cloud.ListingNone { // nothing was asked: no news
 				e.log.WithField("volume", a.id).Warnf("verify failed: %v", ans.Err)
 			}
 			return

@@ -1,13 +1,13 @@
 package distributed_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,31 +25,11 @@ import (
 // while it tries reach their mounts, and no node goes NotReady.
 func TestFleetUnreachableMemberNeverJoins(t *testing.T) {
 	r := startRig(t, 2, 2)
-	var docs []*messages.Document
-	for _, n := range r.nodes {
-		docs = append(docs, nodeDoc(n))
-	}
-	r.apply(docs...)
-	r.place(map[string]cloud.NodeName{"w-1": "n1", "w-2": "n2"})
-	r.converge("before the bad member", 60*time.Second)
+	r.serving("before the bad member")
 
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	_ = lis.Close() // a port of its own; nobody listens on the advertised one
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	bad := exec.CommandContext(ctx, binary, "controller", "--etcd", strings.Join(r.f.Etcd.Endpoints(), ","), "--cloud", r.f.CloudAddr(),
-		"--remote-addr", addr, "--remote-advertise", "127.0.0.1:1", "--api-addr", "", "--join-timeout", "8s")
-	var out bytes.Buffer
-	bad.Stdout, bad.Stderr = &out, &out
-	if err := bad.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- bad.Wait() }()
+	_, done, said := r.unreachableMember(8 * time.Second)
 
 	// While it tries to join, the cluster serves as before.
 	r.place(map[string]cloud.NodeName{"w-3": "n1", "w-4": "n2", "w-1": "n2"})
@@ -65,15 +45,15 @@ func TestFleetUnreachableMemberNeverJoins(t *testing.T) {
 		case ended = <-done:
 			running = false
 		case <-ctx.Done():
-			t.Fatalf("the unreachable member did not give up within its join bound; it said:\n%s", out.String())
+			t.Fatalf("the unreachable member did not give up within its join bound; it said:\n%s", said())
 		case <-time.After(100 * time.Millisecond): // polling pace
 		}
 	}
 	var exit *exec.ExitError
 	if !errors.As(ended, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("the unreachable member ended with %v, want a non-zero exit; it said:\n%s", ended, out.String())
+		t.Fatalf("the unreachable member ended with %v, want a non-zero exit; it said:\n%s", ended, said())
 	}
-	if s := out.String(); !strings.Contains(s, "cannot be reached over remote") || !strings.Contains(s, "--remote-advertise") {
+	if s := said(); !strings.Contains(s, "cannot be reached over remote") || !strings.Contains(s, "--remote-advertise") {
 		t.Errorf("the unreachable member did not say why:\n%s", s)
 	}
 	r.place(map[string]cloud.NodeName{"w-5": "n1"})
@@ -85,49 +65,69 @@ func TestFleetUnreachableMemberNeverJoins(t *testing.T) {
 	}
 
 	// SIGTERM while it waits for its peers stops it within 10 s.
-	lis, err = net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr = lis.Addr().String()
-	_ = lis.Close()
-	var said syncBuffer
-	waiting := exec.Command(binary, "controller", "--etcd", strings.Join(r.f.Etcd.Endpoints(), ","), "--cloud", r.f.CloudAddr(),
-		"--remote-addr", addr, "--remote-advertise", "127.0.0.1:1", "--api-addr", "", "--join-timeout", "5m")
-	waiting.Stdout, waiting.Stderr = &said, &said
-	if err := waiting.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- waiting.Wait() }()
-	t.Cleanup(func() { _ = waiting.Process.Kill() })
-	r.eventually("the member waits for its peers", 30*time.Second, func() bool { return strings.Contains(said.String(), "not joining yet") })
+	waiting, exited, said := r.unreachableMember(5 * time.Minute)
+	r.eventually("the member waits for its peers", 30*time.Second, func() bool { return strings.Contains(said(), "not joining yet") })
 	if err := waiting.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("SIGTERM did not stop a member waiting for its peers within 10s; it said:\n%s", said.String())
+		t.Fatalf("SIGTERM did not stop a member waiting for its peers within 10s; it said:\n%s", said())
 	}
 }
 
-// syncBuffer is a bytes.Buffer a process may write while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// serving declares the rig's nodes, places w-1 on n1 and w-2 on n2, and
+// waits for them to converge.
+func (r *rig) serving(what string) {
+	r.t.Helper()
+	var docs []*messages.Document
+	for _, n := range r.nodes {
+		docs = append(docs, nodeDoc(n))
+	}
+	r.apply(docs...)
+	r.place(map[string]cloud.NodeName{"w-1": "n1", "w-2": "n2"})
+	r.converge(what, 60*time.Second)
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// unreachableMember starts a controller member of the rig's cluster that
+// no peer can answer: it advertises an address nobody listens on. It
+// tries to join for join; exited gets its end, said reads what it printed
+// so far (a file: the process writes while the test reads). It is killed
+// at cleanup if still running.
+func (r *rig) unreachableMember(join time.Duration) (cmd *exec.Cmd, exited <-chan error, said func() string) {
+	r.t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	_ = lis.Close() // a port of its own; nobody listens on the advertised one
+	log := filepath.Join(r.t.TempDir(), "member.log")
+	f, err := os.Create(log)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer f.Close()
+	cmd = exec.Command(binary, "controller", "--etcd", strings.Join(r.f.Etcd.Endpoints(), ","), "--cloud", r.f.CloudAddr(),
+		"--remote-addr", addr, "--remote-advertise", "127.0.0.1:1", "--api-addr", "", "--join-timeout", join.String())
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	done, over := make(chan error, 1), make(chan struct{})
+	go func() {
+		done <- cmd.Wait()
+		close(over)
+	}()
+	r.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-over
+	})
+	return cmd, done, func() string {
+		b, _ := os.ReadFile(log)
+		return string(b)
+	}
 }
 
 // nodeStatuses lists every node as `tether get nodes` does.
@@ -153,12 +153,8 @@ func (r *rig) nodeStatuses() []*messages.NodeInfo {
 // serve: workloads applied during the partition reach their mounts.
 func TestFleetMemberCutOffFromPeersGivesUp(t *testing.T) {
 	r := startRigWith(t, 3, 2, func(c *distributed.FleetConfig) { c.JoinTimeout = 5 * time.Second })
-	var docs []*messages.Document
-	for _, n := range r.nodes {
-		docs = append(docs, nodeDoc(n))
-	}
-	r.apply(docs...)
-	r.place(map[string]cloud.NodeName{"w-1": "n1", "w-2": "n2", "w-3": "n1"})
+	r.serving("before the partition")
+	r.place(map[string]cloud.NodeName{"w-3": "n1"})
 	r.converge("before the partition", 60*time.Second)
 
 	r.f.Partition(0, true)
@@ -192,13 +188,7 @@ func TestFleetMemberCutOffFromPeersGivesUp(t *testing.T) {
 // them), and the others take its actors over.
 func TestFleetMemberStopsOnSIGTERMWithin10s(t *testing.T) {
 	r := startRig(t, 3, 2)
-	var docs []*messages.Document
-	for _, n := range r.nodes {
-		docs = append(docs, nodeDoc(n))
-	}
-	r.apply(docs...)
-	r.place(map[string]cloud.NodeName{"w-1": "n1", "w-2": "n2"})
-	r.converge("before", 60*time.Second)
+	r.serving("before")
 	r.f.Partition(0, true)
 	t.Cleanup(func() { r.f.Partition(0, false) })
 	took, killed, err := r.f.TerminateController(0, 10*time.Second)

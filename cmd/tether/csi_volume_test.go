@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,21 +43,7 @@ func TestUpCSIVolumeFields(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(`{"token":"`+secret+`"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	up := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-		"--sync-period", "1s", "--log-level", "info", "--csi-controller-socket", ctl, "--csi-node-socket", nd)
-	out := &syncBuffer{}
-	up.Stdout, up.Stderr = out, out
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if up.ProcessState == nil {
-			up.Process.Kill()
-			up.Wait()
-		}
-		t.Logf("tether up:\n%s", out.String())
-	})
-	poll(t, "tether up answering", 20*time.Second, func() bool { _, err := run(t, data, "get", "nodes"); return err == nil })
+	up, out := startUpCSI(t, data, ctl, nd, "info")
 	var printed strings.Builder
 	tether := func(args ...string) (string, error) {
 		t.Helper()

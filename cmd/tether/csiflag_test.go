@@ -117,21 +117,7 @@ func TestUpCSI(t *testing.T) {
 	ctl, nd := d.Serve(t, ""), d.Serve(t, "node-1")
 	data := t.TempDir()
 	os.Remove(filepath.Join(data, bootstrap.AddrFile))
-	up := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
-		"--sync-period", "1s", "--log-level", "warn", "--csi-controller-socket", ctl, "--csi-node-socket", nd)
-	out := &syncBuffer{}
-	up.Stdout, up.Stderr = out, out
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if up.ProcessState == nil {
-			up.Process.Kill()
-			up.Wait()
-		}
-		t.Logf("tether up:\n%s", out.String())
-	})
-	poll(t, "tether up answering", 20*time.Second, func() bool { _, err := run(t, data, "get", "nodes"); return err == nil })
+	up, out := startUpCSI(t, data, ctl, nd, "warn")
 	sh := func(args ...string) string {
 		t.Helper()
 		o, err := run(t, data, args...)
@@ -182,4 +168,28 @@ func TestUpCSI(t *testing.T) {
 	if !strings.Contains(out.String(), "cloud    csi: driver csi.tether.test; attachments: verified by ListVolumes (LIST_VOLUMES_PUBLISHED_NODES: a publication gone missing is healed, an extra listed node only reported); node n1 is its node ID node-1, at most 8 volumes") {
 		t.Errorf("tether up did not say which driver it drives")
 	}
+}
+
+// startUpCSI runs tether up (the binary) on data with the CSI driver's
+// sockets ctl and nd and a sync every second, and returns once its API
+// answers; it is killed at cleanup if still running, and what it printed
+// is logged.
+func startUpCSI(t *testing.T, data, ctl, nd, logLevel string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	up := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
+		"--sync-period", "1s", "--log-level", logLevel, "--csi-controller-socket", ctl, "--csi-node-socket", nd)
+	out := &syncBuffer{}
+	up.Stdout, up.Stderr = out, out
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if up.ProcessState == nil {
+			up.Process.Kill()
+			up.Wait()
+		}
+		t.Logf("tether up:\n%s", out.String())
+	})
+	poll(t, "tether up answering", 20*time.Second, func() bool { _, err := run(t, data, "get", "nodes"); return err == nil })
+	return up, out
 }
