@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/metrics"
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap/api"
 )
 
@@ -57,6 +58,9 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	e, err := StartEmbedded(ec)
 	if err != nil {
 		return err
+	}
+	if err := m.StoreRequests(func() map[string]uint64 { return store.RequestCounts(e.Store) }); err != nil {
+		return errors.Join(err, e.Stop())
 	}
 	token, err := api.LoadOrCreateToken(ec.DataDir)
 	if err != nil {

@@ -270,3 +270,28 @@ func (m *Metrics) SyncPass(d time.Duration, calls, errors int) {
 		m.syncErrors.Add(float64(errors))
 	}
 }
+
+// StoreRequests exports counts (called at every scrape) as
+// tether_store_requests_total{op}: the requests the store sent to its
+// backend (etcd RPCs, bbolt transactions) by kind. Call it once.
+func (m *Metrics) StoreRequests(counts func() map[string]uint64) error {
+	if m == nil {
+		return nil
+	}
+	return m.registry.Register(storeRequests{counts: counts})
+}
+
+var storeRequestsDesc = prometheus.NewDesc("tether_store_requests_total",
+	"Requests the store sent to its backend, by kind (etcd: range, txn_read, txn_write, put, delete, watch; bbolt: view, update).",
+	[]string{"op"}, nil)
+
+// storeRequests is a collector of counters kept by the store itself.
+type storeRequests struct{ counts func() map[string]uint64 }
+
+func (c storeRequests) Describe(ch chan<- *prometheus.Desc) { ch <- storeRequestsDesc }
+
+func (c storeRequests) Collect(ch chan<- prometheus.Metric) {
+	for op, n := range c.counts() {
+		ch <- prometheus.MustNewConstMetric(storeRequestsDesc, prometheus.CounterValue, float64(n), op)
+	}
+}

@@ -56,6 +56,7 @@ type Bolt struct {
 	txMu    sync.Mutex
 	counted *bolt.Tx     // the write transaction last counted (commits)
 	commits atomic.Int64 // write transactions committed
+	views   atomic.Int64 // read transactions run
 
 	// fences live in memory only (see localFences): one process holds
 	// the file at a time, so fences only have to hold among its writers.
@@ -67,11 +68,19 @@ type Bolt struct {
 // Concurrent changes that share a transaction (Batch) share its syncs.
 func (b *Bolt) Syncs() int64 { return 2 * b.commits.Load() }
 
+// Requests counts the store's transactions since OpenBolt (see
+// RequestCounts): read transactions (ReqView) and committed write
+// transactions (ReqUpdate; the changes a Batch shares one).
+func (b *Bolt) Requests() map[string]uint64 {
+	return map[string]uint64{ReqView: uint64(b.views.Load()), ReqUpdate: uint64(b.commits.Load())}
+}
+
 // countCommit counts tx once when it commits. bbolt runs one write
 // transaction at a time, and counted keeps the last one alive, so a new
 // transaction never has its address.
 func (b *Bolt) countCommit(tx *bolt.Tx) {
 	if !tx.Writable() {
+		b.views.Add(1)
 		return
 	}
 	b.txMu.Lock()

@@ -47,8 +47,10 @@ func (e *Etcd) Apply(ops []Op) error {
 	fail := e.injected(&e.failApply)
 	ctx, cancel := context.WithTimeout(context.Background(), e.applyTimeout(len(ops)))
 	defer cancel()
+	attempt := 0
 	err := retry(ctx, func() error {
-		p, err := e.plan(ctx, ops)
+		attempt++
+		p, err := e.plan(ctx, ops, attempt > 1)
 		if err != nil {
 			return err
 		}
@@ -59,13 +61,14 @@ func (e *Etcd) Apply(ops []Op) error {
 		if fail {
 			return ErrInjected
 		}
-		resp, err := e.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(e.k.revision()), "=", p.revMod)).Then(then...).Commit()
+		resp, err := e.c.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(e.k.revision()), "=", p.revMod)).Then(append(then, e.putLast())...).Commit()
 		if err != nil {
 			return e.ioError("commit", e.cfg.Timeout, err)
 		}
 		if !resp.Succeeded {
 			return errConflict
 		}
+		e.wrote(resp.Header.Revision)
 		return nil
 	})
 	if err != nil {
@@ -112,9 +115,9 @@ func (e *Etcd) recordKeys(ops []Op) []string {
 }
 
 // fitsAtLeast refuses, before reading anything, a batch that cannot fit:
-// each record it touches is one write, and the revision one more.
+// each record it touches is one write, the revision and meta/last two more.
 func (e *Etcd) fitsAtLeast(ops []Op) error {
-	return tooBig(e.cfg, len(ops), len(e.recordKeys(ops))+1, 0, "at least ")
+	return tooBig(e.cfg, len(ops), len(e.recordKeys(ops))+2, 0, "at least ")
 }
 
 // tooBig is ErrTooBig's error if a transaction of (atLeast) n operations
@@ -133,9 +136,13 @@ func tooBig(cfg EtcdConfig, batch, n, size int, atLeast string) error {
 
 // plan reads what ops replace and computes the final state of every key
 // they touch.
-func (e *Etcd) plan(ctx context.Context, ops []Op) (*etcdPlan, error) {
+func (e *Etcd) plan(ctx context.Context, ops []Op, fresh bool) (*etcdPlan, error) {
 	keys := append(e.recordKeys(ops), e.k.revision(), e.k.seq())
-	read, _, err := e.getMany(ctx, keys, 0)
+	var read map[string]*mvccpb.KeyValue
+	err := e.writerReads(ctx, fresh, func(r kvReader) (err error) {
+		read, err = r.getMany(ctx, keys, 0)
+		return err
+	})
 	if errors.Is(err, rpctypes.ErrCompacted) { // between two chunks of a big batch's reads
 		return nil, errConflict
 	}
@@ -275,7 +282,7 @@ func (p *etcdPlan) txnOps(cfg EtcdConfig, batch int) ([]clientv3.Op, error) {
 	for k, w := range p.writes {
 		size += len(k) + len(w.value) + 16 // a request op's framing
 	}
-	if err := tooBig(cfg, batch, len(p.writes), size, ""); err != nil {
+	if err := tooBig(cfg, batch, len(p.writes)+1, size, ""); err != nil { // and meta/last's put
 		return nil, err
 	}
 	ops := make([]clientv3.Op, 0, len(p.writes))

@@ -18,11 +18,12 @@ func (e *Etcd) commitFenced(ctx context.Context, owner string, epoch uint64, cmp
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.k.fence(owner)), "=", int64(epoch)))
 		orElse = append(orElse, clientv3.OpGet(e.k.fence(owner)))
 	}
-	resp, err := e.c.Txn(ctx).If(cmps...).Then(then...).Else(orElse...).Commit()
+	resp, err := e.c.Txn(ctx).If(cmps...).Then(append(then, e.putLast())...).Else(orElse...).Commit()
 	switch {
 	case err != nil:
 		return e.ioError("commit", e.cfg.Timeout, err)
 	case resp.Succeeded:
+		e.wrote(resp.Header.Revision)
 		return nil
 	case epoch != 0:
 		var latest uint64
@@ -36,6 +37,10 @@ func (e *Etcd) commitFenced(ctx context.Context, owner string, epoch uint64, cmp
 	return errConflict
 }
 
+// putLast is the put of meta/last that every write of the store makes in
+// its transaction (see etcd_cache.go).
+func (e *Etcd) putLast() clientv3.Op { return clientv3.OpPut(e.k.last(), "") }
+
 // Claim implements Fences: the epoch is the etcd revision of a write of
 // the owner's fence key, so it is greater than every claim before (etcd's
 // revision only grows), and a fenced write compares the key's
@@ -43,10 +48,11 @@ func (e *Etcd) commitFenced(ctx context.Context, owner string, epoch uint64, cmp
 func (e *Etcd) Claim(owner string) (uint64, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
-	resp, err := e.c.Put(ctx, e.k.fence(owner), "")
+	resp, err := e.c.Txn(ctx).Then(clientv3.OpPut(e.k.fence(owner), ""), e.putLast()).Commit()
 	if err != nil {
 		return 0, e.ioError("claim "+owner, e.cfg.Timeout, err)
 	}
+	e.wrote(resp.Header.Revision)
 	return uint64(resp.Header.Revision), nil
 }
 
@@ -70,11 +76,11 @@ func (e *Etcd) PutIntent(in Intent) error {
 // Intents implements Store.
 func (e *Etcd) Intents(vol cloud.VolumeID) ([]Intent, error) {
 	var out []Intent
-	err := e.read("intents of "+string(vol), func(ctx context.Context) error {
+	err := e.read("intents of "+string(vol), func(ctx context.Context, r kvReader) error {
 		prefix := e.k.intent(vol, "")
-		resp, err := e.rangeOf(ctx, prefix, prefix, 0)
+		kvs, _, err := r.rangeOf(ctx, prefix, prefix, 0, false)
 		if err == nil {
-			out, err = decodeAll(resp.Kvs, func(r intentRecord) Intent { return Intent(r) })
+			out, err = decodeAll(kvs, func(r intentRecord) Intent { return Intent(r) })
 		}
 		return err
 	})

@@ -17,16 +17,38 @@ import (
 // began. A lookup through an index reads the index, then the records it
 // lists at the index's revision: one snapshot, as Bolt's read transactions.
 
+// kvReader reads keys: from etcd (etcdReader: each call a request, a
+// lookup through an index pinned to one revision) or from the cache
+// (cacheReader: one snapshot for the whole read).
+type kvReader interface {
+	get(ctx context.Context, key string) (*mvccpb.KeyValue, error)
+	// getMany reads keys at revision rev (0: the latest; the cache
+	// ignores it); it returns the values found by key.
+	getMany(ctx context.Context, keys []string, rev int64) (map[string]*mvccpb.KeyValue, error)
+	// rangeOf reads the keys from start (included) to the end of prefix,
+	// at most limit (<= 0: all), in key order, and the revision read.
+	rangeOf(ctx context.Context, start, prefix string, limit int, keysOnly bool) ([]*mvccpb.KeyValue, int64, error)
+}
+
 // read runs fn with a context bounded by the call's timeout and names
 // what failed. fn is run again if etcd compacted the revision it pinned
-// between its two reads.
-func (e *Etcd) read(what string, fn func(ctx context.Context) error) error {
+// between its two reads. A cached store first waits until its cache holds
+// every write acknowledged before (etcdCache.fresh), and runs fn on it.
+func (e *Etcd) read(what string, fn func(ctx context.Context, r kvReader) error) error {
 	ctx, cancel := e.ctx()
 	defer cancel()
 	var err error
-	for range 3 {
-		if err = fn(ctx); !errors.Is(err, rpctypes.ErrCompacted) {
-			break
+	if c := e.cache; c != nil {
+		if err = c.fresh(ctx); err == nil {
+			c.mu.RLock()
+			err = fn(ctx, cacheReader{c})
+			c.mu.RUnlock()
+		}
+	} else {
+		for range 3 {
+			if err = fn(ctx, etcdReader{e}); !errors.Is(err, rpctypes.ErrCompacted) {
+				break
+			}
 		}
 	}
 	if err != nil {
@@ -35,29 +57,54 @@ func (e *Etcd) read(what string, fn func(ctx context.Context) error) error {
 	return nil
 }
 
-// get reads key; nil if missing.
-func (e *Etcd) get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
-	resp, err := e.c.Get(ctx, key)
+// writerReads runs fn on what a write reads before it commits: the cache,
+// once it holds this process's own writes, if the store has one and
+// fresh is false; else etcd. The write's compares catch a stale read;
+// its retry reads fresh.
+func (e *Etcd) writerReads(ctx context.Context, fresh bool, fn func(r kvReader) error) error {
+	c := e.cache
+	if c == nil || fresh {
+		return fn(etcdReader{e})
+	}
+	if err := c.ownFresh(ctx); err != nil {
+		return err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return fn(cacheReader{c})
+}
+
+// wrote notes a write of this process committed at rev (see ownFresh).
+func (e *Etcd) wrote(rev int64) {
+	if e.cache != nil {
+		e.cache.own.wrote(rev)
+	}
+}
+
+// etcdReader reads etcd.
+type etcdReader struct{ e *Etcd }
+
+func (r etcdReader) get(ctx context.Context, key string) (*mvccpb.KeyValue, error) {
+	resp, err := r.e.c.Get(ctx, key)
 	if err != nil || len(resp.Kvs) == 0 {
 		return nil, err
 	}
 	return resp.Kvs[0], nil
 }
 
-// getMany reads keys at revision rev (0: the latest) in transactions of at
-// most MaxTxnOps reads each, all at the revision of the first. It returns
-// the values found by key, and the revision read.
-func (e *Etcd) getMany(ctx context.Context, keys []string, rev int64) (map[string]*mvccpb.KeyValue, int64, error) {
+// getMany reads in transactions of at most MaxTxnOps reads each, all at
+// the revision of the first.
+func (r etcdReader) getMany(ctx context.Context, keys []string, rev int64) (map[string]*mvccpb.KeyValue, error) {
 	out := make(map[string]*mvccpb.KeyValue, len(keys))
 	for len(keys) > 0 {
-		n := min(len(keys), e.cfg.MaxTxnOps)
+		n := min(len(keys), r.e.cfg.MaxTxnOps)
 		ops := make([]clientv3.Op, n)
 		for i, k := range keys[:n] {
 			ops[i] = clientv3.OpGet(k, clientv3.WithRev(rev))
 		}
-		resp, err := e.c.Txn(ctx).Then(ops...).Commit()
+		resp, err := r.e.c.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
@@ -69,17 +116,36 @@ func (e *Etcd) getMany(ctx context.Context, keys []string, rev int64) (map[strin
 		}
 		keys = keys[n:]
 	}
-	return out, rev, nil
+	return out, nil
 }
 
-// rangeOf reads the keys from start (included) to the end of prefix, at
-// most limit (<= 0: all), in key order.
-func (e *Etcd) rangeOf(ctx context.Context, start, prefix string, limit int, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	opts = append(opts, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)))
+func (r etcdReader) rangeOf(ctx context.Context, start, prefix string, limit int, keysOnly bool) ([]*mvccpb.KeyValue, int64, error) {
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix))}
 	if limit > 0 {
 		opts = append(opts, clientv3.WithLimit(int64(limit)))
 	}
-	return e.c.Get(ctx, start, opts...)
+	if keysOnly {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	resp, err := r.e.c.Get(ctx, start, opts...)
+	if err != nil {
+		return nil, 0, err
+	}
+	return resp.Kvs, resp.Header.Revision, nil
+}
+
+func (r cacheReader) getMany(ctx context.Context, keys []string, _ int64) (map[string]*mvccpb.KeyValue, error) {
+	out := make(map[string]*mvccpb.KeyValue, len(keys))
+	for _, k := range keys {
+		if kv, _ := r.get(ctx, k); kv != nil {
+			out[k] = kv
+		}
+	}
+	return out, nil
+}
+
+func (r cacheReader) rangeOf(_ context.Context, start, prefix string, limit int, keysOnly bool) ([]*mvccpb.KeyValue, int64, error) {
+	return r.scan(start, prefix, limit, keysOnly), 0, nil
 }
 
 // decodeAll decodes kvs in order.
@@ -99,8 +165,8 @@ func decodeAll[R, T any](kvs []*mvccpb.KeyValue, conv func(R) T) ([]T, error) {
 func getOne[R, T any](e *Etcd, what, key string, conv func(R) T) (T, bool, error) {
 	var out T
 	var ok bool
-	err := e.read(what, func(ctx context.Context) error {
-		kv, err := e.get(ctx, key)
+	err := e.read(what, func(ctx context.Context, r kvReader) error {
+		kv, err := r.get(ctx, key)
 		if err != nil || kv == nil {
 			return err
 		}
@@ -114,16 +180,16 @@ func getOne[R, T any](e *Etcd, what, key string, conv func(R) T) (T, bool, error
 // pageOfKind lists the records of a kind named after after, at most limit.
 func pageOfKind[R, T any](e *Etcd, what, prefix, after string, limit int, conv func(R) T) ([]T, error) {
 	var out []T
-	err := e.read(what, func(ctx context.Context) error {
+	err := e.read(what, func(ctx context.Context, r kvReader) error {
 		start := prefix
 		if after != "" {
 			start = prefix + after + "\x00" // the first name after after
 		}
-		resp, err := e.rangeOf(ctx, start, prefix, limit)
+		kvs, _, err := r.rangeOf(ctx, start, prefix, limit, false)
 		if err != nil {
 			return err
 		}
-		out, err = decodeAll(resp.Kvs, conv)
+		out, err = decodeAll(kvs, conv)
 		return err
 	})
 	return out, err
@@ -131,8 +197,8 @@ func pageOfKind[R, T any](e *Etcd, what, prefix, after string, limit int, conv f
 
 // Revision implements Store.
 func (e *Etcd) Revision() (rev uint64, err error) {
-	err = e.read("revision", func(ctx context.Context) error {
-		kv, err := e.get(ctx, e.k.revision())
+	err = e.read("revision", func(ctx context.Context, r kvReader) error {
+		kv, err := r.get(ctx, e.k.revision())
 		if err == nil {
 			rev, err = decodeCounter(kv)
 		}
@@ -190,19 +256,19 @@ func (e *Etcd) DesiredNodes(vol cloud.VolumeID) ([]cloud.NodeName, error) {
 	return DesiredNodesOf(ws, vol), nil
 }
 
-// indexed reads the index entries of kind under a, then the records at the
+// indexedKVs reads with r the index entries of kind under a, then the records at the
 // keys that key makes of their second halves, at the index's revision.
-func (e *Etcd) indexed(ctx context.Context, kind, a string, key func(b string) string) ([]*mvccpb.KeyValue, error) {
+func indexedKVs(ctx context.Context, r kvReader, kind, a string, key func(b string) string) ([]*mvccpb.KeyValue, error) {
 	prefix := indexRange(kind, a)
-	resp, err := e.rangeOf(ctx, prefix, prefix, 0, clientv3.WithKeysOnly())
-	if err != nil || len(resp.Kvs) == 0 {
+	idx, rev, err := r.rangeOf(ctx, prefix, prefix, 0, true)
+	if err != nil || len(idx) == 0 {
 		return nil, err
 	}
-	keys := make([]string, len(resp.Kvs))
-	for i, kv := range resp.Kvs {
+	keys := make([]string, len(idx))
+	for i, kv := range idx {
 		keys[i] = key(indexSecond(kv, prefix))
 	}
-	got, _, err := e.getMany(ctx, keys, resp.Header.Revision)
+	got, err := r.getMany(ctx, keys, rev)
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +285,8 @@ func (e *Etcd) indexed(ctx context.Context, kind, a string, key func(b string) s
 // Seq.
 func (e *Etcd) indexedWorkloads(what, kind, a string) ([]Workload, error) {
 	out := []Workload{}
-	err := e.read(what, func(ctx context.Context) error {
-		kvs, err := e.indexed(ctx, kind, a, e.k.workload)
+	err := e.read(what, func(ctx context.Context, r kvReader) error {
+		kvs, err := indexedKVs(ctx, r, kind, a, e.k.workload)
 		if err == nil {
 			out, err = decodeAll(kvs, workloadRecord.workload)
 		}
@@ -245,8 +311,8 @@ func (e *Etcd) NodeStatuses() ([]nodestatus.Status, error) {
 // StatusesWithVolume implements Store: by node name.
 func (e *Etcd) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error) {
 	var out []nodestatus.Status
-	err := e.read("statuses with "+string(vol), func(ctx context.Context) error {
-		kvs, err := e.indexed(ctx, e.k.volumeStatuses(), string(vol), func(node string) string { return e.k.status(cloud.NodeName(node)) })
+	err := e.read("statuses with "+string(vol), func(ctx context.Context, r kvReader) error {
+		kvs, err := indexedKVs(ctx, r, e.k.volumeStatuses(), string(vol), func(node string) string { return e.k.status(cloud.NodeName(node)) })
 		if err == nil && len(kvs) > 0 {
 			out, err = decodeAll(kvs, statusRecord.status)
 		}

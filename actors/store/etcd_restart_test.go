@@ -61,8 +61,16 @@ func eventually(t *testing.T, what string, read func() error) {
 // client made before reconnects by itself, and the counters go on. While
 // etcd is down, calls fail within their timeout, naming the endpoint.
 func TestEtcdSurvivesRestart(t *testing.T) {
+	t.Run("uncached", func(t *testing.T) { testEtcdSurvivesRestart(t, false) })
+	t.Run("cached", func(t *testing.T) { testEtcdSurvivesRestart(t, true) })
+}
+
+// testEtcdSurvivesRestart: with cache, the cache's watch resumes, and
+// what another client writes once etcd is back is read at once.
+func testEtcdSurvivesRestart(t *testing.T, cache bool) {
 	srv := etcdtest.Start(t)
-	s := openEtcd(t, srv, EtcdConfig{Timeout: time.Second})
+	s := openEtcd(t, srv, EtcdConfig{Timeout: time.Second, Cache: cache})
+	other := openEtcd(t, srv, EtcdConfig{Timeout: time.Second})
 	fillStore(t, s)
 	for i, end := range []struct {
 		name string
@@ -105,6 +113,11 @@ func TestEtcdSurvivesRestart(t *testing.T) {
 				t.Fatalf("Revision after restart = %d, want %d", rev, before.Rev+1)
 			}
 			must(t, s.DeleteWorkload("c"))
+			must(t, other.PutVolume(VolumeSpec{ID: cloud.VolumeID("after-" + end.name)}))
+			if _, ok, err := s.Volume(cloud.VolumeID("after-" + end.name)); !ok || err != nil {
+				t.Fatalf("a volume another client wrote after the restart: found %v, %v", ok, err)
+			}
+			must(t, other.DeleteVolume(cloud.VolumeID("after-" + end.name)))
 		})
 	}
 }

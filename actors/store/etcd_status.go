@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether/tether/actors/nodestatus"
@@ -25,8 +26,14 @@ func (e *Etcd) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
 	if err != nil {
 		return err
 	}
+	attempt := 0
 	err = retry(ctx, func() error {
-		kv, err := e.get(ctx, key)
+		attempt++
+		var kv *mvccpb.KeyValue
+		err := e.writerReads(ctx, attempt > 1, func(r kvReader) (err error) {
+			kv, err = r.get(ctx, key)
+			return err
+		})
 		if err != nil {
 			return e.ioError("read", e.cfg.Timeout, err)
 		}
@@ -41,7 +48,7 @@ func (e *Etcd) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
 		}
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", mod)}
 		then := append(e.statusIndexOps(was, rec), clientv3.OpPut(key, value))
-		if len(then) > e.cfg.MaxTxnOps {
+		if len(then)+1 > e.cfg.MaxTxnOps { // and meta/last's put
 			return fmt.Errorf("%w: the status lists %d volumes, and one transaction takes %d operations (EtcdConfig.MaxTxnOps)", ErrTooBig, len(then)-1, e.cfg.MaxTxnOps)
 		}
 		if fail {

@@ -161,7 +161,7 @@ func TestEtcdPinnedReads(t *testing.T) {
 	must(t, err)
 	_, err = e.c.Put(ctx, key, "2")
 	must(t, err)
-	got, _, err := e.getMany(ctx, []string{key}, first.Header.Revision)
+	got, err := etcdReader{e}.getMany(ctx, []string{key}, first.Header.Revision)
 	must(t, err)
 	if kv := got[key]; kv == nil || string(kv.Value) != "1" {
 		t.Fatalf("read at revision %d = %v, want the value then", first.Header.Revision, kv)
@@ -190,9 +190,9 @@ func TestEtcdTooBig(t *testing.T) {
 		says []string
 	}{
 		{"more records than the limit: refused before reading", EtcdConfig{MaxTxnOps: 10}, volumes(20),
-			[]string{"batch of 20 ops", "at least 21 etcd operations", "limit of 10", "--max-txn-ops"}},
+			[]string{"batch of 20 ops", "at least 22 etcd operations", "limit of 10", "--max-txn-ops"}},
 		{"more keys with the indexes than the limit", EtcdConfig{MaxTxnOps: 10}, workloads(5),
-			[]string{"batch of 5 ops", "needs 17 etcd operations", "limit of 10"}},
+			[]string{"batch of 5 ops", "needs 18 etcd operations", "limit of 10"}},
 		{"more bytes than the limit", EtcdConfig{MaxRequestBytes: 1000}, volumes(30),
 			[]string{"batch of 30 ops", "limit of 1000", "--max-request-bytes"}},
 	}

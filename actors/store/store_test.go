@@ -26,6 +26,9 @@ var impls = []struct {
 	{"memory", func(*testing.T) testStore { return NewMemory() }},
 	{"bolt", func(t *testing.T) testStore { return openBolt(t, filepath.Join(t.TempDir(), "store.db")) }},
 	{"etcd", func(t *testing.T) testStore { return freshEtcd(t) }},
+	{"etcd-cached", func(t *testing.T) testStore {
+		return openEtcd(t, sharedEtcd(t), EtcdConfig{Prefix: freshPrefix(), Cache: true})
+	}},
 }
 
 // forEach runs test once per implementation, on a fresh empty store.

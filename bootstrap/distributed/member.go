@@ -182,7 +182,10 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if err != nil {
 		return m, fmt.Errorf("controller: %w", err)
 	}
-	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: endpoints, TLS: etcdTLS, Prefix: cfg.Prefix + "store/"})
+	// Cached: every message an actor handles may read the store; from the
+	// cache, a read costs one small request shared by all reads in flight.
+	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: endpoints, TLS: etcdTLS, Prefix: cfg.Prefix + "store/",
+		Cache: true, Log: log.Warnf})
 	if err != nil {
 		return m, fmt.Errorf("controller: store: %w", err)
 	}
@@ -328,6 +331,9 @@ func (m *Member) Stop() error {
 		return nil
 	}
 	m.stopped = true
+	if m.Store != nil {
+		m.Log.WithField("requests", m.Store.Requests()).Info("store requests since start")
+	}
 	var errs []error
 	if m.API != nil {
 		errs = append(errs, m.API.Stop())
