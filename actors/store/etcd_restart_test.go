@@ -117,7 +117,7 @@ func testEtcdSurvivesRestart(t *testing.T, cache bool) {
 			if _, ok, err := s.Volume(cloud.VolumeID("after-" + end.name)); !ok || err != nil {
 				t.Fatalf("a volume another client wrote after the restart: found %v, %v", ok, err)
 			}
-			must(t, other.DeleteVolume(cloud.VolumeID("after-" + end.name)))
+			must(t, other.DeleteVolume(cloud.VolumeID("after-"+end.name)))
 		})
 	}
 }
