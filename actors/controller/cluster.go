@@ -182,37 +182,44 @@ func (e *env) wakeAll() error {
 // everything, and the sync actor a wake. Remote delivery is at most once:
 // a message lost to a broken connection or a partition is never resent,
 // and a volume actor that missed its desired state would keep it wrong for
-// ever. Bootstrap calls Resync on every topology change (the actors of a
-// member that left are then activated on the others at once, not at their
-// next message) and whenever a connection to another process is
-// (re)established (a healed partition). It runs on its own goroutine,
-// never blocks the caller, and coalesces: calls while one runs make one
-// more run after it.
-func (c *Controller) Resync() {
+// ever. It runs on its own goroutine, never blocks the caller, and
+// coalesces: calls while one runs make one more run after it.
+func (c *Controller) Resync() { c.ResyncWhere(nil) }
+
+// ResyncWhere is Resync of the identities mine selects (nil: all).
+// Bootstrap calls it on every topology change with the identities this
+// member gained (their actors are then activated here at once, not at
+// their next message), and whenever a connection to another process is
+// (re)established (a healed partition) with every identity this member
+// owns: each member resyncs its own, with local messages only, instead of
+// every member all of them through remote.
+func (c *Controller) ResyncWhere(mine func(kind, identity string) bool) {
 	e := c.env
 	if e.ctx.Err() != nil {
 		return
 	}
 	e.resync.mu.Lock()
 	defer e.resync.mu.Unlock()
+	e.resync.add(mine)
 	if e.resync.running {
-		e.resync.again = true
 		return
 	}
 	e.resync.running = true
 	go func() {
 		for {
+			e.resync.mu.Lock()
+			sel := e.resync.take()
+			e.resync.mu.Unlock()
 			start := e.clock.Now()
-			if err := e.resyncAll(); err != nil && e.ctx.Err() == nil {
+			if err := e.resyncAll(sel); err != nil && e.ctx.Err() == nil {
 				e.log.Warnf("resync: %v", err)
 			}
 			e.resync.mu.Lock()
-			if !e.resync.again || e.ctx.Err() != nil {
+			if !e.resync.pending() || e.ctx.Err() != nil {
 				e.resync.running = false
 				e.resync.mu.Unlock()
 				return
 			}
-			e.resync.again = false
 			e.resync.mu.Unlock()
 			// Paced: the next pass waits as long as this one took, so
 			// resyncs take at most half of this member's store reads. A
@@ -248,17 +255,50 @@ func (e *env) wait(d time.Duration) bool {
 	}
 }
 
-// resyncState coalesces Resync calls.
+// resyncState coalesces Resync calls: the selections asked since the
+// last pass began are all in the next (any nil one: everything).
 type resyncState struct {
 	mu      sync.Mutex
 	running bool
-	again   bool
+	all     bool
+	sels    []func(kind, identity string) bool
 }
 
-// resyncAll is one Resync: two range reads of the store, then a message
-// per actor. The revision is read first, so that every message's data is
-// at least as new as the revision it carries (see SetDesiredNodes).
-func (e *env) resyncAll() error {
+func (r *resyncState) add(mine func(kind, identity string) bool) {
+	if mine == nil {
+		r.all, r.sels = true, nil
+	} else if !r.all {
+		r.sels = append(r.sels, mine)
+	}
+}
+
+func (r *resyncState) pending() bool { return r.all || len(r.sels) > 0 }
+
+// take returns the selection of the next pass and clears it; nil: all.
+func (r *resyncState) take() func(kind, identity string) bool {
+	all, sels := r.all, r.sels
+	r.all, r.sels = false, nil
+	if all {
+		return nil
+	}
+	return func(kind, identity string) bool {
+		for _, mine := range sels {
+			if mine(kind, identity) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// resyncAll is one Resync of the identities sel selects (nil: all): range
+// reads of the store, then a message per actor selected. The revision is
+// read first, so that every message's data is at least as new as the
+// revision it carries (see SetDesiredNodes).
+func (e *env) resyncAll(sel func(kind, identity string) bool) error {
+	if sel == nil {
+		sel = func(string, string) bool { return true }
+	}
 	rev, err := e.store.Revision()
 	if err != nil {
 		return err
@@ -284,12 +324,18 @@ func (e *env) resyncAll() error {
 	known := make(map[cloud.VolumeID]bool, len(vols))
 	for _, v := range vols {
 		known[v.ID] = true
+		if !sel(KindVolume, string(v.ID)) {
+			continue
+		}
 		e.guard.Send(e.lookup.Volume(v.ID), &messages.SetDesiredNodes{VolumeId: string(v.ID), AccessMode: modeToProto(v.Mode),
 			Nodes: desired[v.ID], Revision: rev, ObjectUid: v.ObjectUID})
 	}
 	leftover := func(v cloud.VolumeID) {
 		if !known[v] {
 			known[v] = true
+			if !sel(KindVolume, string(v)) {
+				return
+			}
 			e.guard.Send(e.lookup.Volume(v), &messages.SetDesiredNodes{VolumeId: string(v), Deleted: true, Revision: rev})
 		}
 	}
@@ -302,7 +348,9 @@ func (e *env) resyncAll() error {
 		}
 	}
 	for _, n := range nodes {
-		e.guard.Send(e.lookup.Node(n.Name), &messages.AgentStarted{Node: string(n.Name)})
+		if sel(KindNode, string(n.Name)) {
+			e.guard.Send(e.lookup.Node(n.Name), &messages.AgentStarted{Node: string(n.Name)})
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -103,6 +104,9 @@ type Etcd struct {
 
 	requests requestCounter
 	cache    *etcdCache // nil unless EtcdConfig.Cache
+	group    committer  // shares transactions among fenced writes
+
+	groups, grouped atomic.Uint64 // shared transactions committed, and their writes
 }
 
 var _ Store = (*Etcd)(nil)
@@ -136,6 +140,7 @@ func OpenEtcd(cfg EtcdConfig) (*Etcd, error) {
 		return nil, fmt.Errorf("store: etcd at %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
 	e := &Etcd{c: c, cfg: cfg, k: etcdKeys(cfg.Prefix)}
+	e.group.e = e
 	c.KV = countingKV{KV: c.KV, n: &e.requests}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
 	defer cancel()
@@ -250,3 +255,7 @@ func retry(ctx context.Context, attempt func() error) error {
 func jitter(i int) time.Duration {
 	return time.Duration(rand.Int64N(int64(min(i, 20))*int64(time.Millisecond) + 1))
 }
+
+// Grouped returns how many shared transactions of fenced writes were
+// committed, and how many writes they held (etcd_group.go).
+func (e *Etcd) Grouped() (txns, writes uint64) { return e.groups.Load(), e.grouped.Load() }

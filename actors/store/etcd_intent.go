@@ -9,30 +9,23 @@ import (
 	"github.com/tether/tether/cloud"
 )
 
-// commitFenced commits then if cmps hold and, unless epoch is 0, owner's
-// fence is still at epoch. It returns errConflict if a compare of cmps
-// failed, an error wrapping ErrFenced if the fence moved.
-func (e *Etcd) commitFenced(ctx context.Context, owner string, epoch uint64, cmps []clientv3.Cmp, then []clientv3.Op) error {
-	var orElse []clientv3.Op
+// commitFenced commits then if checks hold and, unless epoch is 0,
+// owner's fence is still at epoch, in a transaction shared with other
+// fenced writes if any wait (etcd_group.go). It returns errConflict if a
+// check failed, an error wrapping ErrFenced if the fence moved.
+func (e *Etcd) commitFenced(ctx context.Context, owner string, epoch uint64, checks []modCheck, then []clientv3.Op) error {
+	fence := e.k.fence(owner)
 	if epoch != 0 {
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(e.k.fence(owner)), "=", int64(epoch)))
-		orElse = append(orElse, clientv3.OpGet(e.k.fence(owner)))
+		checks = append(checks, modCheck{key: fence, mod: int64(epoch)})
 	}
-	resp, err := e.c.Txn(ctx).If(cmps...).Then(append(then, e.putLast())...).Else(orElse...).Commit()
+	res := e.group.commit(ctx, checks, then)
 	switch {
-	case err != nil:
-		return e.ioError("commit", e.cfg.Timeout, err)
-	case resp.Succeeded:
-		e.wrote(resp.Header.Revision)
+	case res.err != nil:
+		return res.err
+	case res.ok:
 		return nil
-	case epoch != 0:
-		var latest uint64
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
-			latest = uint64(kvs[0].ModRevision)
-		}
-		if latest != epoch {
-			return fenced(owner, epoch, latest)
-		}
+	case epoch != 0 && res.now[fence] != int64(epoch):
+		return fenced(owner, epoch, uint64(res.now[fence]))
 	}
 	return errConflict
 }
@@ -48,12 +41,11 @@ func (e *Etcd) putLast() clientv3.Op { return clientv3.OpPut(e.k.last(), "") }
 func (e *Etcd) Claim(owner string) (uint64, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
-	resp, err := e.c.Txn(ctx).Then(clientv3.OpPut(e.k.fence(owner), ""), e.putLast()).Commit()
-	if err != nil {
-		return 0, e.ioError("claim "+owner, e.cfg.Timeout, err)
+	res := e.group.commit(ctx, nil, []clientv3.Op{clientv3.OpPut(e.k.fence(owner), "")})
+	if res.err != nil {
+		return 0, fmt.Errorf("store: claim %s: %w", owner, res.err)
 	}
-	e.wrote(resp.Header.Revision)
-	return uint64(resp.Header.Revision), nil
+	return uint64(res.rev), nil
 }
 
 // PutIntent implements Store: one transaction, guarded by the fence of

@@ -46,7 +46,7 @@ func (e *Etcd) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
 			}
 			mod, was = kv.ModRevision, &old
 		}
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", mod)}
+		checks := []modCheck{{key: key, mod: mod}}
 		then := append(e.statusIndexOps(was, rec), clientv3.OpPut(key, value))
 		if len(then)+1 > e.cfg.MaxTxnOps { // and meta/last's put
 			return fmt.Errorf("%w: the status lists %d volumes, and one transaction takes %d operations (EtcdConfig.MaxTxnOps)", ErrTooBig, len(then)-1, e.cfg.MaxTxnOps)
@@ -54,7 +54,7 @@ func (e *Etcd) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
 		if fail {
 			return ErrInjected
 		}
-		return e.commitFenced(ctx, NodeOwner(s.Name), epoch, cmps, then)
+		return e.commitFenced(ctx, NodeOwner(s.Name), epoch, checks, then)
 	})
 	if err != nil {
 		return fmt.Errorf("store: put status of node %q: %w", s.Name, err)

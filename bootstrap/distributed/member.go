@@ -223,12 +223,19 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	// Before the member joins: from then on other members may activate
 	// actors here, and they must resolve identities through the cluster.
 	m.Controller.UseCluster(m.Cluster)
+	own := newOwners(m.System.Address())
 	m.System.EventStream.Subscribe(func(ev any) {
-		switch ev.(type) {
-		case *cluster.ClusterTopology, *remote.EndpointConnectedEvent:
-			// Members changed, or a connection came (back): messages may
-			// have been lost on the way (see Controller.Resync).
-			m.Controller.Resync()
+		switch ev := ev.(type) {
+		case *cluster.ClusterTopology:
+			// Members changed: the actors this member gained are
+			// activated here and told the store's state (a member that
+			// left took the messages in flight to them along).
+			m.Controller.ResyncWhere(own.update(ev.Members))
+		case *remote.EndpointConnectedEvent:
+			// A connection came (back): messages to this member's
+			// actors may have been lost on the way (see
+			// Controller.Resync); the other side resyncs its own.
+			m.Controller.ResyncWhere(own.mine())
 		}
 	})
 	if err := startCluster(m.Cluster, false); err != nil {
