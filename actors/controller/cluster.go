@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -321,12 +322,17 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 	}
 	desired := desiredByVolume(ws)
 	e.guard.Send(e.lookup.Sync(), wake)
+	told := 0
+	defer func() {
+		e.log.WithFields(logrus.Fields{"told": told, "volumes": len(vols), "nodes": len(nodes)}).Debug("resync")
+	}()
 	known := make(map[cloud.VolumeID]bool, len(vols))
 	for _, v := range vols {
 		known[v.ID] = true
 		if !sel(KindVolume, string(v.ID)) {
 			continue
 		}
+		told++
 		e.guard.Send(e.lookup.Volume(v.ID), &messages.SetDesiredNodes{VolumeId: string(v.ID), AccessMode: modeToProto(v.Mode),
 			Nodes: desired[v.ID], Revision: rev, ObjectUid: v.ObjectUID})
 	}
@@ -336,6 +342,7 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 			if !sel(KindVolume, string(v)) {
 				return
 			}
+			told++
 			e.guard.Send(e.lookup.Volume(v), &messages.SetDesiredNodes{VolumeId: string(v), Deleted: true, Revision: rev})
 		}
 	}
@@ -349,6 +356,7 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 	}
 	for _, n := range nodes {
 		if sel(KindNode, string(n.Name)) {
+			told++
 			e.guard.Send(e.lookup.Node(n.Name), &messages.AgentStarted{Node: string(n.Name)})
 		}
 	}

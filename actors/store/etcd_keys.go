@@ -20,7 +20,8 @@ import (
 //	P volumes/<id>                   volumeRecord
 //	P nodes/<name>                   nodeRecord
 //	P workloads/<uid>                workloadRecord
-//	P statuses/<node>                statusRecord
+//	P statuses/<node>                statusRecord, its volume maps empty
+//	P status-vols/<node>\x00<vol>    volEntry: vol's place in the maps
 //	P intents/<volume>\x00<node>     intentRecord
 //	P fences/<owner>                 empty; its ModRevision is the latest claim
 //	P idx-node-workloads/<node>\x00<uid>      empty: the indexes, as
@@ -42,7 +43,15 @@ func (k etcdKeys) volume(id cloud.VolumeID) string { return k.volumes() + string
 func (k etcdKeys) node(n cloud.NodeName) string    { return k.nodes() + string(n) }
 func (k etcdKeys) workload(uid string) string      { return k.workloads() + uid }
 func (k etcdKeys) status(n cloud.NodeName) string  { return k.statuses() + string(n) }
-func (k etcdKeys) fence(owner string) string       { return string(k) + "fences/" + owner }
+
+// statusVolumes is the range of node n's status entries (etcd_status.go).
+func (k etcdKeys) statusVolumes(n cloud.NodeName) string {
+	return string(k) + "status-vols/" + string(n) + "\x00"
+}
+func (k etcdKeys) statusVolume(n cloud.NodeName, v cloud.VolumeID) string {
+	return k.statusVolumes(n) + string(v)
+}
+func (k etcdKeys) fence(owner string) string { return string(k) + "fences/" + owner }
 
 func (k etcdKeys) intent(vol cloud.VolumeID, n cloud.NodeName) string {
 	return string(k) + "intents/" + intentKey(vol, n)

@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
 )
 
@@ -293,31 +292,6 @@ func (e *Etcd) indexedWorkloads(what, kind, a string) ([]Workload, error) {
 		return err
 	})
 	sortBySeq(out)
-	return out, err
-}
-
-func (e *Etcd) NodeStatus(name cloud.NodeName) (nodestatus.Status, bool, error) {
-	st, ok, err := getOne(e, "node status", e.k.status(name), statusRecord.status)
-	if !ok {
-		st = nodestatus.Status{}.Clone()
-	}
-	return st, ok, err
-}
-
-func (e *Etcd) NodeStatuses() ([]nodestatus.Status, error) {
-	return pageOfKind(e, "node statuses", e.k.statuses(), "", 0, statusRecord.status)
-}
-
-// StatusesWithVolume implements Store: by node name.
-func (e *Etcd) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error) {
-	var out []nodestatus.Status
-	err := e.read("statuses with "+string(vol), func(ctx context.Context, r kvReader) error {
-		kvs, err := indexedKVs(ctx, r, e.k.volumeStatuses(), string(vol), func(node string) string { return e.k.status(cloud.NodeName(node)) })
-		if err == nil && len(kvs) > 0 {
-			out, err = decodeAll(kvs, statusRecord.status)
-		}
-		return err
-	})
 	return out, err
 }
 

@@ -223,7 +223,22 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	// Before the member joins: from then on other members may activate
 	// actors here, and they must resolve identities through the cluster.
 	m.Controller.UseCluster(m.Cluster)
-	own := newOwners(m.System.Address())
+	if err := startCluster(m.Cluster, false); err != nil {
+		// Never started as a member: Stop shuts the actor system down
+		// only, so let go of remote's port here (a member that could not
+		// reach its peers tries again on the same address).
+		if m.Cluster.Remote != nil {
+			m.Cluster.Remote.Shutdown(false)
+		}
+		m.Cluster = nil
+		return m, err
+	}
+	// Subscribed once the cluster started: after its identity lookup,
+	// whose placement a resync's sends must already follow (subscribers
+	// are told in order). The address is the one remote advertises, known
+	// now. Controller.Start below wakes every identity, so nothing before
+	// is missed.
+	own := newOwners(m.System.Address)
 	m.System.EventStream.Subscribe(func(ev any) {
 		switch ev := ev.(type) {
 		case *cluster.ClusterTopology:
@@ -238,16 +253,6 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 			m.Controller.ResyncWhere(own.mine())
 		}
 	})
-	if err := startCluster(m.Cluster, false); err != nil {
-		// Never started as a member: Stop shuts the actor system down
-		// only, so let go of remote's port here (a member that could not
-		// reach its peers tries again on the same address).
-		if m.Cluster.Remote != nil {
-			m.Cluster.Remote.Shutdown(false)
-		}
-		m.Cluster = nil
-		return m, err
-	}
 	if err := m.Controller.Start(); err != nil {
 		return m, err
 	}

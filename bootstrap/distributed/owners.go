@@ -12,14 +12,14 @@ import (
 // (Controller.ResyncWhere): on a topology change what it gained, on a
 // connection (re)established everything it owns.
 type owners struct {
-	self string // this member's address
+	self func() string // this member's address (known once remote started)
 
 	mu   sync.Mutex
 	now  *cluster.Rendezvous // the latest topology; nil before the first
 	seen bool
 }
 
-func newOwners(self string) *owners { return &owners{self: self} }
+func newOwners(self func() string) *owners { return &owners{self: self} }
 
 func rendezvous(members []*cluster.Member) *cluster.Rendezvous {
 	r := cluster.NewRendezvous()
@@ -29,7 +29,7 @@ func rendezvous(members []*cluster.Member) *cluster.Rendezvous {
 
 // owns reports whether self owns (kind, identity) by r; nil r: nobody.
 func (o *owners) owns(r *cluster.Rendezvous, kind, identity string) bool {
-	return r != nil && r.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: kind, Identity: identity}) == o.self
+	return r != nil && r.GetByClusterIdentity(&cluster.ClusterIdentity{Kind: kind, Identity: identity}) == o.self()
 }
 
 // update takes a new topology and returns the selection of the identities

@@ -21,7 +21,8 @@ func TestOwnersSelectWhatEachGained(t *testing.T) {
 	after := []*cluster.Member{a, c} // b left
 	os := map[string]*owners{}
 	for _, m := range before {
-		os[m.Address()] = newOwners(m.Address())
+		addr := m.Address()
+		os[addr] = newOwners(func() string { return addr })
 		os[m.Address()].update(before)
 	}
 	gained := map[string]func(string, string) bool{}
@@ -60,7 +61,7 @@ func TestOwnersSelectWhatEachGained(t *testing.T) {
 	if moved < 500 || moved > 830 {
 		t.Fatalf("%d of 2000 identities moved when one of three members left, want about a third", moved)
 	}
-	if sel := newOwners("x").mine(); sel != nil {
+	if sel := newOwners(func() string { return "x" }).mine(); sel != nil {
 		t.Fatal("before any topology, a member must resync everything (nil), not a selection")
 	}
 }
