@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -164,17 +165,43 @@ func (e *env) wakeAll() error {
 	if err != nil {
 		return fmt.Errorf("controller: wake: %w", err)
 	}
-	for _, n := range nodes {
-		e.guard.Send(e.lookup.Node(n.Name), wake)
-	}
+	e.each(len(nodes), func(i int) { e.guard.Send(e.lookup.Node(nodes[i].Name), wake) })
 	vols, err := e.store.Volumes()
 	if err != nil {
 		return fmt.Errorf("controller: wake: %w", err)
 	}
-	for _, v := range vols {
-		e.guard.Send(e.lookup.Volume(v.ID), wake)
-	}
+	e.each(len(vols), func(i int) { e.guard.Send(e.lookup.Volume(vols[i].ID), wake) })
 	return nil
+}
+
+// resolvers bounds the sends each runs at once.
+const resolvers = 32
+
+// each runs f for 0..n-1: in one process in order; in distributed mode
+// up to resolvers at once, for a send to an identity the cluster has not
+// activated yet waits for its owner to answer (a remote round trip), and
+// a fleet's apply told a thousand volumes one such wait after the other.
+// Each identity is sent to once per call, so their order does not matter
+// (and messages carry the store revision they were read at).
+func (e *env) each(n int, f func(i int)) {
+	if e.cluster == nil || n < 2 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, resolvers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Resync tells every actor the store's state again, wherever the cluster
@@ -326,15 +353,16 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 	defer func() {
 		e.log.WithFields(logrus.Fields{"told": told, "volumes": len(vols), "nodes": len(nodes)}).Debug("resync")
 	}()
+	var sends []func()
 	known := make(map[cloud.VolumeID]bool, len(vols))
 	for _, v := range vols {
 		known[v.ID] = true
 		if !sel(KindVolume, string(v.ID)) {
 			continue
 		}
-		told++
-		e.guard.Send(e.lookup.Volume(v.ID), &messages.SetDesiredNodes{VolumeId: string(v.ID), AccessMode: modeToProto(v.Mode),
-			Nodes: desired[v.ID], Revision: rev, ObjectUid: v.ObjectUID})
+		msg := &messages.SetDesiredNodes{VolumeId: string(v.ID), AccessMode: modeToProto(v.Mode),
+			Nodes: desired[v.ID], Revision: rev, ObjectUid: v.ObjectUID}
+		sends = append(sends, func() { e.guard.Send(e.lookup.Volume(v.ID), msg) })
 	}
 	leftover := func(v cloud.VolumeID) {
 		if !known[v] {
@@ -342,8 +370,8 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 			if !sel(KindVolume, string(v)) {
 				return
 			}
-			told++
-			e.guard.Send(e.lookup.Volume(v), &messages.SetDesiredNodes{VolumeId: string(v), Deleted: true, Revision: rev})
+			msg := &messages.SetDesiredNodes{VolumeId: string(v), Deleted: true, Revision: rev}
+			sends = append(sends, func() { e.guard.Send(e.lookup.Volume(v), msg) })
 		}
 	}
 	for _, st := range sts {
@@ -356,10 +384,11 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 	}
 	for _, n := range nodes {
 		if sel(KindNode, string(n.Name)) {
-			told++
-			e.guard.Send(e.lookup.Node(n.Name), &messages.AgentStarted{Node: string(n.Name)})
+			sends = append(sends, func() { e.guard.Send(e.lookup.Node(n.Name), &messages.AgentStarted{Node: string(n.Name)}) })
 		}
 	}
+	told = len(sends)
+	e.each(len(sends), func(i int) { sends[i]() })
 	return nil
 }
 

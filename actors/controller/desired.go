@@ -225,11 +225,12 @@ func (c *Controller) tellDesiredBulk(ids []cloud.VolumeID) error {
 		specs[v.ID] = v
 	}
 	desired := desiredByVolume(ws)
-	for _, id := range ids {
+	c.env.each(len(ids), func(i int) {
+		id := ids[i]
 		spec, ok := specs[id]
 		c.env.guard.Send(c.env.lookup.Volume(id), &messages.SetDesiredNodes{VolumeId: string(id), AccessMode: modeToProto(spec.Mode),
 			Deleted: !ok, Revision: rev, ObjectUid: spec.ObjectUID, Nodes: desired[id]})
-	}
+	})
 	return nil
 }
 
