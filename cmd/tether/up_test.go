@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -313,6 +314,13 @@ func checkMetrics(t *testing.T, base string) {
 			for _, m := range []string{"tether_cloud_calls_total", "tether_attachments", "protoactor_", "tether_sync_pass_seconds"} {
 				if !strings.Contains(string(body), m) {
 					t.Errorf("/metrics lacks %s", m)
+				}
+			}
+			// The store's own counts: bbolt's transactions, some of each
+			// by now (the start wrote and read the store).
+			for _, op := range []string{"view", "update"} {
+				if m := regexp.MustCompile(`(?m)^tether_store_requests_total\{op="` + op + `"\} ([0-9.e+]+)$`).FindStringSubmatch(string(body)); m == nil || m[1] == "0" {
+					t.Errorf("/metrics: tether_store_requests_total{op=%q} missing or 0 (%v)", op, m)
 				}
 			}
 		}
