@@ -233,6 +233,20 @@ func (t *truth) matches() (bool, cloud.VolumeID) {
 	return true, ""
 }
 
+// attachmentsMatch reports whether the cloud's side is as wanted: every
+// volume attached on the node want names only (mounts aside).
+func (t *truth) attachmentsMatch() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for v := range t.bad {
+		att, want := t.attached[v], t.want[v]
+		if len(att) > 1 || (len(att) == 1) != (want != "") || (len(att) == 1 && att[0] != want) {
+			return false
+		}
+	}
+	return true
+}
+
 // twice lists the volumes attached to, or published on, more than one
 // node (every volume of the bench is exclusive).
 func (t *truth) twice() []cloud.VolumeID {
