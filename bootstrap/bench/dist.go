@@ -128,8 +128,12 @@ type DistPhase struct {
 	// LeaseLapses: members that lost their lease while alive during the
 	// phase; LeasesExpired: leases etcd expired (a member SIGKILLed in
 	// the restart phase leaves its lease to expire: expected there).
-	LeaseLapses   int    `json:"lease_lapses"`
-	LeasesExpired int64  `json:"leases_expired"`
+	LeaseLapses   int   `json:"lease_lapses"`
+	LeasesExpired int64 `json:"leases_expired"`
+	// NodesNotReady: in restart, the nodes the API showed NotReady at any
+	// moment of the wait (the members' node actors judged them so); 0
+	// elsewhere.
+	NodesNotReady int    `json:"nodes_not_ready"`
 	Note          string `json:"note,omitempty"`
 }
 

@@ -127,7 +127,7 @@ func checkDistSideJSON(raw json.RawMessage, controllers int) error {
 }
 
 func checkDistPhaseJSON(p map[string]json.RawMessage, i, controllers int) error {
-	if err := has(p, "", "name", "applicable", "seconds", "ratio_to_embedded", "documents", "store_requests", "cloud_calls", "fsyncs", "members", "lease_lapses", "leases_expired"); err != nil {
+	if err := has(p, "", "name", "applicable", "seconds", "ratio_to_embedded", "documents", "store_requests", "cloud_calls", "fsyncs", "members", "lease_lapses", "leases_expired", "nodes_not_ready"); err != nil {
 		return err
 	}
 	var sr map[string]json.RawMessage

@@ -284,18 +284,8 @@ func (r *distRun) converged(ctx context.Context) error {
 
 // left says what is not as wanted yet.
 func (r *distRun) left() string {
-	ok, v := r.truth.matches()
-	if ok {
+	if ok, _ := r.truth.matches(); ok {
 		return "waiting for a scan of the disks"
 	}
-	r.truth.mu.Lock()
-	n := len(r.truth.bad)
-	r.truth.mu.Unlock()
-	return fmt.Sprintf("%d volumes not attached and mounted exactly where wanted; volume %q: %s", n, v, r.describe(v))
-}
-
-func (r *distRun) describe(v cloud.VolumeID) string {
-	r.truth.mu.Lock()
-	defer r.truth.mu.Unlock()
-	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.truth.want[v], r.truth.attached[v], nodesOf(r.truth.published[v]))
+	return r.truth.left()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,24 +68,27 @@ func (r *distRun) phase(ctx context.Context, ph distPhase) (DistPhase, error) {
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.PhaseTimeout)
 	defer cancel()
 	t0 := time.Now()
-	note, err := ph.do(withMembers(pctx, members))
+	note, err := ph.do(withPhase(pctx, members, &p))
 	p.Seconds = time.Since(t0).Seconds()
 	p.Note = note
-	if err != nil {
-		return p, err
+	// A phase that failed is measured all the same: what it cost up to
+	// its failure is part of the report.
+	etcd1, serr := readEtcd(ctx, endpoint)
+	if serr == nil {
+		p.StoreRequests = storeRequests(etcd0, etcd1, ph.docs, r.cfg.Volumes)
+		p.Fsyncs = int64(etcd1.fsyncs - etcd0.fsyncs)
+		p.LeasesExpired = int64(etcd1.leasesExpired - etcd0.leasesExpired)
 	}
-	etcd1, err := readEtcd(ctx, endpoint)
-	if err != nil {
-		return p, err
-	}
-	p.StoreRequests = storeRequests(etcd0, etcd1, ph.docs, r.cfg.Volumes)
-	p.Fsyncs = int64(etcd1.fsyncs - etcd0.fsyncs)
-	p.LeasesExpired = int64(etcd1.leasesExpired - etcd0.leasesExpired)
-	if p.Members, p.CloudCalls, err = members.end(ctx); err != nil {
-		return p, err
+	var merr error
+	if p.Members, p.CloudCalls, merr = members.end(ctx); p.CloudCalls == nil {
+		p.CloudCalls = map[string]int{}
 	}
 	p.LeaseLapses = leaseLapses(r.f) - lapses0
-	if err := r.profiles.end(ctx, ph.name); err != nil {
+	perr := r.profiles.end(ctx, ph.name)
+	if err != nil {
+		return p, err
+	}
+	if err := errors.Join(serr, merr, perr); err != nil {
 		return p, err
 	}
 	if bad := r.truth.twice(); len(bad) > 0 {
@@ -93,27 +97,24 @@ func (r *distRun) phase(ctx context.Context, ph distPhase) (DistPhase, error) {
 	return p, nil
 }
 
-// The member track of the phase running, for the phases that kill
-// members (their counters up to the kill are added first).
-type membersKey struct{}
+// The phase running, for the phases that kill members (their counters up
+// to the kill are added first) or count what they see on the way.
+type phaseKey struct{}
 
-func withMembers(ctx context.Context, t *memberTrack) context.Context {
-	return context.WithValue(ctx, membersKey{}, t)
+type running struct {
+	members *memberTrack
+	phase   *DistPhase
+}
+
+func withPhase(ctx context.Context, t *memberTrack, p *DistPhase) context.Context {
+	return context.WithValue(ctx, phaseKey{}, running{t, p})
 }
 
 // fleetStart applies V volumes and V workloads in one apply, as the
 // embedded fleet_start does, until each volume is attached and mounted on
 // its node.
 func (r *distRun) fleetStart(ctx context.Context) (string, error) {
-	docs := make([]*messages.Document, 0, 2*r.cfg.Volumes)
-	for i := range r.cfg.Volumes {
-		docs = append(docs, volumeDoc(volName(i)))
-	}
-	for i := range r.cfg.Volumes {
-		n := r.nodeOf(i)
-		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
-		r.truth.setWant(cloud.VolumeID(volName(i)), n)
-	}
+	docs := startDocs(r.cfg.Volumes, r.nodeOf, r.truth)
 	t0 := time.Now()
 	if err := r.apply(ctx, docs); err != nil {
 		return "", err
@@ -133,10 +134,11 @@ func (r *distRun) nodeOf(i int) cloud.NodeName { return r.nodes[i%len(r.nodes)] 
 // (--member-ttl), which the phase's time includes. Done when every
 // member's volume actors hold every volume Attached again (their
 // tether_attachments), every node is ready, and the ground truth still
-// matches, having detached and unmounted nothing. A node seen NotReady on
-// the way fails the phase.
+// matches, having detached and unmounted nothing. Nodes seen NotReady on
+// the way are counted (DistPhase.NodesNotReady).
 func (r *distRun) restart(ctx context.Context) (string, error) {
-	track := ctx.Value(membersKey{}).(*memberTrack)
+	run := ctx.Value(phaseKey{}).(running)
+	track := run.members
 	a0, d0, p0, u0 := r.truth.attaches.Load(), r.truth.detaches.Load(), r.truth.publishes.Load(), r.truth.unpublishes.Load()
 	for i := range r.f.Controllers() {
 		if err := track.retire(ctx, i); err != nil {
@@ -151,7 +153,21 @@ func (r *distRun) restart(ctx context.Context) (string, error) {
 	for i := range slots {
 		slots[i] = i
 	}
-	if err := parallel(slots, r.f.StartController); err != nil { // as an operator's restart of every machine
+	var mu sync.Mutex
+	var failed []string
+	start := func(i int) error { // as a supervisor (systemd's Restart=on-failure) restarts a machine's member
+		var err error
+		for range startTries {
+			if err = r.f.StartController(i); err == nil {
+				return nil
+			}
+			mu.Lock()
+			failed = append(failed, fmt.Sprintf("controller-%d: %v", i, firstLine(err)))
+			mu.Unlock()
+		}
+		return err
+	}
+	if err := parallel(slots, start); err != nil {
 		return "", err
 	}
 	started := time.Since(t0)
@@ -169,6 +185,7 @@ func (r *distRun) restart(ctx context.Context) (string, error) {
 				notReady[n] = true
 			}
 		}
+		run.phase.NodesNotReady = len(notReady)
 		if len(ready) < len(r.nodes) {
 			return false, fmt.Sprintf("%d of %d nodes ready", len(ready), len(r.nodes))
 		}
@@ -192,11 +209,14 @@ func (r *distRun) restart(ctx context.Context) (string, error) {
 	p, u := r.truth.publishes.Load()-p0, r.truth.unpublishes.Load()-u0
 	note := fmt.Sprintf("%d members SIGKILLed and started again in %.2fs; during the restart: %d attaches, %d detaches, %d publishes, %d unpublishes, %d nodes seen NotReady",
 		r.f.Controllers(), started.Seconds(), a, d, p, u, len(notReady))
-	switch {
-	case d > 0 || u > 0:
+	if len(failed) > 0 {
+		note += fmt.Sprintf("; %d starts failed and were tried again: %s", len(failed), strings.Join(failed, "; "))
+	}
+	if len(notReady) > 0 {
+		note += fmt.Sprintf(" (%v first)", slices.Sorted(maps.Keys(notReady))[0])
+	}
+	if d > 0 || u > 0 {
 		return note, fmt.Errorf("a restart with nothing changed detached or unmounted: %s", note)
-	case len(notReady) > 0:
-		return note, fmt.Errorf("nodes went NotReady during the restart (%v first): %s", slices.Sorted(maps.Keys(notReady))[0], note)
 	}
 	return note, nil
 }
@@ -234,12 +254,7 @@ func (r *distRun) nodeLoss(ctx context.Context) (string, error) {
 
 // churn moves every tenth workload to the next node.
 func (r *distRun) churn(ctx context.Context) (string, error) {
-	var docs []*messages.Document
-	for i := 0; i < r.cfg.Volumes; i += 10 {
-		n := r.nodeOf(i + 1)
-		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
-		r.truth.setWant(cloud.VolumeID(volName(i)), n)
-	}
+	docs := churnDocs(r.cfg.Volumes, r.nodeOf, r.truth)
 	if err := r.apply(ctx, docs); err != nil {
 		return "", err
 	}
@@ -298,6 +313,16 @@ func (r *distRun) teardown(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%d workloads and %d volumes deleted, one API call each (%d at a time), in %.2fs", r.cfg.Volumes, r.cfg.Volumes, teardownCalls, deleted.Seconds()), nil
+}
+
+// startTries: how many times restart starts a member whose process
+// exits before it is ready (each failure is in the phase's note).
+const startTries = 3
+
+// firstLine is err's first line (a process's error carries its log's tail).
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // teardownCalls is how many deletes teardown has in flight.

@@ -173,7 +173,7 @@ func runDistributedBench(cmd *cobra.Command, cfg bench.DistConfig, asJSON bool, 
 		return usageError{err}
 	}
 	res, err := bench.RunDistributed(cmd.Context(), cfg)
-	if res != nil && (err == nil || !asJSON) {
+	if res != nil { // what was measured, with the error on stderr
 		if asJSON {
 			b, jerr := json.Marshal(res)
 			if jerr != nil {
