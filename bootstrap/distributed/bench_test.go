@@ -4,6 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +17,7 @@ import (
 // --distributed` does (bench.RunDistributed: the embedded bench, then a
 // fleet of 3 controller members, one agent process per node, etcd and the
 // cloud service, every part its own process on loopback, through the same
-// phases), for each of fleetSizes volumes over -fleet.nodes nodes (default
+// phases), for each of -fleet.volumes volumes over -fleet.nodes nodes (default
 // 100: 100 agent processes, about 30 MB each, 3 GB), every sim instance
 // with the attach limit the largest size needs (bench.PeakPerNode, churn
 // included), the same for every size and both sides.
@@ -28,8 +31,16 @@ import (
 // A failed run keeps the fleet's directory (every process's log) and
 // logs where it is.
 func BenchmarkFleetStart(b *testing.B) {
-	limit := bench.PeakPerNode(fleetSizes[len(fleetSizes)-1], *fleetNodes)
-	for _, v := range fleetSizes {
+	var sizes []int
+	for _, f := range strings.Split(*fleetVolumes, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			b.Fatalf("-fleet.volumes %q: want volume counts, comma-separated", *fleetVolumes)
+		}
+		sizes = append(sizes, v)
+	}
+	limit := max(39, bench.PeakPerNode(slices.Max(sizes), *fleetNodes))
+	for _, v := range sizes {
 		b.Run(fmt.Sprintf("volumes=%d", v), func(b *testing.B) {
 			cfg := bench.DistConfig{Config: bench.DefaultConfig(), Controllers: 3, Binary: binary}
 			cfg.Volumes, cfg.Nodes, cfg.AttachLimit, cfg.Dir, cfg.PhaseTimeout = v, *fleetNodes, limit, b.TempDir(), *fleetDeadline
@@ -62,9 +73,7 @@ func BenchmarkFleetStart(b *testing.B) {
 }
 
 var (
+	fleetVolumes  = flag.String("fleet.volumes", "1000,3000,10000", "BenchmarkFleetStart: the volume counts, comma-separated")
 	fleetNodes    = flag.Int("fleet.nodes", 100, "BenchmarkFleetStart: nodes (agent processes) on both sides")
 	fleetDeadline = flag.Duration("fleet.deadline", 10*time.Minute, "BenchmarkFleetStart: how long each phase may take before the benchmark fails")
 )
-
-// fleetSizes are BenchmarkFleetStart's volume counts, smallest first.
-var fleetSizes = []int{1000, 3000, 10000}
