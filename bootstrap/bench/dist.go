@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -191,7 +192,8 @@ func RunDistributed(ctx context.Context, cfg DistConfig) (*DistResult, error) {
 	return res, nil
 }
 
-func progress(w interface{ Write([]byte) (int, error) }, format string, args ...any) {
+// progress tells w (if set) how the run goes.
+func progress(w io.Writer, format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format+"\n", args...)
 	}

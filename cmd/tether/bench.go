@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -172,7 +174,11 @@ func runDistributedBench(cmd *cobra.Command, cfg bench.DistConfig, asJSON bool, 
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	res, err := bench.RunDistributed(cmd.Context(), cfg)
+	// Interrupted, the run stops its fleet's processes before the command
+	// ends (the directory is kept, with the logs, as after any failure).
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.RunDistributed(ctx, cfg)
 	if res != nil { // what was measured, with the error on stderr
 		if asJSON {
 			b, jerr := json.Marshal(res)
