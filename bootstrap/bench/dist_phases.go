@@ -84,7 +84,10 @@ func (r *distRun) phase(ctx context.Context, ph distPhase) (DistPhase, error) {
 		p.CloudCalls = map[string]int{}
 	}
 	p.LeaseLapses = leaseLapses(r.f) - lapses0
-	perr := r.profiles.end(ctx, ph.name)
+	lost, perr := r.profiles.end(ctx, ph.name)
+	if len(lost) > 0 {
+		p.Note += fmt.Sprintf("; no CPU profile from %s", strings.Join(lost, ", "))
+	}
 	if err != nil {
 		return p, err
 	}

@@ -259,8 +259,17 @@ func (t *memberTrack) add(i int, s memberSample) {
 	if b.pid != 0 && b.pid != s.pid {
 		b = memberSample{} // a process started since (not retired: it died)
 	}
+	calls := b.cloudCalls
 	for m, v := range s.cloudCalls {
-		a.cloudCalls[m] += v - b.cloudCalls[m]
+		if v < calls[m] {
+			// Counters that went back: the member lost its lease and
+			// joined again within its process, metrics anew (what it
+			// counted since the phase began, before, is lost).
+			calls = nil
+		}
+	}
+	for m, v := range s.cloudCalls {
+		a.cloudCalls[m] += v - calls[m]
 	}
 	a.cpuSeconds += s.cpuSeconds - b.cpuSeconds
 	a.peakRSS = max(a.peakRSS, s.peakRSS)
@@ -349,10 +358,12 @@ func (p profiles) begin(ctx context.Context) error {
 	return nil
 }
 
-// end writes every member's profile to dir/<phase>.controller-<i>.pprof.
-func (p profiles) end(ctx context.Context, phase string) error {
+// end writes every member's profile to dir/<phase>.controller-<i>.pprof;
+// lost names the members that had none to give (one that lost its lease
+// joins again within its process, its profiling endpoint anew).
+func (p profiles) end(ctx context.Context, phase string) (lost []string, err error) {
 	if p.dir == "" {
-		return nil
+		return nil, nil
 	}
 	for i := range p.f.Controllers() {
 		_, _, addr, ok := p.f.ControllerDebug(i)
@@ -361,18 +372,20 @@ func (p profiles) end(ctx context.Context, phase string) error {
 		}
 		resp, err := post(ctx, "http://"+addr+"/debug/cpuprofile/stop")
 		if err != nil {
-			return fmt.Errorf("controller-%d: its CPU profile: %w", i, err)
+			lost = append(lost, fmt.Sprintf("controller-%d (%v)", i, err))
+			continue
 		}
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("controller-%d: its CPU profile: %s %v", i, resp.Status, err)
+			lost = append(lost, fmt.Sprintf("controller-%d (%s %s)", i, resp.Status, bytes.TrimSpace(b)))
+			continue
 		}
 		if err := os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("%s.controller-%d.pprof", phase, i)), b, 0o644); err != nil {
-			return err
+			return lost, err
 		}
 	}
-	return nil
+	return lost, nil
 }
 
 func post(ctx context.Context, url string) (*http.Response, error) {

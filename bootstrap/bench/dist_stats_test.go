@@ -48,6 +48,13 @@ func TestMemberTrackAcrossRestarts(t *testing.T) {
 	if a := tr.acc[0]; a.cloudCalls["attach"] != 3 || a.cpuSeconds != 1 {
 		t.Errorf("a successor's own counters: attach %g, cpu %g, want 3 and 1", a.cloudCalls["attach"], a.cpuSeconds)
 	}
+	// A member that joined again within its process: same process, its
+	// metrics anew.
+	tr = &memberTrack{base: []memberSample{{pid: 1, cloudCalls: map[string]float64{"attach": 50}, cpuSeconds: 2}}, acc: []memberAcc{{cloudCalls: map[string]float64{}}}}
+	tr.add(0, memberSample{pid: 1, cloudCalls: map[string]float64{"attach": 20}, cpuSeconds: 5})
+	if a := tr.acc[0]; a.cloudCalls["attach"] != 20 || a.cpuSeconds != 3 {
+		t.Errorf("after a rejoin within the process: attach %g, cpu %g, want 20 and 3", a.cloudCalls["attach"], a.cpuSeconds)
+	}
 }
 
 // procStat reads this very process: some CPU time, a peak RSS.
