@@ -113,13 +113,13 @@ func (r *distRun) start(ctx context.Context) error {
 	if err := r.apply(ctx, docs); err != nil {
 		return err
 	}
-	return waitFor(ctx, r.cfg.Progress, func() (bool, string) {
+	return waitFor(ctx, r.cfg.Progress, paced(restartPoll, func() (bool, string) {
 		ready, err := r.readyNodes(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		return len(ready) == len(r.nodes), fmt.Sprintf("%d of %d nodes ready", len(ready), len(r.nodes))
-	})
+	}))
 }
 
 func newToken() string {

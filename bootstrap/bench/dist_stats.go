@@ -154,6 +154,7 @@ type memberSample struct {
 	states     map[string]float64 // the volume actors' attachments by state
 	cpuSeconds float64
 	peakRSS    int64 // VmHWM: since the last resetPeak
+	unread     error // its metrics could not be read (cloudCalls, states nil)
 }
 
 // sampleMember reads member i's metrics and /proc entry; ok is false if
@@ -164,13 +165,16 @@ func sampleMember(ctx context.Context, f *distributed.Fleet, i int) (memberSampl
 		return memberSample{}, false, nil
 	}
 	s := memberSample{pid: pid}
+	s.cpuSeconds, s.peakRSS = procStat(pid)
 	fams, err := scrape(ctx, "http://"+maddr+"/metrics")
 	if err != nil {
-		return s, true, fmt.Errorf("controller-%d: %w", i, err)
+		// A member that lost its lease joins again within its process,
+		// its endpoints down meanwhile: said, not fatal.
+		s.unread = fmt.Errorf("controller-%d: %w", i, err)
+		return s, true, nil
 	}
 	s.cloudCalls = sum(fams, "tether_cloud_calls_total", func(l map[string]string) string { return l["method"] })
 	s.states = sum(fams, "tether_attachments", func(l map[string]string) string { return l["state"] })
-	s.cpuSeconds, s.peakRSS = procStat(pid)
 	return s, true, nil
 }
 
@@ -218,6 +222,9 @@ type memberTrack struct {
 	f    *distributed.Fleet
 	base []memberSample // at the phase's start, or the slot's new process: zero
 	acc  []memberAcc
+	// unread: the members whose metrics could not be read at some point
+	// (their cloud calls over the phase are not exact).
+	unread []string
 }
 
 type memberAcc struct {
@@ -236,6 +243,7 @@ func newMemberTrack(ctx context.Context, f *distributed.Fleet) (*memberTrack, er
 		if ok {
 			resetPeak(s.pid)
 		}
+		t.note(s)
 		t.base[i] = s
 		t.acc[i].cloudCalls = map[string]float64{}
 	}
@@ -254,7 +262,14 @@ func (t *memberTrack) retire(ctx context.Context, i int) error {
 	return nil
 }
 
+func (t *memberTrack) note(s memberSample) {
+	if s.unread != nil {
+		t.unread = append(t.unread, s.unread.Error())
+	}
+}
+
 func (t *memberTrack) add(i int, s memberSample) {
+	t.note(s)
 	a, b := &t.acc[i], t.base[i]
 	if b.pid != 0 && b.pid != s.pid {
 		b = memberSample{} // a process started since (not retired: it died)
@@ -310,6 +325,9 @@ func attachedActors(ctx context.Context, f *distributed.Fleet) (map[string]float
 		if !ok {
 			return nil, fmt.Errorf("controller-%d is not running", i)
 		}
+		if s.unread != nil {
+			return nil, s.unread
+		}
 		for k, v := range s.states {
 			out[k] += v
 		}
@@ -341,21 +359,18 @@ type profiles struct {
 }
 
 // begin starts a profile in every member running (one running already
-// goes on).
-func (p profiles) begin(ctx context.Context) error {
+// goes on; one that cannot be reached has none to give at the end).
+func (p profiles) begin(ctx context.Context) {
 	if p.dir == "" {
-		return nil
+		return
 	}
 	for i := range p.f.Controllers() {
 		if _, _, addr, ok := p.f.ControllerDebug(i); ok {
-			resp, err := post(ctx, "http://"+addr+"/debug/cpuprofile/start")
-			if err != nil {
-				return fmt.Errorf("controller-%d: starting its CPU profile: %w", i, err)
+			if resp, err := post(ctx, "http://"+addr+"/debug/cpuprofile/start"); err == nil {
+				resp.Body.Close()
 			}
-			resp.Body.Close()
 		}
 	}
-	return nil
 }
 
 // end writes every member's profile to dir/<phase>.controller-<i>.pprof;
