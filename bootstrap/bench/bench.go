@@ -466,22 +466,12 @@ const progressEvery = 30 * time.Second
 // converged waits until the ground truth matches what is wanted.
 func (r *run) converged(ctx context.Context) error {
 	return waitFor(ctx, r.cfg.Progress, func() (bool, string) {
-		ok, v := r.truth.matches()
-		if ok {
-			return true, ""
-		}
-		r.truth.mu.Lock()
-		n := len(r.truth.bad)
-		r.truth.mu.Unlock()
-		return false, fmt.Sprintf("%d volumes not attached and mounted exactly where wanted; volume %q: %s", n, v, r.describe(v))
+		ok, _ := r.truth.matches()
+		return ok, r.truth.left()
 	})
 }
 
-func (r *run) describe(v cloud.VolumeID) string {
-	r.truth.mu.Lock()
-	defer r.truth.mu.Unlock()
-	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", r.truth.want[v], r.truth.attached[v], nodesOf(r.truth.published[v]))
-}
+func (r *run) describe(v cloud.VolumeID) string { return r.truth.describe(v) }
 
 // profile starts the CPU profile of phase name if asked; stop ends it.
 func (r *run) profile(name string) (stop func() error, err error) {

@@ -15,19 +15,39 @@ func volName(i int) string                 { return fmt.Sprintf("v%06d", i) }
 func workName(i int) string                { return fmt.Sprintf("w%06d", i) }
 func (r *run) nodeOf(i int) cloud.NodeName { return r.nodes[i%len(r.nodes)] }
 
+// startDocs are fleet_start's documents, every volume then every
+// workload (workload i uses volume i, on node i mod N), each volume wanted
+// on its workload's node in t.
+func startDocs(volumes int, nodeOf func(int) cloud.NodeName, t *truth) []*messages.Document {
+	docs := make([]*messages.Document, 0, 2*volumes)
+	for i := range volumes {
+		docs = append(docs, volumeDoc(volName(i)))
+	}
+	for i := range volumes {
+		n := nodeOf(i)
+		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
+		t.setWant(cloud.VolumeID(volName(i)), n)
+	}
+	return docs
+}
+
+// churnDocs are churn's documents: every tenth workload on the next node,
+// its volume wanted there in t.
+func churnDocs(volumes int, nodeOf func(int) cloud.NodeName, t *truth) []*messages.Document {
+	var docs []*messages.Document
+	for i := 0; i < volumes; i += 10 {
+		n := nodeOf(i + 1)
+		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
+		t.setWant(cloud.VolumeID(volName(i)), n)
+	}
+	return docs
+}
+
 // fleetStart applies V volumes and V workloads (workload i uses volume i,
 // on node i mod N) in one apply, and waits until each volume is attached
 // and mounted on its node.
 func (r *run) fleetStart(ctx context.Context) (string, error) {
-	docs := make([]*messages.Document, 0, 2*r.cfg.Volumes)
-	for i := range r.cfg.Volumes {
-		docs = append(docs, volumeDoc(volName(i)))
-	}
-	for i := range r.cfg.Volumes {
-		n := r.nodeOf(i)
-		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
-		r.truth.setWant(cloud.VolumeID(volName(i)), n)
-	}
+	docs := startDocs(r.cfg.Volumes, r.nodeOf, r.truth)
 	t0 := time.Now()
 	if err := r.client.apply(ctx, docs); err != nil {
 		return "", err
@@ -154,12 +174,7 @@ func (r *run) nodeLoss(ctx context.Context) (string, error) {
 
 // churn moves every tenth workload to the next node.
 func (r *run) churn(ctx context.Context) (string, error) {
-	var docs []*messages.Document
-	for i := 0; i < r.cfg.Volumes; i += 10 {
-		n := r.nodeOf(i + 1)
-		docs = append(docs, workloadDoc(workName(i), string(n), volName(i)))
-		r.truth.setWant(cloud.VolumeID(volName(i)), n)
-	}
+	docs := churnDocs(r.cfg.Volumes, r.nodeOf, r.truth)
 	if err := r.client.apply(ctx, docs); err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"hash/maphash"
 	"path/filepath"
 	"slices"
@@ -231,6 +232,41 @@ func (t *truth) matches() (bool, cloud.VolumeID) {
 		return false, v
 	}
 	return true, ""
+}
+
+// left says how many volumes differ from what is wanted, and how the
+// first one does ("" when none does).
+func (t *truth) left() string {
+	ok, v := t.matches()
+	if ok {
+		return ""
+	}
+	t.mu.Lock()
+	n := len(t.bad)
+	t.mu.Unlock()
+	return fmt.Sprintf("%d volumes not attached and mounted exactly where wanted; volume %q: %s", n, v, t.describe(v))
+}
+
+// describe says where v is wanted, attached and mounted (v differing
+// from what is wanted: the others' are not kept).
+func (t *truth) describe(v cloud.VolumeID) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return fmt.Sprintf("wanted on %q, attached on %v, mounted on %v", t.want[v], t.attached[v], nodesOf(t.published[v]))
+}
+
+// attachmentsMatch reports whether the cloud's side is as wanted: every
+// volume attached on the node want names only (mounts aside).
+func (t *truth) attachmentsMatch() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for v := range t.bad {
+		att, want := t.attached[v], t.want[v]
+		if len(att) > 1 || (len(att) == 1) != (want != "") || (len(att) == 1 && att[0] != want) {
+			return false
+		}
+	}
+	return true
 }
 
 // twice lists the volumes attached to, or published on, more than one

@@ -74,6 +74,13 @@ type FleetConfig struct {
 	JoinTimeout                               time.Duration
 	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
 	Backoff                                   Backoff
+	// MemberDebug gives every member a metrics endpoint and a profiling
+	// one on free loopback ports (--metrics-addr, --pprof-addr:
+	// ControllerDebug), for tether bench --distributed.
+	MemberDebug bool
+	// CloudLatency is added to every call of the cloud service
+	// (--sim-latency).
+	CloudLatency time.Duration
 }
 
 // Fleet is a running FleetConfig.
@@ -100,9 +107,10 @@ type Fleet struct {
 // member is one controller slot: its proxy (the address it advertises)
 // stays across restarts of its process.
 type member struct {
-	proxy *proxy
-	proc  *proc
-	api   string
+	proxy          *proxy
+	proc           *proc
+	api            string
+	metrics, pprof string // MemberDebug
 }
 
 // StartFleet starts etcd, the cloud, the members and the agents, and waits
@@ -218,6 +226,9 @@ func (f *Fleet) StartCloud() error {
 	if f.cfg.AttachLimit > 0 {
 		args = append(args, "--attach-limit", strconv.Itoa(f.cfg.AttachLimit))
 	}
+	if f.cfg.CloudLatency > 0 {
+		args = append(args, "--sim-latency", f.cfg.CloudLatency.String())
+	}
 	p, _, err := startProc("cloud", f.cfg.Binary, args, f.logPath("cloud"), "tether cloud serving", f.cfg.Ready)
 	if err != nil {
 		return err
@@ -272,6 +283,16 @@ func (f *Fleet) StartController(i int) error {
 			args = append(args, t.flag, t.d.String())
 		}
 	}
+	var metricsAddr, pprofAddr string
+	if f.cfg.MemberDebug {
+		if metricsAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		args = append(args, "--metrics-addr", metricsAddr, "--pprof-addr", pprofAddr)
+	}
 	m.proxy.retarget(real)
 	name := fmt.Sprintf("controller-%d", i)
 	p, err := f.start(name, append([]string{"controller"}, args...), "tether controller member")
@@ -280,6 +301,7 @@ func (f *Fleet) StartController(i int) error {
 	}
 	f.mu.Lock()
 	m.proc, m.api = p, api
+	m.metrics, m.pprof = metricsAddr, pprofAddr
 	f.mu.Unlock()
 	return nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
@@ -99,6 +100,15 @@ type MemberConfig struct {
 	// Control, if set, is read for chaos commands (Command) until it
 	// ends: actor kills, cloud and store faults.
 	Control io.Reader
+	// MetricsAddr, if set, is where this member serves /metrics (its
+	// cloud calls, sync passes, attachments by state, and the process's
+	// CPU and memory), /healthz and /readyz (ready once the controller
+	// has restored every volume it started with); loopback only.
+	MetricsAddr string
+	// PprofAddr, if set, is where this member serves Go's profiles
+	// (/debug/pprof/) and a CPU profile between two requests
+	// (/debug/cpuprofile/start, /debug/cpuprofile/stop); loopback only.
+	PprofAddr string
 }
 
 // Member is a running controller member.
@@ -117,6 +127,9 @@ type Member struct {
 	journal *journal.Writer
 	store   *journalStore // with a journal or control
 	faulty  *faultyCloud  // with control
+	metrics *metrics.Metrics
+	msrv    *metrics.Server // MetricsAddr
+	pprof   *pprofServer    // PprofAddr
 	lost    chan error
 	stopped bool
 }
@@ -207,6 +220,13 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	cc.Log, cc.Supervisor.Log = log, log
 	cc.RegisterNode = m.registerNode
 	st, provider := m.chaosHooks(cfg, &cc)
+	if cfg.MetricsAddr != "" {
+		if m.metrics, err = metrics.New(); err != nil {
+			return m, err
+		}
+		cc.Observer = m.metrics
+		provider = metrics.InstrumentProvider(provider, m.metrics)
+	}
 	m.Controller = controller.New(m.System, cc, limit.Wrap(provider, cfg.CloudLimit), st, m.events)
 	m.Cluster, err = newCluster(m.System, endpoints, etcdTLS, cfg.Prefix, rc, m.Controller.Kinds(), cfg.MemberTTL, log, func(err error) { m.lost <- err })
 	if err != nil {
@@ -265,6 +285,9 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		if err != nil {
 			return m, err
 		}
+	}
+	if err := m.serveDebug(cfg); err != nil {
+		return m, err
 	}
 	if cfg.Control != nil {
 		go serveControl(cfg.Control, log, m.control)
@@ -350,6 +373,7 @@ func (m *Member) Stop() error {
 	if m.API != nil {
 		errs = append(errs, m.API.Stop())
 	}
+	errs = append(errs, m.stopDebug())
 	if m.Controller != nil {
 		errs = append(errs, m.Controller.Stop(5*time.Second)) // crash only: a short grace loses nothing
 	}

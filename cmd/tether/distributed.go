@@ -100,6 +100,11 @@ README for a whole cluster by hand.`,
 			v.controllerFlags()
 			v.atLeast("join-timeout", time.Second, "a round trip to each peer takes up to 3s, tried again every second")
 			v.csiInsteadOfCloud("csi-controller-socket", &cfg.Cloud)
+			for _, name := range []string{"metrics-addr", "pprof-addr"} {
+				if v.given(name) {
+					v.hostPort(name) // loopback: refused at start otherwise, naming the flag
+				}
+			}
 			if v.err != nil {
 				return v.err
 			}
@@ -123,6 +128,8 @@ README for a whole cluster by hand.`,
 	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")
 	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "this member's own directory: with a CSI driver, the secrets volumes name by csi.secretRef (csi-secrets/<name>.json, mode 0600)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics (cloud calls, sync passes, the process's CPU and memory), /healthz and /readyz (ready once every volume is restored) here, on loopback (\"\": none)")
+	f.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) and a CPU profile between POST /debug/cpuprofile/start and /debug/cpuprofile/stop here, on loopback (\"\": none)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")
 	cf.add(f)
