@@ -226,6 +226,9 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		}
 		cc.Observer = m.metrics
 		provider = metrics.InstrumentProvider(provider, m.metrics)
+		if err := m.metrics.StoreRequests(m.Store.Requests); err != nil {
+			return m, err
+		}
 	}
 	m.Controller = controller.New(m.System, cc, limit.Wrap(provider, cfg.CloudLimit), st, m.events)
 	m.Cluster, err = newCluster(m.System, endpoints, etcdTLS, cfg.Prefix, rc, m.Controller.Kinds(), cfg.MemberTTL, log, func(err error) { m.lost <- err })
