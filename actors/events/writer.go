@@ -220,3 +220,10 @@ func (w *Writer) sweep() {
 		w.cfg.OnError(err, 0)
 	}
 }
+
+// closing reports whether Close has begun.
+func (w *Writer) closing() bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.shut
+}
