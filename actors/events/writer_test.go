@@ -60,7 +60,9 @@ func waitEntered(t *testing.T, f *fakeLog) {
 	}
 }
 
-func vol(msg string) Event { return Event{Object: Ref{Kind: KindVolume, Name: "v1"}, Type: "T", Message: msg} }
+func vol(msg string) Event {
+	return Event{Object: Ref{Kind: KindVolume, Name: "v1"}, Type: "T", Message: msg}
+}
 
 // While a transaction is in flight, events queue; the next transaction
 // takes them all (up to Batch): one per flush, not one per event.
