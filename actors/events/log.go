@@ -56,7 +56,7 @@ func (r *Recorder) List(ctx context.Context, q Query) ([]Event, uint64, error) {
 		return w.log.ListEvents(ctx, q)
 	}
 	if q.Kind != "" && q.Name != "" {
-		return r.For(Ref{Kind: q.Kind, Name: q.Name, UID: q.UID}), 0, nil
+		return r.For(Ref(q)), 0, nil
 	}
 	r.mu.Lock()
 	var out []Event
