@@ -89,6 +89,11 @@ func TestGetEvents(t *testing.T) {
 			t.Errorf("get events workload/w1 shows the deleted incarnation's %+v", e)
 		}
 	}
+	for _, e := range getEventsJSON(t, data).Events {
+		if e.Kind == "workload" && e.Name == "w1" && e.Node == "n1" {
+			t.Errorf("get events shows the deleted incarnation's %+v", e)
+		}
+	}
 
 	for _, bad := range [][]string{{"get", "events", "volume/"}, {"get", "events", "disk/d1"}, {"get", "volumes", "--watch"}, {"get", "events", "volume/nope"}} {
 		if out, err := run(t, data, bad...); err == nil {
