@@ -113,28 +113,28 @@ type Embedded struct {
 	// Cloud is the sim cloud when the process runs on it (nil with the
 	// loop cloud), for what only the sim has: fault injection, exact call
 	// counters, synchronous observers (chaos, bench, the tests).
-	Cloud       *sim.Cloud
-	Store       store.Store
-	Events      *events.Recorder
-	Controller  *controller.Controller
-	Log         *logrus.Logger
-	NodeNames   []cloud.NodeName
-	Agents      map[cloud.NodeName]*node.Agent
-	cfg         Config
-	kind        string // CloudSim, CloudLoop or CloudCSI
-	guardian    actor.SupervisorStrategy
-	guard       *spawn.Guard
-	pool        *dispatch.Pool
-	ctlCfg      controller.Config
-	provider    cloud.Provider
-	mu          sync.Mutex
-	mounters    map[cloud.NodeName]mount.Mounter
-	calls       map[cloud.NodeName]*node.Calls // one per node, shared by its successive agents
-	lock        *dirLock                       // durable only
-	identity    string                         // durable only: the store's identity
-	stopped     bool                           // Stop ran
-	bolt        *store.Bolt                    // durable only: the store under any WrapStore
-	eventWriter *events.Writer                 // the recorder's writer to the event log
+	Cloud      *sim.Cloud
+	Store      store.Store
+	Events     *events.Recorder
+	Controller *controller.Controller
+	Log        *logrus.Logger
+	NodeNames  []cloud.NodeName
+	Agents     map[cloud.NodeName]*node.Agent
+	cfg        Config
+	kind       string // CloudSim, CloudLoop or CloudCSI
+	guardian   actor.SupervisorStrategy
+	guard      *spawn.Guard
+	pool       *dispatch.Pool
+	ctlCfg     controller.Config
+	provider   cloud.Provider
+	mu         sync.Mutex
+	mounters   map[cloud.NodeName]mount.Mounter
+	calls      map[cloud.NodeName]*node.Calls // one per node, shared by its successive agents
+	lock       *dirLock                       // durable only
+	identity   string                         // durable only: the store's identity
+	stopped    bool                           // Stop ran
+	bolt       *store.Bolt                    // durable only: the store under any WrapStore
+	evw        *events.Writer                 // the recorder's writer to the event log
 	// Rebuilt is what --rebuild-store found and wrote (nil without it).
 	Rebuilt *RebuildReport
 }

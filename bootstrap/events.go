@@ -21,8 +21,8 @@ func (e *Embedded) startEvents() error {
 	if err != nil {
 		return err
 	}
-	e.eventWriter = NewEventWriter(l, e.Log)
-	e.Events.Persist(e.eventWriter)
+	e.evw = NewEventWriter(l, e.Log)
+	e.Events.Persist(e.evw)
 	return nil
 }
 
@@ -30,9 +30,9 @@ func (e *Embedded) startEvents() error {
 // and stops the writer; after the agents and the controller, before the
 // store closes.
 func (e *Embedded) stopEvents() {
-	if e.eventWriter != nil {
-		e.eventWriter.Close()
-		if s := e.eventWriter.Stats(); s.Dropped+s.Failed > 0 {
+	if e.evw != nil {
+		e.evw.Close()
+		if s := e.evw.Stats(); s.Dropped+s.Failed > 0 {
 			e.Log.WithFields(logrus.Fields{"dropped": s.Dropped, "failed": s.Failed, "written": s.Written}).Warn("events lost since start (the event log was slow or down)")
 		}
 	}
@@ -49,4 +49,4 @@ func NewEventWriter(l events.Log, log *logrus.Logger) *events.Writer {
 
 // EventWriter is the embedded process's event writer (nil before start):
 // its Stats count what reached the store.
-func (e *Embedded) EventWriter() *events.Writer { return e.eventWriter }
+func (e *Embedded) EventWriter() *events.Writer { return e.evw }
