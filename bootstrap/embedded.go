@@ -95,6 +95,9 @@ type Config struct {
 	// WrapDevices, if set, wraps each agent's device resolution (invariant
 	// checks).
 	WrapDevices func(cloud.NodeName, node.Devices) node.Devices
+	// Events configures the event log (TTL, bound per object); zero
+	// values are the defaults (1 h, 100).
+	Events store.EventOptions
 }
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
@@ -131,6 +134,7 @@ type Embedded struct {
 	identity   string                         // durable only: the store's identity
 	stopped    bool                           // Stop ran
 	bolt       *store.Bolt                    // durable only: the store under any WrapStore
+	evw        *events.Writer                 // the recorder's writer to the event log
 	// Rebuilt is what --rebuild-store found and wrote (nil without it).
 	Rebuilt *RebuildReport
 }
@@ -227,6 +231,9 @@ func (e *Embedded) start() error {
 		p = cfg.WrapProvider(p)
 	}
 	e.ctlCfg, e.provider = cc, limit.Wrap(metrics.InstrumentProvider(p, cfg.Metrics), cfg.CloudLimit)
+	if err := e.startEvents(); err != nil {
+		return err
+	}
 	e.Controller = controller.New(e.System, cc, e.provider, e.Store, e.Events)
 	if err := e.Controller.Start(); err != nil {
 		return err
@@ -451,6 +458,7 @@ func (e *Embedded) Stop() error {
 	if e.System != nil {
 		e.System.Shutdown()
 	}
+	e.stopEvents()
 	if e.pool != nil {
 		e.pool.Close() // idle workers end now, busy ones after their run
 	}

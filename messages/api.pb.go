@@ -1166,12 +1166,17 @@ func (x *DescribeRequest) GetName() string {
 }
 
 type EventInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TimeUnixNano  int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
-	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
-	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	Warning       bool                   `protobuf:"varint,4,opt,name=warning,proto3" json:"warning,omitempty"`
-	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixNano int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Type         string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Node         string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Warning      bool                   `protobuf:"varint,4,opt,name=warning,proto3" json:"warning,omitempty"`
+	Message      string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The object: set by ListEvents and WatchEvents (Describe's events are
+	// of its object).
+	Kind          string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	ObjectUid     string `protobuf:"bytes,8,opt,name=object_uid,json=objectUid,proto3" json:"object_uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1241,6 +1246,133 @@ func (x *EventInfo) GetMessage() string {
 	return ""
 }
 
+func (x *EventInfo) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *EventInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EventInfo) GetObjectUid() string {
+	if x != nil {
+		return x.ObjectUid
+	}
+	return ""
+}
+
+type ListEventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "": every kind
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"` // "": every object of kind (a name needs its kind)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsRequest) Reset() {
+	*x = ListEventsRequest{}
+	mi := &file_api_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsRequest) ProtoMessage() {}
+
+func (x *ListEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListEventsRequest) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListEventsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListEventsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type ListEventsResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Events []*EventInfo           `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"` // oldest first
+	// omitted_events: older events left out to keep the response under the
+	// byte budget.
+	OmittedEvents int32 `protobuf:"varint,2,opt,name=omitted_events,json=omittedEvents,proto3" json:"omitted_events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListEventsResponse) Reset() {
+	*x = ListEventsResponse{}
+	mi := &file_api_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListEventsResponse) ProtoMessage() {}
+
+func (x *ListEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListEventsResponse) Descriptor() ([]byte, []int) {
+	return file_api_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListEventsResponse) GetEvents() []*EventInfo {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *ListEventsResponse) GetOmittedEvents() int32 {
+	if x != nil {
+		return x.OmittedEvents
+	}
+	return 0
+}
+
 type DescribeResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Object *GetResponse           `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
@@ -1254,7 +1386,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_api_proto_msgTypes[19]
+	mi := &file_api_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1398,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[19]
+	mi := &file_api_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1411,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{19}
+	return file_api_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DescribeResponse) GetObject() *GetResponse {
@@ -1313,7 +1445,7 @@ type NodeOperationRequest struct {
 
 func (x *NodeOperationRequest) Reset() {
 	*x = NodeOperationRequest{}
-	mi := &file_api_proto_msgTypes[20]
+	mi := &file_api_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1457,7 @@ func (x *NodeOperationRequest) String() string {
 func (*NodeOperationRequest) ProtoMessage() {}
 
 func (x *NodeOperationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[20]
+	mi := &file_api_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1470,7 @@ func (x *NodeOperationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeOperationRequest.ProtoReflect.Descriptor instead.
 func (*NodeOperationRequest) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{20}
+	return file_api_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NodeOperationRequest) GetNode() string {
@@ -1364,7 +1496,7 @@ type NodeOperationResponse struct {
 
 func (x *NodeOperationResponse) Reset() {
 	*x = NodeOperationResponse{}
-	mi := &file_api_proto_msgTypes[21]
+	mi := &file_api_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1508,7 @@ func (x *NodeOperationResponse) String() string {
 func (*NodeOperationResponse) ProtoMessage() {}
 
 func (x *NodeOperationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_proto_msgTypes[21]
+	mi := &file_api_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1521,7 @@ func (x *NodeOperationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeOperationResponse.ProtoReflect.Descriptor instead.
 func (*NodeOperationResponse) Descriptor() ([]byte, []int) {
-	return file_api_proto_rawDescGZIP(), []int{21}
+	return file_api_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodeOperationResponse) GetResult() string {
@@ -1488,13 +1620,23 @@ const file_api_proto_rawDesc = "" +
 	"\bcontinue\x18\x04 \x01(\tR\bcontinue\"9\n" +
 	"\x0fDescribeRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x8d\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xd4\x01\n" +
 	"\tEventInfo\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x18\n" +
 	"\awarning\x18\x04 \x01(\bR\awarning\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\xa3\x01\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"object_uid\x18\b \x01(\tR\tobjectUid\";\n" +
+	"\x11ListEventsRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"o\n" +
+	"\x12ListEventsResponse\x122\n" +
+	"\x06events\x18\x01 \x03(\v2\x1a.tether.messages.EventInfoR\x06events\x12%\n" +
+	"\x0eomitted_events\x18\x02 \x01(\x05R\romittedEvents\"\xa3\x01\n" +
 	"\x10DescribeResponse\x124\n" +
 	"\x06object\x18\x01 \x01(\v2\x1c.tether.messages.GetResponseR\x06object\x122\n" +
 	"\x06events\x18\x02 \x03(\v2\x1a.tether.messages.EventInfoR\x06events\x12%\n" +
@@ -1503,14 +1645,17 @@ const file_api_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\"/\n" +
 	"\x15NodeOperationResponse\x12\x16\n" +
-	"\x06result\x18\x01 \x01(\tR\x06result2\xdc\x03\n" +
+	"\x06result\x18\x01 \x01(\tR\x06result2\x84\x05\n" +
 	"\x06Tether\x12F\n" +
 	"\x05Apply\x12\x1d.tether.messages.ApplyRequest\x1a\x1e.tether.messages.ApplyResponse\x12L\n" +
 	"\vApplyStream\x12\x1b.tether.messages.ApplyChunk\x1a\x1e.tether.messages.ApplyResponse(\x01\x12I\n" +
 	"\x06Delete\x12\x1e.tether.messages.DeleteRequest\x1a\x1f.tether.messages.DeleteResponse\x12@\n" +
 	"\x03Get\x12\x1b.tether.messages.GetRequest\x1a\x1c.tether.messages.GetResponse\x12O\n" +
 	"\bDescribe\x12 .tether.messages.DescribeRequest\x1a!.tether.messages.DescribeResponse\x12^\n" +
-	"\rNodeOperation\x12%.tether.messages.NodeOperationRequest\x1a&.tether.messages.NodeOperationResponseB#Z!github.com/tether/tether/messagesb\x06proto3"
+	"\rNodeOperation\x12%.tether.messages.NodeOperationRequest\x1a&.tether.messages.NodeOperationResponse\x12U\n" +
+	"\n" +
+	"ListEvents\x12\".tether.messages.ListEventsRequest\x1a#.tether.messages.ListEventsResponse\x12O\n" +
+	"\vWatchEvents\x12\".tether.messages.ListEventsRequest\x1a\x1a.tether.messages.EventInfo0\x01B#Z!github.com/tether/tether/messagesb\x06proto3"
 
 var (
 	file_api_proto_rawDescOnce sync.Once
@@ -1524,7 +1669,7 @@ func file_api_proto_rawDescGZIP() []byte {
 	return file_api_proto_rawDescData
 }
 
-var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_api_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_api_proto_goTypes = []any{
 	(*VolumeDoc)(nil),             // 0: tether.messages.VolumeDoc
 	(*VolumeCSIDoc)(nil),          // 1: tether.messages.VolumeCSIDoc
@@ -1545,16 +1690,18 @@ var file_api_proto_goTypes = []any{
 	(*GetResponse)(nil),           // 16: tether.messages.GetResponse
 	(*DescribeRequest)(nil),       // 17: tether.messages.DescribeRequest
 	(*EventInfo)(nil),             // 18: tether.messages.EventInfo
-	(*DescribeResponse)(nil),      // 19: tether.messages.DescribeResponse
-	(*NodeOperationRequest)(nil),  // 20: tether.messages.NodeOperationRequest
-	(*NodeOperationResponse)(nil), // 21: tether.messages.NodeOperationResponse
-	nil,                           // 22: tether.messages.VolumeCSIDoc.VolumeAttributesEntry
-	(*VolumeAttachment)(nil),      // 23: tether.messages.VolumeAttachment
-	(*NodeStatus)(nil),            // 24: tether.messages.NodeStatus
+	(*ListEventsRequest)(nil),     // 19: tether.messages.ListEventsRequest
+	(*ListEventsResponse)(nil),    // 20: tether.messages.ListEventsResponse
+	(*DescribeResponse)(nil),      // 21: tether.messages.DescribeResponse
+	(*NodeOperationRequest)(nil),  // 22: tether.messages.NodeOperationRequest
+	(*NodeOperationResponse)(nil), // 23: tether.messages.NodeOperationResponse
+	nil,                           // 24: tether.messages.VolumeCSIDoc.VolumeAttributesEntry
+	(*VolumeAttachment)(nil),      // 25: tether.messages.VolumeAttachment
+	(*NodeStatus)(nil),            // 26: tether.messages.NodeStatus
 }
 var file_api_proto_depIdxs = []int32{
 	1,  // 0: tether.messages.VolumeDoc.csi:type_name -> tether.messages.VolumeCSIDoc
-	22, // 1: tether.messages.VolumeCSIDoc.volume_attributes:type_name -> tether.messages.VolumeCSIDoc.VolumeAttributesEntry
+	24, // 1: tether.messages.VolumeCSIDoc.volume_attributes:type_name -> tether.messages.VolumeCSIDoc.VolumeAttributesEntry
 	3,  // 2: tether.messages.WorkloadDoc.volumes:type_name -> tether.messages.WorkloadVolumeDoc
 	0,  // 3: tether.messages.Document.volume:type_name -> tether.messages.VolumeDoc
 	2,  // 4: tether.messages.Document.node:type_name -> tether.messages.NodeDoc
@@ -1563,32 +1710,37 @@ var file_api_proto_depIdxs = []int32{
 	5,  // 7: tether.messages.ApplyChunk.documents:type_name -> tether.messages.Document
 	9,  // 8: tether.messages.ApplyResponse.counts:type_name -> tether.messages.ApplyCount
 	0,  // 9: tether.messages.VolumeInfo.spec:type_name -> tether.messages.VolumeDoc
-	23, // 10: tether.messages.VolumeInfo.attachments:type_name -> tether.messages.VolumeAttachment
+	25, // 10: tether.messages.VolumeInfo.attachments:type_name -> tether.messages.VolumeAttachment
 	2,  // 11: tether.messages.NodeInfo.spec:type_name -> tether.messages.NodeDoc
-	24, // 12: tether.messages.NodeInfo.status:type_name -> tether.messages.NodeStatus
+	26, // 12: tether.messages.NodeInfo.status:type_name -> tether.messages.NodeStatus
 	4,  // 13: tether.messages.WorkloadInfo.spec:type_name -> tether.messages.WorkloadDoc
 	13, // 14: tether.messages.GetResponse.volumes:type_name -> tether.messages.VolumeInfo
 	14, // 15: tether.messages.GetResponse.nodes:type_name -> tether.messages.NodeInfo
 	15, // 16: tether.messages.GetResponse.workloads:type_name -> tether.messages.WorkloadInfo
-	16, // 17: tether.messages.DescribeResponse.object:type_name -> tether.messages.GetResponse
-	18, // 18: tether.messages.DescribeResponse.events:type_name -> tether.messages.EventInfo
-	6,  // 19: tether.messages.Tether.Apply:input_type -> tether.messages.ApplyRequest
-	7,  // 20: tether.messages.Tether.ApplyStream:input_type -> tether.messages.ApplyChunk
-	10, // 21: tether.messages.Tether.Delete:input_type -> tether.messages.DeleteRequest
-	12, // 22: tether.messages.Tether.Get:input_type -> tether.messages.GetRequest
-	17, // 23: tether.messages.Tether.Describe:input_type -> tether.messages.DescribeRequest
-	20, // 24: tether.messages.Tether.NodeOperation:input_type -> tether.messages.NodeOperationRequest
-	8,  // 25: tether.messages.Tether.Apply:output_type -> tether.messages.ApplyResponse
-	8,  // 26: tether.messages.Tether.ApplyStream:output_type -> tether.messages.ApplyResponse
-	11, // 27: tether.messages.Tether.Delete:output_type -> tether.messages.DeleteResponse
-	16, // 28: tether.messages.Tether.Get:output_type -> tether.messages.GetResponse
-	19, // 29: tether.messages.Tether.Describe:output_type -> tether.messages.DescribeResponse
-	21, // 30: tether.messages.Tether.NodeOperation:output_type -> tether.messages.NodeOperationResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	18, // 17: tether.messages.ListEventsResponse.events:type_name -> tether.messages.EventInfo
+	16, // 18: tether.messages.DescribeResponse.object:type_name -> tether.messages.GetResponse
+	18, // 19: tether.messages.DescribeResponse.events:type_name -> tether.messages.EventInfo
+	6,  // 20: tether.messages.Tether.Apply:input_type -> tether.messages.ApplyRequest
+	7,  // 21: tether.messages.Tether.ApplyStream:input_type -> tether.messages.ApplyChunk
+	10, // 22: tether.messages.Tether.Delete:input_type -> tether.messages.DeleteRequest
+	12, // 23: tether.messages.Tether.Get:input_type -> tether.messages.GetRequest
+	17, // 24: tether.messages.Tether.Describe:input_type -> tether.messages.DescribeRequest
+	22, // 25: tether.messages.Tether.NodeOperation:input_type -> tether.messages.NodeOperationRequest
+	19, // 26: tether.messages.Tether.ListEvents:input_type -> tether.messages.ListEventsRequest
+	19, // 27: tether.messages.Tether.WatchEvents:input_type -> tether.messages.ListEventsRequest
+	8,  // 28: tether.messages.Tether.Apply:output_type -> tether.messages.ApplyResponse
+	8,  // 29: tether.messages.Tether.ApplyStream:output_type -> tether.messages.ApplyResponse
+	11, // 30: tether.messages.Tether.Delete:output_type -> tether.messages.DeleteResponse
+	16, // 31: tether.messages.Tether.Get:output_type -> tether.messages.GetResponse
+	21, // 32: tether.messages.Tether.Describe:output_type -> tether.messages.DescribeResponse
+	23, // 33: tether.messages.Tether.NodeOperation:output_type -> tether.messages.NodeOperationResponse
+	20, // 34: tether.messages.Tether.ListEvents:output_type -> tether.messages.ListEventsResponse
+	18, // 35: tether.messages.Tether.WatchEvents:output_type -> tether.messages.EventInfo
+	28, // [28:36] is the sub-list for method output_type
+	20, // [20:28] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_api_proto_init() }
@@ -1608,7 +1760,7 @@ func file_api_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_proto_rawDesc), len(file_api_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

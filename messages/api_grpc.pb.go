@@ -29,6 +29,8 @@ const (
 	Tether_Get_FullMethodName           = "/tether.messages.Tether/Get"
 	Tether_Describe_FullMethodName      = "/tether.messages.Tether/Describe"
 	Tether_NodeOperation_FullMethodName = "/tether.messages.Tether/NodeOperation"
+	Tether_ListEvents_FullMethodName    = "/tether.messages.Tether/ListEvents"
+	Tether_WatchEvents_FullMethodName   = "/tether.messages.Tether/WatchEvents"
 )
 
 // TetherClient is the client API for Tether service.
@@ -58,6 +60,17 @@ type TetherClient interface {
 	// NodeOperation acts on a node: terminate or start its sim instance, or
 	// mark it out of service.
 	NodeOperation(ctx context.Context, in *NodeOperationRequest, opts ...grpc.CallOption) (*NodeOperationResponse, error)
+	// ListEvents lists the events of the durable log (kept for the event
+	// TTL, a bound per object), newest last: all of them, those of a kind,
+	// or those of one object's current incarnation. Events of an object
+	// that no longer exists, or of an earlier incarnation of its name, are
+	// not listed. The newest that fit the response's byte budget.
+	ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error)
+	// WatchEvents streams what ListEvents lists, then every event appended
+	// to the log after it (from any member or agent), until the client
+	// cancels. An event of an incarnation gone by the time it is sent is
+	// skipped.
+	WatchEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EventInfo], error)
 }
 
 type tetherClient struct {
@@ -131,6 +144,35 @@ func (c *tetherClient) NodeOperation(ctx context.Context, in *NodeOperationReque
 	return out, nil
 }
 
+func (c *tetherClient) ListEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (*ListEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListEventsResponse)
+	err := c.cc.Invoke(ctx, Tether_ListEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tetherClient) WatchEvents(ctx context.Context, in *ListEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[EventInfo], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Tether_ServiceDesc.Streams[1], Tether_WatchEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListEventsRequest, EventInfo]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Tether_WatchEventsClient = grpc.ServerStreamingClient[EventInfo]
+
 // TetherServer is the server API for Tether service.
 // All implementations must embed UnimplementedTetherServer
 // for forward compatibility.
@@ -158,6 +200,17 @@ type TetherServer interface {
 	// NodeOperation acts on a node: terminate or start its sim instance, or
 	// mark it out of service.
 	NodeOperation(context.Context, *NodeOperationRequest) (*NodeOperationResponse, error)
+	// ListEvents lists the events of the durable log (kept for the event
+	// TTL, a bound per object), newest last: all of them, those of a kind,
+	// or those of one object's current incarnation. Events of an object
+	// that no longer exists, or of an earlier incarnation of its name, are
+	// not listed. The newest that fit the response's byte budget.
+	ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error)
+	// WatchEvents streams what ListEvents lists, then every event appended
+	// to the log after it (from any member or agent), until the client
+	// cancels. An event of an incarnation gone by the time it is sent is
+	// skipped.
+	WatchEvents(*ListEventsRequest, grpc.ServerStreamingServer[EventInfo]) error
 	mustEmbedUnimplementedTetherServer()
 }
 
@@ -185,6 +238,12 @@ func (UnimplementedTetherServer) Describe(context.Context, *DescribeRequest) (*D
 }
 func (UnimplementedTetherServer) NodeOperation(context.Context, *NodeOperationRequest) (*NodeOperationResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method NodeOperation not implemented")
+}
+func (UnimplementedTetherServer) ListEvents(context.Context, *ListEventsRequest) (*ListEventsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListEvents not implemented")
+}
+func (UnimplementedTetherServer) WatchEvents(*ListEventsRequest, grpc.ServerStreamingServer[EventInfo]) error {
+	return status.Errorf(codes.Unimplemented, "method WatchEvents not implemented")
 }
 func (UnimplementedTetherServer) mustEmbedUnimplementedTetherServer() {}
 func (UnimplementedTetherServer) testEmbeddedByValue()                {}
@@ -304,6 +363,35 @@ func _Tether_NodeOperation_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Tether_ListEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TetherServer).ListEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Tether_ListEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TetherServer).ListEvents(ctx, req.(*ListEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Tether_WatchEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TetherServer).WatchEvents(m, &grpc.GenericServerStream[ListEventsRequest, EventInfo]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Tether_WatchEventsServer = grpc.ServerStreamingServer[EventInfo]
+
 // Tether_ServiceDesc is the grpc.ServiceDesc for Tether service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -331,12 +419,21 @@ var Tether_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "NodeOperation",
 			Handler:    _Tether_NodeOperation_Handler,
 		},
+		{
+			MethodName: "ListEvents",
+			Handler:    _Tether_ListEvents_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "ApplyStream",
 			Handler:       _Tether_ApplyStream_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "WatchEvents",
+			Handler:       _Tether_WatchEvents_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "api.proto",

@@ -3,6 +3,13 @@
 // ...), the most recent ones per object, in memory. It never decides
 // anything; actors record, operators and tests read.
 //
+// Memory is one process's view. What operators read is the durable log
+// (Log, implemented by actors/store) that a Writer fills asynchronously
+// from the Recorder (Persist): kept for a TTL (default 1 h, as Kubernetes
+// does) and at most a bound per object, the same from every process of a
+// cluster and after restarts. A log too slow or down loses events (they
+// are counted, see Writer), never an actor's time.
+//
 // An object is a name and, since a name may be reused after a delete, an
 // incarnation: the recorder of an event stamps the ObjectUID (actors/store)
 // of the object it serves, readers ask for the current one, and a deleted
@@ -62,6 +69,7 @@ type Recorder struct {
 	byObject  objects
 	types     types
 	subs      []func(Event)
+	writer    *Writer // nil: memory only (see Persist)
 	// forgotten: UIDs whose events are not kept, at most forgottenMax;
 	// order is their ring, next the oldest once it is full.
 	forgotten map[string]bool
@@ -79,12 +87,17 @@ func NewRecorder(perObject int) *Recorder {
 func (r *Recorder) Record(e Event) {
 	r.mu.Lock()
 	typ := r.types.count(e.Type)
+	var w *Writer
 	if !r.forgotten[e.Object.UID] {
 		m := r.byObject.of(e.Object.Kind, true)
 		m[e.Object.Name] = appendBounded(m[e.Object.Name], toRecord(e, typ), r.perObject)
+		w = r.writer
 	}
 	subs := r.subs
 	r.mu.Unlock()
+	if w != nil {
+		w.Offer(e) // never blocks: a full queue drops and counts
+	}
 	for _, f := range subs {
 		f(e)
 	}

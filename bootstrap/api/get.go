@@ -148,7 +148,7 @@ func (s *service) one(kind, name string) (res *messages.GetResponse, uid string,
 
 // Describe shows the events of the object's current incarnation only
 // (its ObjectUID), the newest that fit in responseBudget with the object.
-func (s *service) Describe(_ context.Context, req *messages.DescribeRequest) (*messages.DescribeResponse, error) {
+func (s *service) Describe(ctx context.Context, req *messages.DescribeRequest) (*messages.DescribeResponse, error) {
 	kind, err := kindOf(req.Kind)
 	if err != nil {
 		return nil, toStatus(err)
@@ -158,19 +158,15 @@ func (s *service) Describe(_ context.Context, req *messages.DescribeRequest) (*m
 		return nil, toStatus(err)
 	}
 	res := &messages.DescribeResponse{Object: obj}
-	evs := s.ctl.Events(events.Ref{Kind: events.Kind(kind), Name: req.Name, UID: uid})
-	infos := make([]*messages.EventInfo, len(evs))
-	left, first := responseBudget-proto.Size(obj), len(evs)
-	for first > 0 {
-		e := evs[first-1]
-		in := &messages.EventInfo{TimeUnixNano: e.Time.UnixNano(), Type: e.Type, Node: e.Node, Warning: e.Warning, Message: e.Message}
-		if left -= itemSize(in); left < 0 {
-			break
-		}
-		first--
-		infos[first] = in
+	evs, _, err := s.ctl.ListEvents(ctx, events.Query{Kind: events.Kind(kind), Name: req.Name, UID: uid})
+	if err != nil {
+		return nil, toStatus(err)
 	}
-	res.Events, res.OmittedEvents = infos[first:], int32(first)
+	infos := make([]*messages.EventInfo, len(evs))
+	for i, e := range evs {
+		infos[i] = &messages.EventInfo{TimeUnixNano: e.Time.UnixNano(), Type: e.Type, Node: e.Node, Warning: e.Warning, Message: e.Message}
+	}
+	res.Events, res.OmittedEvents = newestWithin(infos, responseBudget-proto.Size(obj))
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/journal"
@@ -39,7 +40,10 @@ type AgentConfig struct {
 	Etcd    []string
 	EtcdTLS EtcdTLS // mutual TLS to etcd (required beyond loopback)
 	Prefix  string
-	Remote  RemoteConfig
+	// Events configures the event log the agent writes to (in etcd,
+	// beside the controllers' store); zero values are the defaults.
+	Events store.EventOptions
+	Remote RemoteConfig
 	// Cloud: the address of `tether cloud serve`, for the device paths
 	// (the sim cloud's "devices" are directories on this machine).
 	Cloud    string
@@ -78,6 +82,8 @@ type AgentProcess struct {
 	CSI     *nodecsi.Node
 	Agent   *node.Agent
 	journal *journal.Writer
+	evlog   *store.EtcdEvents
+	evw     *events.Writer
 	stopped bool
 }
 
@@ -145,6 +151,12 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 	if ac.Events == nil {
 		ac.Events = events.NewRecorder(100)
 	}
+	// The agent's events go to the controllers' event log, beside their
+	// store under Prefix+"store/" (OpenMember's).
+	if a.evlog, err = store.OpenEtcdEvents(store.EtcdConfig{Endpoints: endpoints, TLS: etcdTLS, Prefix: cfg.Prefix + "store/"}, cfg.Events); err != nil {
+		return a, fmt.Errorf("agent: event log: %w", err)
+	}
+	a.evw = persistEvents(ac.Events, a.evlog, log)
 	guard := spawn.New(a.System)
 	ac.Guard = guard
 	l, err := layout.New(cfg.DataDir)
@@ -237,6 +249,10 @@ func (a *AgentProcess) Stop() error {
 	}
 	if a.CSI != nil {
 		errs = append(errs, a.CSI.Close())
+	}
+	closeEvents(a.evw, a.Log)
+	if a.evlog != nil {
+		errs = append(errs, a.evlog.Close())
 	}
 	errs = append(errs, a.journal.Close())
 	return errors.Join(errs...)

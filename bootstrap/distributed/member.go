@@ -56,6 +56,9 @@ type MemberConfig struct {
 	// Prefix roots every key of this tether in etcd (default "/tether/"):
 	// the store under it, the cluster's membership under Prefix+"cluster".
 	Prefix string
+	// Events configures the event log in etcd (TTL, bound per object);
+	// zero values are the defaults (1 h, 100).
+	Events store.EventOptions
 	// MemberTTL is the lease of this member's registration (default
 	// DefaultMemberTTL): a member that stops renewing it (killed, cut off
 	// from etcd) is out of the cluster that long after, and its actors are
@@ -124,6 +127,7 @@ type Member struct {
 	CSI     *bootstrap.CSIController
 	API     *api.Server
 	events  *events.Recorder
+	evw     *events.Writer // to the event log beside the store
 	journal *journal.Writer
 	store   *journalStore // with a journal or control
 	faulty  *faultyCloud  // with control
@@ -202,6 +206,11 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if err != nil {
 		return m, fmt.Errorf("controller: store: %w", err)
 	}
+	evlog, err := m.Store.Events(cfg.Events)
+	if err != nil {
+		return m, fmt.Errorf("controller: %w", err)
+	}
+	m.evw = persistEvents(m.events, evlog, log)
 	var rc *remote.Config
 	if m.Cloud, rc, m.System, err = connect("controller", cfg.Cloud, cfg.CloudTLS, cfg.Remote, log); err != nil {
 		return m, err
@@ -405,6 +414,7 @@ func (m *Member) Stop() error {
 	if m.Cloud != nil {
 		errs = append(errs, m.Cloud.Close())
 	}
+	closeEvents(m.evw, m.Log) // before the store's connection closes
 	if m.Store != nil {
 		errs = append(errs, m.Store.Close())
 	}

@@ -21,9 +21,10 @@ func getCommand() *cobra.Command {
 	var cf clientFlags
 	var output string
 	var pages pageFlags
+	var watch bool
 	cmd := &cobra.Command{
-		Use:   "get volumes|nodes|workloads [NAME]",
-		Short: "List objects with their status, by name (in pages, followed to the end)",
+		Use:   "get volumes|nodes|workloads [NAME] | get events [KIND[/NAME]] [--watch]",
+		Short: "List objects with their status, by name (in pages, followed to the end), or events, newest last",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateClient(cmd.Flags()); err != nil {
@@ -31,6 +32,15 @@ func getCommand() *cobra.Command {
 			}
 			if output != "table" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want table or json", output)}
+			}
+			if isEvents(args[0]) {
+				if len(args) > 2 || cmd.Flags().Changed("limit") || cmd.Flags().Changed("chunk-size") {
+					return usageError{fmt.Errorf("get events takes one KIND or KIND/NAME, and no --limit or --chunk-size")}
+				}
+				return getEvents(cmd, &cf, output, watch, args[1:])
+			}
+			if watch {
+				return usageError{fmt.Errorf("--watch: only get events watches")}
 			}
 			req := &messages.GetRequest{Kind: args[0]}
 			if len(args) == 2 {
@@ -58,6 +68,7 @@ func getCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "get events: after the list, print new events as they come, until Ctrl-C")
 	pages.register(cmd.Flags())
 	cf.register(cmd.Flags())
 	return cmd

@@ -98,6 +98,7 @@ README for a whole cluster by hand.`,
 			}
 			v := validator{fs: cmd.Flags()}
 			v.controllerFlags()
+			v.eventFlags()
 			v.atLeast("join-timeout", time.Second, "a round trip to each peer takes up to 3s, tried again every second")
 			v.csiInsteadOfCloud("csi-controller-socket", &cfg.Cloud)
 			for _, name := range []string{"metrics-addr", "pprof-addr"} {
@@ -125,6 +126,7 @@ README for a whole cluster by hand.`,
 	f.DurationVar(&cfg.JoinTimeout, "join-timeout", distributed.DefaultJoinTimeout, "how long a starting member tries to reach the members already there over remote before it gives up (it holds no actors until it has)")
 	f.DurationVar(&cfg.MemberTTL, "member-ttl", distributed.DefaultMemberTTL, "the lease of this member's place in the cluster: how long after it dies (or loses etcd) the others serve its actors")
 	controllerFlags(f, &cfg.Controller, &cfg.CloudLimit)
+	eventFlags(f, &cfg.Events)
 	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")
 	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "this member's own directory: with a CSI driver, the secrets volumes name by csi.secretRef (csi-secrets/<name>.json, mode 0600)")
@@ -156,6 +158,7 @@ func agentCommand() *cobra.Command {
 			v := validator{fs: cmd.Flags()}
 			v.nonEmpty("node")
 			v.nonEmpty("data-dir")
+			v.eventFlags()
 			v.csiInsteadOfCloud("csi-node-socket", &cfg.Cloud)
 			if v.given("csi-node-socket") && v.given("mounter") {
 				v.refuse("mounter", "not with --csi-node-socket: the CSI node plugin mounts")
@@ -184,6 +187,7 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&cfg.CSINodeSocket, "csi-node-socket", "", "unix socket of the CSI driver's node plugin on this machine: the agent mounts through it and reports its node ID (NodeGetInfo) to the controllers, instead of --cloud")
 	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI node plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "the node's directory: its mounts and its state (required)")
+	eventFlags(f, &cfg.Events)
 	f.DurationVar(&cfg.Agent.HeartbeatEvery, "heartbeat", cfg.Agent.HeartbeatEvery, "how often the agent tells the controller it is alive")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")

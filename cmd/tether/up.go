@@ -62,6 +62,7 @@ func upCommand() *cobra.Command {
 	attachLimitFlag(f, &cfg.Embedded.Sim.AttachLimit, "sim-attach-limit")
 	cfg.Embedded.CloudLimit = limit.Defaults()
 	controllerFlags(f, &cfg.Embedded.Controller, &cfg.Embedded.CloudLimit)
+	eventFlags(f, &cfg.Embedded.Events)
 	f.StringVar(&cfg.Embedded.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.Embedded.LogFormat, "log-format", "text", "text or json")
 	return cmd

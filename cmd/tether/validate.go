@@ -48,6 +48,7 @@ func validateUp(fs *pflag.FlagSet) error {
 	v.hostPort("metrics-addr")
 	v.count("nodes", 1, maxNodes, "tether up runs every node's agent in this one process")
 	v.controllerFlags()
+	v.eventFlags()
 	v.atLeast("sim-latency", 0, "latency the sim adds to each call")
 	v.below("sim-latency", "cloud-timeout")
 	v.rate("sim-throttle")
