@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,8 +34,8 @@ import (
 //     process's own latest write first, so that a writer's next write does
 //     not fail on its own previous one.
 //
-// Keys of the store's prefix that are not the store's records (the event
-// log's, whose writes do not touch meta/last) are not kept.
+// The event log lives beside the store, under a prefix of its own
+// (etcd_events.go), so its keys are neither watched nor kept.
 
 // cacheKV is one key's value in the cache.
 type cacheKV struct {
@@ -93,11 +92,6 @@ func (e *Etcd) startCache() error {
 	return nil
 }
 
-// cached reports whether key is one of the store's records the cache keeps.
-func (e *Etcd) cached(key string) bool {
-	return !strings.HasPrefix(key, e.k.events())
-}
-
 // list replaces the tree with the store's keys at one revision, returned.
 func (c *etcdCache) list(ctx context.Context) (int64, error) {
 	tree := btree.NewG(32, lessKV)
@@ -116,9 +110,7 @@ func (c *etcdCache) list(ctx context.Context) (int64, error) {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			if c.e.cached(string(kv.Key)) {
-				tree.ReplaceOrInsert(cacheKV{key: string(kv.Key), value: kv.Value, mod: kv.ModRevision})
-			}
+			tree.ReplaceOrInsert(cacheKV{key: string(kv.Key), value: kv.Value, mod: kv.ModRevision})
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			break
@@ -183,12 +175,10 @@ func (c *etcdCache) watch(ctx context.Context, rev int64) error {
 		c.mu.Lock()
 		for _, ev := range resp.Events {
 			key := string(ev.Kv.Key)
-			if c.e.cached(key) {
-				if ev.Type == clientv3.EventTypeDelete {
-					c.tree.Delete(cacheKV{key: key})
-				} else {
-					c.tree.ReplaceOrInsert(cacheKV{key: key, value: ev.Kv.Value, mod: ev.Kv.ModRevision})
-				}
+			if ev.Type == clientv3.EventTypeDelete {
+				c.tree.Delete(cacheKV{key: key})
+			} else {
+				c.tree.ReplaceOrInsert(cacheKV{key: key, value: ev.Kv.Value, mod: ev.Kv.ModRevision})
 			}
 			// Events come in revision order, a revision's all in one
 			// response: every write up to this one is applied.

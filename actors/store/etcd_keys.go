@@ -16,7 +16,6 @@ import (
 //	P meta/revision                  Revision, decimal
 //	P meta/seq                       the last workload Seq, decimal
 //	P meta/last                      empty; put by every write (its ModRevision: the latest)
-//	P events/...                     the event log, not cached (etcd_cache.go)
 //	P volumes/<id>                   volumeRecord
 //	P nodes/<name>                   nodeRecord
 //	P workloads/<uid>                workloadRecord
@@ -34,7 +33,6 @@ type etcdKeys string
 func (k etcdKeys) revision() string                { return string(k) + "meta/revision" }
 func (k etcdKeys) seq() string                     { return string(k) + "meta/seq" }
 func (k etcdKeys) last() string                    { return string(k) + "meta/last" }
-func (k etcdKeys) events() string                  { return string(k) + "events/" }
 func (k etcdKeys) volumes() string                 { return string(k) + "volumes/" }
 func (k etcdKeys) nodes() string                   { return string(k) + "nodes/" }
 func (k etcdKeys) workloads() string               { return string(k) + "workloads/" }
