@@ -273,6 +273,7 @@ func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Stor
 		provider = m.faulty
 	}
 	if j := m.journal; j != nil {
+		provider = journalCloud{Provider: provider, j: j}
 		m.events.Subscribe(journalEvents(j))
 		onRespawn := cc.OnRespawn
 		cc.OnRespawn = func(name string, delay time.Duration) {
