@@ -93,7 +93,8 @@ type MemberConfig struct {
 	// the actors' respawns and restarts.
 	Backoff Backoff
 	// Journal, if set, is the file this member records its node status
-	// writes, volume events and actor restarts into (bootstrap/journal),
+	// writes, volume events, actor restarts and cloud calls into
+	// (bootstrap/journal),
 	// for tether chaos --distributed.
 	Journal string
 	// Control, if set, is read for chaos commands (Command) until it
