@@ -23,10 +23,13 @@ const (
 	misconfiguredBound = misconfiguredJoin + 20*time.Second
 )
 
-// JoinGate names the rule a misconfigured member must keep: it never acts
-// (its journal records its start and nothing else: no cloud call, no
-// node status write, no event, no actor restart), and it exits non-zero
-// by itself once its join bound passed.
+// JoinGate names the rule a misconfigured member must keep: it never
+// joins nor acts (its journal records its start and nothing else: no
+// join, no cloud call, no node status write, no event, no actor restart),
+// and it exits non-zero by itself once its join bound passed. A member
+// that joined although no peer reaches it need not act (the placement
+// may give it nothing it is asked for), so its join is a violation of its
+// own.
 const JoinGate = "join-gate"
 
 // outsider is one misconfigured member of a run, and how it ended.
@@ -92,8 +95,8 @@ func (r *distRunner) judgeOutsiders() []Violation {
 }
 
 // judgeOutsider judges one misconfigured member: its journal (recs, or
-// the error reading it) records its start and nothing else, and it exited
-// non-zero by itself.
+// the error reading it) records its start and nothing else (no join, no
+// action), and it exited non-zero by itself.
 func judgeOutsider(o outsider, recs []journal.Record, readErr error) []Violation {
 	who := fmt.Sprintf("misconfigured member %d (%s)", o.index, o.kind)
 	v := func(at time.Time, format string, args ...any) Violation {
@@ -110,7 +113,11 @@ func judgeOutsider(o outsider, recs []journal.Record, readErr error) []Violation
 		if rec.Kind == journal.KindStart {
 			continue
 		}
-		out = append(out, v(time.Unix(0, rec.Time), "it acted although no peer could reach it: %s %s node=%s volume=%s %s", rec.Kind, rec.Op, rec.Node, rec.Volume, rec.Text))
+		what := "acted"
+		if rec.Kind == journal.KindJoined {
+			what = "joined the placement"
+		}
+		out = append(out, v(time.Unix(0, rec.Time), "it %s although no peer could reach it: %s %s node=%s volume=%s %s", what, rec.Kind, rec.Op, rec.Node, rec.Volume, rec.Text))
 	}
 	switch {
 	case !o.ended:

@@ -13,8 +13,8 @@ import (
 
 // The join gate's rule judges a misconfigured member on its own journal:
 // one that only started and then exited non-zero passes; one that acted
-// (a cloud call, a node status write, an event), never ran, still ran
-// after its bound or exited 0 is reported.
+// (a cloud call, a node status write, an event), joined, never ran, still
+// ran after its bound or exited 0 is reported.
 func TestJudgeOutsider(t *testing.T) {
 	t0 := time.Now()
 	start := journal.Record{Time: t0.UnixNano(), Kind: journal.KindStart, Text: "controller member"}
@@ -31,6 +31,9 @@ func TestJudgeOutsider(t *testing.T) {
 			{Time: t0.Add(2 * time.Second).UnixNano(), Kind: journal.KindStatus, Node: "n1"},
 			{Time: t0.Add(3 * time.Second).UnixNano(), Kind: journal.KindEvent, Op: "SuccessfulAttach", Volume: "vol-1"},
 		}, want: []string{"cloud-call attach node= volume=vol-1 i-n1-1", "status  node=n1", "event SuccessfulAttach"}},
+		{name: "joined", o: outsider{ended: true, exit: failed}, recs: []journal.Record{start,
+			{Time: t0.Add(time.Second).UnixNano(), Kind: journal.KindJoined, Text: "member-id"},
+		}, want: []string{"joined the placement"}},
 		{name: "never ran", o: outsider{ended: true, exit: failed}, want: []string{"does not record its start"}},
 		{name: "still running", o: outsider{}, recs: []journal.Record{start}, want: []string{"still running"}},
 		{name: "exited 0", o: outsider{ended: true}, recs: []journal.Record{start}, want: []string{"exited 0"}},

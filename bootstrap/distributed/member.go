@@ -239,6 +239,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		m.Cluster = nil
 		return m, err
 	}
+	m.journal.Write(journal.Record{Kind: journal.KindJoined, Text: m.System.ID})
 	if err := m.Controller.Start(); err != nil {
 		return m, err
 	}

@@ -25,7 +25,7 @@ import (
 // remote TLS flags, then one whose certificate is another CA's. Each
 // reaches etcd and the cloud, but no peer completes a handshake with it,
 // so the join gate keeps it out: it never registers, never acts (its
-// journal records no cloud call, status write or event), says why, and
+// journal records no join, cloud call, status write or event), says why, and
 // exits non-zero after its join bound. Meanwhile workloads applied after
 // it started reach their mounts within a minute (ground truth: the
 // cloud's attachments and the mounts on each node's disk, and the API
@@ -146,8 +146,8 @@ func (r *rig) refusedHandshakes() int {
 }
 
 // neverActed judges a misconfigured member's journal: it started, and
-// did nothing else: no cloud call, no node status write, no volume
-// event, no actor restart.
+// did nothing else: no join, no cloud call, no node status write, no
+// volume event, no actor restart.
 func (r *rig) neverActed(kind distributed.Misconfig, path string) {
 	r.t.Helper()
 	recs, err := journal.Read(path)
