@@ -40,8 +40,8 @@ var distributedWeights = []weight{
 // alone: the same seed gives the same plan. A member killed starts again
 // 0.5-2.5 s later, the cloud 0.2-1.2 s later; a partition heals after
 // 1-3 s; a misconfigured member is judged (and stopped if it still runs)
-// 10-14 s after its start; machines taken down boot again 0.5-1.5 s later; cloud and store
-// faults last 0.5-2 s. Which member an action names is its Other modulo
+// 10-14 s after its start; machines taken down boot again 0.5-1.5 s
+// later; cloud and store faults last 0.5-2 s. Which member an action names is its Other modulo
 // the number of members.
 func DistributedPlan(seed uint64, d time.Duration, volumes, nodes int) []Action {
 	return draw(distributedShape(distributedWeights), seed, d, volumes, nodes)

@@ -281,11 +281,11 @@ func (f *Fleet) StartController(i int) error {
 	}
 	name := fmt.Sprintf("controller-%d", i)
 	if f.cfg.RemoteTLS {
-		tls, err := f.remoteTLSArgs(name)
+		tlsArgs, err := f.remoteTLSArgs(name)
 		if err != nil {
 			return err
 		}
-		args = append(args, tls...)
+		args = append(args, tlsArgs...)
 	}
 	m.proxy.retarget(real)
 	p, err := f.start(name, append([]string{"controller"}, args...), "tether controller member")
@@ -367,11 +367,11 @@ func (f *Fleet) StartAgent(n cloud.NodeName) error {
 		args = append(args, "--heartbeat", f.cfg.Heartbeat.String())
 	}
 	if f.cfg.RemoteTLS {
-		tls, err := f.remoteTLSArgs("agent-" + string(n))
+		tlsArgs, err := f.remoteTLSArgs("agent-" + string(n))
 		if err != nil {
 			return err
 		}
-		args = append(args, tls...)
+		args = append(args, tlsArgs...)
 	}
 	p, err := f.start("agent-"+string(n), args, "tether agent of node")
 	if err != nil {

@@ -121,11 +121,11 @@ func (f *Fleet) StartMisconfiguredController(kind Misconfig, join time.Duration)
 	switch kind {
 	case NoRemoteTLS:
 	case ForeignCA:
-		tls, err := f.processTLSArgs(f.foreignCertsDir(), m.name)
+		tlsArgs, err := f.processTLSArgs(f.foreignCertsDir(), m.name)
 		if err != nil {
 			return i, err
 		}
-		args = append(args, tls...)
+		args = append(args, tlsArgs...)
 	default:
 		return i, fmt.Errorf("fleet: unknown misconfiguration %v", kind)
 	}

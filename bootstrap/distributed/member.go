@@ -92,10 +92,9 @@ type MemberConfig struct {
 	// Backoff, where set, shortens the retries of cloud operations and
 	// the actors' respawns and restarts.
 	Backoff Backoff
-	// Journal, if set, is the file this member records its node status
-	// writes, volume events, actor restarts and cloud calls into
-	// (bootstrap/journal),
-	// for tether chaos --distributed.
+	// Journal, if set, is the file this member records its join, node
+	// status writes, volume events, actor restarts and cloud calls into
+	// (bootstrap/journal), for tether chaos --distributed.
 	Journal string
 	// Control, if set, is read for chaos commands (Command) until it
 	// ends: actor kills, cloud and store faults.
