@@ -95,7 +95,8 @@ func (r *distRunner) powerOn(n cloud.NodeName) error {
 	return r.f.StartAgent(n)
 }
 
-// calm ends every fault: faults off, the partition healed, every process
+// calm ends every fault: faults off, the partition healed, the
+// misconfigured member ended (and judged), every process
 // and machine up; then it asks for the whole desired state again (a call
 // of the churn that failed may or may not have taken effect).
 func (r *distRunner) calm() error {
@@ -106,6 +107,9 @@ func (r *distRunner) calm() error {
 		if err := r.partition(Heal, r.cut); err != nil {
 			return err
 		}
+	}
+	if err := r.endMisconfigured(); err != nil {
+		return err
 	}
 	if err := r.cloudProcess(StartCloud); err != nil {
 		return err

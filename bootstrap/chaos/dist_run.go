@@ -107,7 +107,7 @@ func startDistributed(cfg DistributedConfig, dir string, rep *Report) (*distRunn
 		nodes = append(nodes, cloud.NodeName(fmt.Sprintf("n%d", i+1)))
 	}
 	f, err := distributed.StartFleet(distributed.FleetConfig{Binary: cfg.Binary, Dir: dir, Controllers: cfg.Controllers, Nodes: nodes,
-		Token: token(), SyncPeriod: syncPeriod, Heartbeat: time.Second, Permissive: true, Chaos: true,
+		Token: token(), SyncPeriod: syncPeriod, Heartbeat: time.Second, Permissive: true, Chaos: true, RemoteTLS: true,
 		CloudTimeout: cloudTimout, PrepareTimeout: 5 * time.Second, RetireAfter: 2 * time.Second,
 		Backoff: distributed.Backoff{Initial: opBackoff.Initial, Max: opBackoff.Max}})
 	if err != nil {
@@ -195,7 +195,7 @@ func (r *distRunner) judge(i5 []Violation) error {
 	rep := r.rep
 	rep.Restarts = r.restarts + restarts
 	rep.ForcedDetaches, rep.MountCalls = chk.ForcedDetaches(), chk.MountCalls()
-	rep.Found = append(chk.Violations(), i5...)
+	rep.Found = append(append(chk.Violations(), r.judgeOutsiders()...), i5...)
 	rep.Violations = len(rep.Found)
 	return errors.Join(err, jerr, merr)
 }

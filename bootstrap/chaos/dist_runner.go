@@ -45,8 +45,10 @@ type distRunner struct {
 	cloudDown bool
 	later     []int // members to start once the cloud is back and they are not cut off
 	faultsOn  distributed.Faults
-	apiDown   time.Time // after a failed API call, churn waits until then
-	restarts  int       // processes started again
+	outsider  *outsider  // the misconfigured member running, if any
+	outsiders []outsider // those that ended, to judge
+	apiDown   time.Time  // after a failed API call, churn waits until then
+	restarts  int        // processes started again
 }
 
 func (r *distRunner) api(ctx context.Context, f func(context.Context, messages.TetherClient) error) error {
@@ -153,6 +155,10 @@ func (r *distRunner) do(a Action) error {
 		return r.member(a.Kind, a.Other%r.cfg.Controllers)
 	case Partition, Heal:
 		return r.partition(a.Kind, a.Other%r.cfg.Controllers)
+	case MisconfiguredMember:
+		return r.misconfigured(a.Other)
+	case EndMisconfigured:
+		return r.endMisconfigured()
 	case KillCloud, StartCloud:
 		return r.cloudProcess(a.Kind)
 	case RestartEtcd:

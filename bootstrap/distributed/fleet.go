@@ -70,6 +70,12 @@ type FleetConfig struct {
 	// CA made for the fleet (EtcdClientTLS): every member and agent dials
 	// it with --etcd-tls-*.
 	EtcdTLS bool
+	// RemoteTLS runs remote traffic over mutual TLS: every member and
+	// agent is started with --remote-tls-* and a certificate of its own,
+	// issued by the fleet's CA (as `tether certs --process` issues them;
+	// the CA is EtcdTLS's when both are set). StartMisconfiguredController
+	// starts a member that breaks this.
+	RemoteTLS bool
 	// JoinTimeout is every member's --join-timeout (0: its default).
 	JoinTimeout                               time.Duration
 	CloudTimeout, PrepareTimeout, RetireAfter time.Duration
@@ -109,7 +115,8 @@ type Fleet struct {
 type member struct {
 	proxy          *proxy
 	proc           *proc
-	api            string
+	api            string // "" : no API (a misconfigured member)
+	name           string // the process's name (logs, journals)
 	metrics, pprof string // MemberDebug
 }
 
@@ -192,15 +199,15 @@ func (f *Fleet) common() []string {
 	return append(args, "--cloud", f.cloudAddr)
 }
 
-// certsDir holds the fleet's CA and certificates (EtcdTLS).
+// certsDir holds the fleet's CA and certificates (EtcdTLS, RemoteTLS).
 func (f *Fleet) certsDir() string { return filepath.Join(f.cfg.Dir, "certs") }
 
 // makeEtcdCerts makes a CA, etcd's certificate and the fleet processes'
 // client certificate ("tether"), all for loopback.
 func (f *Fleet) makeEtcdCerts() (*etcdserver.TLSFiles, error) {
 	dir := f.certsDir()
-	o := certs.SetOptions{Hosts: []string{"127.0.0.1", "localhost"}, ValidFor: 24 * time.Hour, Now: time.Now()}
-	if _, err := certs.WriteSet(dir, o); err != nil {
+	o, err := f.ensureCA(dir)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := certs.WriteProcesses(dir, []string{"etcd", "tether"}, o); err != nil {
@@ -293,14 +300,21 @@ func (f *Fleet) StartController(i int) error {
 		}
 		args = append(args, "--metrics-addr", metricsAddr, "--pprof-addr", pprofAddr)
 	}
-	m.proxy.retarget(real)
 	name := fmt.Sprintf("controller-%d", i)
+	if f.cfg.RemoteTLS {
+		tlsArgs, err := f.remoteTLSArgs(name)
+		if err != nil {
+			return err
+		}
+		args = append(args, tlsArgs...)
+	}
+	m.proxy.retarget(real)
 	p, err := f.start(name, append([]string{"controller"}, args...), "tether controller member")
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	m.proc, m.api = p, api
+	m.proc, m.api, m.name = p, api, name
 	m.metrics, m.pprof = metricsAddr, pprofAddr
 	f.mu.Unlock()
 	return nil
@@ -374,6 +388,13 @@ func (f *Fleet) StartAgent(n cloud.NodeName) error {
 	if f.cfg.Heartbeat > 0 {
 		args = append(args, "--heartbeat", f.cfg.Heartbeat.String())
 	}
+	if f.cfg.RemoteTLS {
+		tlsArgs, err := f.remoteTLSArgs("agent-" + string(n))
+		if err != nil {
+			return err
+		}
+		args = append(args, tlsArgs...)
+	}
 	p, err := f.start("agent-"+string(n), args, "tether agent of node")
 	if err != nil {
 		return err
@@ -422,7 +443,7 @@ func (f *Fleet) API(ctx context.Context) (messages.TetherClient, context.Context
 	f.mu.Lock()
 	var addr string
 	for _, m := range f.members {
-		if m.proc != nil && !m.proc.exited() {
+		if m.proc != nil && !m.proc.exited() && m.api != "" {
 			addr = m.api
 			break
 		}

@@ -5,9 +5,6 @@ import "github.com/tether/tether/cloud"
 // What tether bench --distributed reads of a Fleet's processes beyond
 // starting and killing them.
 
-// Controllers is how many member slots the fleet has.
-func (f *Fleet) Controllers() int { return len(f.members) }
-
 // ControllerDebug is member i's running process: its process ID and, with
 // FleetConfig.MemberDebug, its metrics and profiling addresses; ok is
 // false while it does not run.

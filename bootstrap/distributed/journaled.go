@@ -13,6 +13,8 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -217,4 +219,45 @@ func openJournal(path, what string) (*journal.Writer, error) {
 	}
 	j.Write(journal.Record{Kind: journal.KindStart, Text: what})
 	return j, nil
+}
+
+// journalCloud records every call the controller makes to the cloud,
+// before it is made (KindCloudCall): a member's journal then shows
+// whether it ever acted on the cloud, which a member that never joined
+// the placement (one its peers cannot reach) must never have done.
+type journalCloud struct {
+	cloud.Provider
+	j *journal.Writer
+}
+
+// Listing implements cloud.Lister: the wrapped provider's.
+func (c journalCloud) Listing() cloud.Listing { return cloud.ListingOf(c.Provider) }
+
+func (c journalCloud) record(op string, vol cloud.VolumeID, insts ...cloud.InstanceID) {
+	text := make([]string, len(insts))
+	for i, in := range insts {
+		text[i] = string(in)
+	}
+	slices.Sort(text)
+	c.j.Write(journal.Record{Kind: journal.KindCloudCall, Op: op, Volume: string(vol), Text: strings.Join(text, ",")})
+}
+
+func (c journalCloud) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
+	c.record("attach", vol, inst)
+	return c.Provider.Attach(ctx, vol, inst)
+}
+
+func (c journalCloud) Detach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) error {
+	c.record("detach", vol, inst)
+	return c.Provider.Detach(ctx, vol, inst)
+}
+
+func (c journalCloud) VolumesAreAttached(ctx context.Context, q map[cloud.InstanceID][]cloud.VolumeID) (map[cloud.InstanceID]map[cloud.VolumeID]bool, error) {
+	c.record("volumes_are_attached", "", slices.Collect(maps.Keys(q))...)
+	return c.Provider.VolumesAreAttached(ctx, q)
+}
+
+func (c journalCloud) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
+	c.record("instance_volumes", "", insts...)
+	return c.Provider.InstanceVolumes(ctx, insts)
 }

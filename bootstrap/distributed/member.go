@@ -96,9 +96,9 @@ type MemberConfig struct {
 	// Backoff, where set, shortens the retries of cloud operations and
 	// the actors' respawns and restarts.
 	Backoff Backoff
-	// Journal, if set, is the file this member records its node status
-	// writes, volume events and actor restarts into (bootstrap/journal),
-	// for tether chaos --distributed.
+	// Journal, if set, is the file this member records its join, node
+	// status writes, volume events, actor restarts and cloud calls into
+	// (bootstrap/journal), for tether chaos --distributed.
 	Journal string
 	// Control, if set, is read for chaos commands (Command) until it
 	// ends: actor kills, cloud and store faults.
@@ -265,6 +265,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		m.Cluster = nil
 		return m, err
 	}
+	m.journal.Write(journal.Record{Kind: journal.KindJoined, Text: m.System.ID})
 	// Subscribed once the cluster started: after its identity lookup,
 	// whose placement a resync's sends must already follow (subscribers
 	// are told in order). The address is the one remote advertises, known
@@ -323,6 +324,7 @@ func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Stor
 		provider = m.faulty
 	}
 	if j := m.journal; j != nil {
+		provider = journalCloud{Provider: provider, j: j}
 		m.events.Subscribe(journalEvents(j))
 		onRespawn := cc.OnRespawn
 		cc.OnRespawn = func(name string, delay time.Duration) {

@@ -27,6 +27,7 @@ type proc struct {
 
 // startProc starts bin with args, logging to logPath, and waits (up to
 // timeout) for a stdout line starting with ready; it returns that line.
+// With ready "" it returns once the process started, without waiting.
 func startProc(name, bin string, args []string, logPath, ready string, timeout time.Duration) (*proc, string, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -68,6 +69,9 @@ func startProc(name, bin string, args []string, logPath, ready string, timeout t
 		_ = logf.Close()
 		close(p.done)
 	}()
+	if ready == "" {
+		return p, "", nil
+	}
 	select {
 	case line := <-lines:
 		return p, line, nil

@@ -46,6 +46,14 @@ const (
 	KindEvent = "event"
 	// KindRestart: an actor (Text) was restarted or is to be respawned.
 	KindRestart = "restart"
+	// KindJoined: a controller member registered in the cluster's
+	// membership and takes part in the placement from now on (Text: its
+	// member ID).
+	KindJoined = "joined"
+	// KindCloudCall: a controller member is about to call the cloud (Op:
+	// attach, detach, volumes_are_attached, instance_volumes) about Volume
+	// (attach, detach) and the instances in Text.
+	KindCloudCall = "cloud-call"
 )
 
 // Record is one line of a journal. Fields are set as the kind needs.
