@@ -74,10 +74,18 @@ func TestStatusRules(t *testing.T) {
 			{0, VolumeAttached{Volume: "v1", DevicePath: "/dev/a"}, nil},
 			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"persist attached=[] inuse=[] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
 			{0, Persisted{}, nil},
-			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"answer v1 ok=true"}},
+			{0, DetachRequested{Volume: "v1", Op: 1}, []string{"persist attached=[] inuse=[] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
+			{0, Persisted{}, nil},
 			{0, VolumeDetached{Volume: "v1"}, []string{"persist attached=[] inuse=[] ready=true oos=false"}},
 			{0, Persisted{}, nil},
 			{0, VolumeDetached{Volume: "v1"}, nil},
+		}},
+		{"a prepare of a volume already detaching still rests on a write (I4, fenced in a cluster)", []step{
+			{0, Restored{Found: true, Status: Status{VolumesDetaching: map[cloud.VolumeID]bool{"v1": true}, Ready: true}}, []string{"wake +40s"}},
+			// A newer activation of this node may have it attached again:
+			// only the (fenced) write tells this one it still owns the node.
+			{0, DetachRequested{Volume: "v1", Op: 3}, []string{"persist attached=[] inuse=[] ready=true oos=false detaching=[v1]", "answer v1 ok=true"}},
+			{0, PersistFailed{Msg: "fenced"}, []string{"answer v1 ok=false"}},
 		}},
 		{"a new node is NotReady until its agent first reports", []step{
 			{0, Restored{}, []string{"persist attached=[] inuse=[] ready=false oos=false", "wake +40s"}},

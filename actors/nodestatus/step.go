@@ -216,10 +216,14 @@ func (n *Node) onDetachRequested(e DetachRequested) []Effect {
 	if n.cfg.BreakPrepareBeforeWrite {
 		return []Effect{ans}
 	}
-	if _, ok := n.cur.VolumesAttached[e.Volume]; !ok && n.cur.VolumesDetaching[e.Volume] && len(n.pending) == 0 {
-		// Already out of VolumesAttached and marked detaching: nothing to write.
-		return []Effect{ans}
-	}
+	// Written even when the volume is already out of VolumesAttached and
+	// marked detaching, as the status this actor holds says: the answer
+	// must rest on a write of it. In a cluster that write is fenced, so it
+	// proves this activation still owns the node; a stale one that had
+	// seen the volume leave could otherwise say yes while a newer one had
+	// it attached again, and the volume was detached with the persisted
+	// status listing it attached (I4; tether chaos --distributed, seed
+	// 93001).
 	n.unattach(e.Volume)
 	n.mark(fieldDetaching, e.Volume, true)
 	n.pending = append(n.pending, ans)
