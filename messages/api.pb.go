@@ -667,9 +667,13 @@ func (x *ApplyCount) GetCount() int64 {
 }
 
 type DeleteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // volume, node, workload
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // volume, node, workload
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// names: more objects of kind, deleted with name in one store
+	// transaction (nodes: one each), all or nothing: every one must exist,
+	// none repeated. At most MaxDeleteNames in all.
+	Names         []string `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -716,6 +720,13 @@ func (x *DeleteRequest) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *DeleteRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
 }
 
 type DeleteResponse struct {
@@ -1581,10 +1592,11 @@ const file_api_proto_rawDesc = "" +
 	"ApplyCount\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04verb\x18\x02 \x01(\tR\x04verb\x12\x14\n" +
-	"\x05count\x18\x03 \x01(\x03R\x05count\"7\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count\"M\n" +
 	"\rDeleteRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x10\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\"\x10\n" +
 	"\x0eDeleteResponse\"f\n" +
 	"\n" +
 	"GetRequest\x12\x12\n" +

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,49 @@ func TestGetDeleteAndNodeOperations(t *testing.T) {
 func TestServeRefusesRemoteAddress(t *testing.T) {
 	if _, err := Serve("0.0.0.0:0", "x", nil, nil, false); err == nil || !strings.Contains(err.Error(), "not a loopback") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDeleteMany: one Delete names many objects of a kind; they go
+// together or not at all: one missing, empty or repeated name refuses
+// the whole call, and nothing is deleted.
+func TestDeleteMany(t *testing.T) {
+	f := newFixture(t)
+	c, ctx := f.client(), f.ctx(f.token)
+	docs := []*messages.Document{node("n1")}
+	for i := range 5 {
+		docs = append(docs, vol(fmt.Sprintf("v%d", i), "ReadWriteOnce"))
+	}
+	if _, err := c.Apply(ctx, &messages.ApplyRequest{Documents: docs}); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		res, err := c.Get(ctx, &messages.GetRequest{Kind: "volumes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Volumes)
+	}
+	for _, bad := range []struct {
+		req  *messages.DeleteRequest
+		code codes.Code
+		says string
+	}{
+		{&messages.DeleteRequest{Kind: "volume", Name: "v0", Names: []string{"v1", "nope"}}, codes.NotFound, `"nope"`},
+		{&messages.DeleteRequest{Kind: "volume", Name: "v0", Names: []string{"v1", "v0"}}, codes.InvalidArgument, `"v0" named twice`},
+		{&messages.DeleteRequest{Kind: "volume", Name: "v0", Names: []string{""}}, codes.InvalidArgument, "name 2 is empty"},
+	} {
+		_, err := c.Delete(ctx, bad.req)
+		wantCode(t, err, bad.code, bad.says)
+		if n := count(); n != 5 {
+			t.Fatalf("after a refused delete (%v): %d volumes, want 5 (nothing deleted)", bad.req, n)
+		}
+	}
+	if _, err := c.Delete(ctx, &messages.DeleteRequest{Kind: "volume", Name: "v0", Names: []string{"v1", "v2", "v3"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Get(ctx, &messages.GetRequest{Kind: "volumes"})
+	if err != nil || len(res.Volumes) != 1 || res.Volumes[0].Spec.Name != "v4" {
+		t.Fatalf("after deleting v0-v3: %v, %v; want v4 alone", res.GetVolumes(), err)
 	}
 }

@@ -220,26 +220,75 @@ func (s *service) Delete(_ context.Context, req *messages.DeleteRequest) (*messa
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := s.exists(kind, req.Name); err != nil {
+	names, err := deleteNames(req)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	errs := make([]error, len(names))
+	forEach(len(names), func(i int) { errs[i] = s.exists(kind, names[i]) })
+	if err := errors.Join(errs...); err != nil {
 		return nil, toStatus(err)
 	}
 	switch kind {
 	case "volume":
+		ids := make([]cloud.VolumeID, len(names))
+		for i, n := range names {
+			ids[i] = cloud.VolumeID(n)
+		}
 		// A desired volume's disk may hold data: it must not look like the
 		// empty leftover of an apply that never committed (provision.go).
-		id := cloud.VolumeID(req.Name)
-		if s.nodes.Uncommitted(id) {
-			if err := s.nodes.CommitVolume(id); err != nil {
-				return nil, toStatus(fmt.Errorf("volume %q: its disk is still tagged uncommitted and the tag cannot be removed, so it is not deleted (try again): %w", id, err))
+		forEach(len(ids), func(i int) {
+			if s.nodes.Uncommitted(ids[i]) {
+				if err := s.nodes.CommitVolume(ids[i]); err != nil {
+					errs[i] = fmt.Errorf("volume %q: its disk is still tagged uncommitted and the tag cannot be removed, so it is not deleted (try again): %w", ids[i], err)
+				}
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, toStatus(err)
+		}
+		if len(ids) == 1 {
+			err = s.ctl.DeleteVolume(ids[0])
+		} else {
+			err = s.ctl.DeleteVolumes(ids)
+		}
+	case "node":
+		for _, n := range names {
+			if err = s.ctl.DeleteNode(cloud.NodeName(n)); err != nil {
+				break
 			}
 		}
-		err = s.ctl.DeleteVolume(id)
-	case "node":
-		err = s.ctl.DeleteNode(cloud.NodeName(req.Name))
 	default:
-		err = s.ctl.DeleteWorkload(req.Name)
+		if len(names) == 1 {
+			err = s.ctl.DeleteWorkload(names[0])
+		} else {
+			err = s.ctl.DeleteWorkloads(names)
+		}
 	}
 	return &messages.DeleteResponse{}, toStatus(err)
+}
+
+// MaxDeleteNames bounds the objects of one Delete.
+const MaxDeleteNames = 100_000
+
+// deleteNames are the objects req names, refused if any is empty or
+// repeated, or if there are more than MaxDeleteNames.
+func deleteNames(req *messages.DeleteRequest) ([]string, error) {
+	names := append([]string{req.GetName()}, req.GetNames()...)
+	if len(names) > MaxDeleteNames {
+		return nil, fmt.Errorf("%w: %d objects in one delete, at most %d", controller.ErrInvalid, len(names), MaxDeleteNames)
+	}
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		switch {
+		case n == "":
+			return nil, fmt.Errorf("%w: delete: name %d is empty", controller.ErrInvalid, i+1)
+		case seen[n]:
+			return nil, fmt.Errorf("%w: delete: %q named twice", controller.ErrInvalid, n)
+		}
+		seen[n] = true
+	}
+	return names, nil
 }
 
 // exists returns errNotFound (wrapped, naming the object) unless it exists.

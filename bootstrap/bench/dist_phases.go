@@ -294,9 +294,10 @@ func (r *distRun) churn(ctx context.Context) (string, error) {
 	return fmt.Sprintf("%d workloads moved", len(docs)), nil
 }
 
-// teardown deletes every workload, then every volume, through the API
-// (which deletes one object a call: teardownCalls at a time), until
-// nothing is attached or mounted.
+// teardown deletes every workload, then every volume, through the API,
+// as the embedded side does: a Delete call naming them all, one store
+// transaction, for each kind; then waits until nothing is attached or
+// mounted.
 func (r *distRun) teardown(ctx context.Context) (string, error) {
 	c, cctx, closeConn, err := r.f.API(ctx)
 	if err != nil {
@@ -304,29 +305,14 @@ func (r *distRun) teardown(ctx context.Context) (string, error) {
 	}
 	defer func() { _ = closeConn() }()
 	del := func(kind string, name func(int) string) error {
-		var mu sync.Mutex
-		var errs []error
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range teardownCalls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if _, err := c.Delete(cctx, &messages.DeleteRequest{Kind: kind, Name: name(i)}); err != nil {
-						mu.Lock()
-						errs = append(errs, fmt.Errorf("deleting %s %s: %w", kind, name(i), err))
-						mu.Unlock()
-					}
-				}
-			}()
+		names := make([]string, r.cfg.Volumes)
+		for i := range names {
+			names[i] = name(i)
 		}
-		for i := range r.cfg.Volumes {
-			next <- i
+		if _, err := c.Delete(cctx, &messages.DeleteRequest{Kind: kind, Name: names[0], Names: names[1:]}); err != nil {
+			return fmt.Errorf("deleting %d %ss: %w", len(names), kind, err)
 		}
-		close(next)
-		wg.Wait()
-		return errors.Join(errs...)
+		return nil
 	}
 	t0 := time.Now()
 	if err := del("workload", workName); err != nil {
@@ -342,7 +328,7 @@ func (r *distRun) teardown(ctx context.Context) (string, error) {
 	if err := r.converged(ctx); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d workloads and %d volumes deleted, one API call each (%d at a time), in %.2fs", r.cfg.Volumes, r.cfg.Volumes, teardownCalls, deleted.Seconds()), nil
+	return fmt.Sprintf("%d workloads and %d volumes deleted, one Delete call of each kind, in %.2fs", r.cfg.Volumes, r.cfg.Volumes, deleted.Seconds()), nil
 }
 
 // startTries: how many times restart starts a member whose process
@@ -354,6 +340,3 @@ func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
 }
-
-// teardownCalls is how many deletes teardown has in flight.
-const teardownCalls = 32

@@ -103,9 +103,9 @@ func describeCommand() *cobra.Command {
 func deleteCommand() *cobra.Command {
 	var cf clientFlags
 	cmd := &cobra.Command{
-		Use:   "delete volume|node|workload NAME",
-		Short: "Delete one object",
-		Args:  cobra.ExactArgs(2),
+		Use:   "delete volume|node|workload NAME [NAME...]",
+		Short: "Delete objects of one kind (several: in one transaction, all or nothing)",
+		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateClient(cmd.Flags()); err != nil {
 				return err
@@ -115,10 +115,12 @@ func deleteCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			if _, err := c.Delete(ctx, &messages.DeleteRequest{Kind: args[0], Name: args[1]}); err != nil {
+			if _, err := c.Delete(ctx, &messages.DeleteRequest{Kind: args[0], Name: args[1], Names: args[2:]}); err != nil {
 				return rpcError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s deleted\n", args[0], args[1])
+			for _, name := range args[1:] {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s deleted\n", args[0], name)
+			}
 			return nil
 		},
 	}
