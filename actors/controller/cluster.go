@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
+	"github.com/tether/tether/actors/parallel"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
@@ -184,24 +184,11 @@ const resolvers = 32
 // Each identity is sent to once per call, so their order does not matter
 // (and messages carry the store revision they were read at).
 func (e *env) each(n int, f func(i int)) {
-	if e.cluster == nil || n < 2 {
-		for i := range n {
-			f(i)
-		}
-		return
+	limit := 1
+	if e.cluster != nil {
+		limit = resolvers
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(n, resolvers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.Do(n, limit, f)
 }
 
 // Resync tells every actor the store's state again, wherever the cluster

@@ -29,10 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/actors/parallel"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -193,22 +192,8 @@ func (s *service) volumeFacts(changes []controller.Change) (map[cloud.VolumeID]v
 	return out, nil
 }
 
-// forEach runs f for 0..n-1, at most lookups at once, and returns when
-// all returned.
-func forEach(n int, f func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(n, lookups) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
+// forEach runs f for 0..n-1, at most lookups at once.
+func forEach(n int, f func(i int)) { parallel.Do(n, lookups, f) }
 
 // created is what provisioning created, for undo.
 type created struct {
