@@ -64,18 +64,18 @@ func keysOfLastRevision(t *testing.T, e *Etcd) int {
 	resp, err := e.c.Get(ctx, e.k.last())
 	must(t, err)
 	rev := resp.Header.Revision
-	for w := range e.c.Watch(ctx, string(e.k), clientv3.WithPrefix(), clientv3.WithRev(rev)) {
-		must(t, w.Err())
-		n := 0
-		for _, ev := range w.Events {
-			if ev.Kv.ModRevision == rev {
-				n++
-			}
-		}
-		return n
+	w, ok := <-e.c.Watch(ctx, string(e.k), clientv3.WithPrefix(), clientv3.WithRev(rev))
+	if !ok {
+		t.Fatal("no watch response")
 	}
-	t.Fatal("no watch response")
-	return 0
+	must(t, w.Err())
+	n := 0
+	for _, ev := range w.Events {
+		if ev.Kv.ModRevision == rev { // a revision's events come in one response
+			n++
+		}
+	}
+	return n
 }
 
 // TestEtcdStatusWrittenWhole: a status written whole (its volume maps in
