@@ -132,6 +132,7 @@ type env struct {
 	cluster *cluster.Cluster
 	agents  agentRegistry
 	resync  resyncState
+	changed changedState
 	// tells counts the goroutines of Controller.tell (distributed mode).
 	tells sync.WaitGroup
 }

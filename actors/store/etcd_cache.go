@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tether/tether/cloud"
 )
 
 // A cached Etcd (EtcdConfig.Cache) serves its reads from a copy of the
@@ -62,6 +65,8 @@ type etcdCache struct {
 	closed  bool
 
 	own ownRevision // the revision of this process's latest write
+
+	onDesired func([]cloud.VolumeID) // see Etcd.OnDesiredChange
 
 	bar barrier
 
@@ -173,19 +178,33 @@ func (c *etcdCache) watch(ctx context.Context, rev int64) error {
 			continue
 		}
 		c.mu.Lock()
+		var touched []cloud.VolumeID
 		for _, ev := range resp.Events {
 			key := string(ev.Kv.Key)
+			var was []byte
+			if old, ok := c.tree.Get(cacheKV{key: key}); ok {
+				was = old.value
+			}
+			var now []byte
 			if ev.Type == clientv3.EventTypeDelete {
 				c.tree.Delete(cacheKV{key: key})
 			} else {
 				c.tree.ReplaceOrInsert(cacheKV{key: key, value: ev.Kv.Value, mod: ev.Kv.ModRevision})
+				now = ev.Kv.Value
+			}
+			if c.onDesired != nil {
+				touched = append(touched, c.e.desiredVolumes(key, was, now)...)
 			}
 			// Events come in revision order, a revision's all in one
 			// response: every write up to this one is applied.
 			c.applied = max(c.applied, ev.Kv.ModRevision)
 		}
 		c.changed.Broadcast()
+		notify := c.onDesired
 		c.mu.Unlock()
+		if notify != nil && len(touched) > 0 {
+			notify(touched)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -356,4 +375,45 @@ func (r cacheReader) scan(start, prefix string, limit int, keysOnly bool) []*mvc
 		return limit <= 0 || len(out) < limit
 	})
 	return out
+}
+
+// OnDesiredChange has fn told, from the cache's watch, the volumes whose
+// desired state a write of anyone changed: a volume put or deleted, and
+// the volumes of a workload put or deleted (before and after). A member
+// tells the actors it owns from it (as Kubernetes' controllers act on
+// their informers' events): a change committed by a member that could not
+// tell them (cut off from its peers, not from etcd) reaches them all the
+// same. fn runs on the watch's goroutine: it must not block. A store
+// without a cache never calls it.
+func (e *Etcd) OnDesiredChange(fn func([]cloud.VolumeID)) {
+	if e.cache == nil {
+		return
+	}
+	e.cache.mu.Lock()
+	defer e.cache.mu.Unlock()
+	e.cache.onDesired = fn
+}
+
+// desiredVolumes are the volumes whose desired state a change of key from
+// was to now (nil: missing) touches.
+func (e *Etcd) desiredVolumes(key string, was, now []byte) []cloud.VolumeID {
+	switch {
+	case strings.HasPrefix(key, e.k.volumes()):
+		return []cloud.VolumeID{cloud.VolumeID(key[len(e.k.volumes()):])}
+	case strings.HasPrefix(key, e.k.workloads()):
+		var out []cloud.VolumeID
+		for _, data := range [][]byte{was, now} {
+			if data == nil {
+				continue
+			}
+			var w workloadRecord
+			if err := unmarshalRecord(data, &w); err != nil {
+				e.log("store cache: decode %q: %v", key, err)
+				continue
+			}
+			out = append(out, w.Volumes...)
+		}
+		return out
+	}
+	return nil
 }

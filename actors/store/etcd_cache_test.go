@@ -151,3 +151,57 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestEtcdCacheToldDesiredChanges: a cached store tells, from its watch,
+// the volumes whose desired state anyone's write changed: a volume put or
+// deleted, the volumes of a workload before and after it changed; not a
+// node status, an intent or a claim.
+func TestEtcdCacheToldDesiredChanges(t *testing.T) {
+	srv := sharedEtcd(t)
+	prefix := freshPrefix()
+	cached := openEtcd(t, srv, EtcdConfig{Prefix: prefix, Cache: true})
+	writer := openEtcd(t, srv, EtcdConfig{Prefix: prefix})
+	told := make(chan []cloud.VolumeID, 100)
+	cached.OnDesiredChange(func(vols []cloud.VolumeID) { told <- vols })
+	expect := func(what string, want ...cloud.VolumeID) {
+		t.Helper()
+		got := map[cloud.VolumeID]bool{}
+		deadline := time.After(5 * time.Second)
+		for len(got) < len(want) {
+			select {
+			case vols := <-told:
+				for _, v := range vols {
+					got[v] = true
+				}
+			case <-deadline:
+				t.Fatalf("%s: told %v within 5 s, want %v", what, got, want)
+			}
+		}
+		for _, v := range want {
+			if !got[v] {
+				t.Fatalf("%s: told %v, want %v", what, got, want)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: told %v, want only %v", what, got, want)
+		}
+	}
+	must(t, writer.PutVolume(VolumeSpec{ID: "a"}))
+	expect("a volume put", "a")
+	must(t, writer.Apply([]Op{{PutNode: &NodeSpec{Name: "n1"}}, {PutVolume: &VolumeSpec{ID: "b"}}}))
+	expect("a node and a volume put", "b")
+	must(t, writer.PutWorkload(Workload{UID: "w", Node: "n1", Volumes: []cloud.VolumeID{"a"}}))
+	expect("a workload created", "a")
+	must(t, writer.PutWorkload(Workload{UID: "w", Node: "n1", Volumes: []cloud.VolumeID{"b"}}))
+	expect("a workload moved to another volume", "a", "b")
+	// Writes that change no desired state tell nothing; the next one
+	// that does is all that is told.
+	must(t, writer.PutNodeStatus(nodestatus.Status{Name: "n1", VolumesAttached: map[cloud.VolumeID]string{"a": "/dev/a"}}))
+	epoch, err := writer.Claim(VolumeOwner("a"))
+	must(t, err)
+	must(t, writer.PutIntent(Intent{Volume: "a", Node: "n1", Attach: true, Epoch: epoch}))
+	must(t, writer.DeleteWorkload("w"))
+	expect("a workload deleted (after a status, a claim and an intent)", "b")
+	must(t, writer.DeleteVolume("a"))
+	expect("a volume deleted", "a")
+}

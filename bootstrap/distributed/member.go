@@ -286,6 +286,14 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 			m.Controller.ResyncWhere(own.mine())
 		}
 	})
+	// Every change of the desired state, whoever committed it, reaches
+	// the actors this member owns (Controller.Changed).
+	m.Store.OnDesiredChange(func(vols []cloud.VolumeID) {
+		m.Controller.Changed(vols, func(kind, identity string) bool {
+			sel := own.mine()
+			return sel == nil || sel(kind, identity)
+		})
+	})
 	if err := m.Controller.Start(); err != nil {
 		return m, err
 	}
