@@ -123,10 +123,42 @@ func (c *etcdCache) list(ctx context.Context) (int64, error) {
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	c.mu.Lock()
+	old, notify := c.tree, c.onDesired
 	c.tree, c.applied, c.ready = tree, rev, true
 	c.changed.Broadcast()
 	c.mu.Unlock()
+	if notify != nil {
+		// Listed again after the watch ended: what changed meanwhile was
+		// never told as an event.
+		if touched := c.e.desiredDiff(old, tree); len(touched) > 0 {
+			notify(touched)
+		}
+	}
 	return rev, nil
+}
+
+// desiredDiff are the volumes whose desired state differs between two
+// copies of the store (desiredVolumes of every record that differs).
+func (e *Etcd) desiredDiff(a, b *btree.BTreeG[cacheKV]) []cloud.VolumeID {
+	var out []cloud.VolumeID
+	for _, prefix := range []string{e.k.volumes(), e.k.workloads()} {
+		lo, hi := cacheKV{key: prefix}, cacheKV{key: clientv3.GetPrefixRangeEnd(prefix)}
+		a.AscendRange(lo, hi, func(kv cacheKV) bool {
+			if now, ok := b.Get(kv); !ok {
+				out = append(out, e.desiredVolumes(kv.key, kv.value, nil)...)
+			} else if now.mod != kv.mod {
+				out = append(out, e.desiredVolumes(kv.key, kv.value, now.value)...)
+			}
+			return true
+		})
+		b.AscendRange(lo, hi, func(kv cacheKV) bool {
+			if _, ok := a.Get(kv); !ok {
+				out = append(out, e.desiredVolumes(kv.key, nil, kv.value)...)
+			}
+			return true
+		})
+	}
+	return out
 }
 
 // run watches from rev on; when the watch ends (etcd compacted past it,

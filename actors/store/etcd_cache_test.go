@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/btree"
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
@@ -204,4 +207,36 @@ func TestEtcdCacheToldDesiredChanges(t *testing.T) {
 	expect("a workload deleted (after a status, a claim and an intent)", "b")
 	must(t, writer.DeleteVolume("a"))
 	expect("a volume deleted", "a")
+}
+
+// TestEtcdDesiredDiff: what a listing after a lost watch tells: every
+// volume whose record, or whose workloads' records, differ between the
+// copies (put, changed or deleted), nothing else.
+func TestEtcdDesiredDiff(t *testing.T) {
+	e := &Etcd{k: etcdKeys("/p/")}
+	rec := func(w Workload) []byte {
+		data, err := marshalRecord(toWorkloadRecord(w))
+		must(t, err)
+		return data
+	}
+	a, b := btree.NewG(32, lessKV), btree.NewG(32, lessKV)
+	for _, kv := range []cacheKV{
+		{key: e.k.volume("same"), mod: 1}, {key: e.k.volume("gone"), mod: 2}, {key: e.k.volume("changed"), mod: 3},
+		{key: e.k.workload("w"), value: rec(Workload{UID: "w", Volumes: []cloud.VolumeID{"x"}}), mod: 4},
+		{key: e.k.status("n1"), mod: 5},
+	} {
+		a.ReplaceOrInsert(kv)
+	}
+	for _, kv := range []cacheKV{
+		{key: e.k.volume("same"), mod: 1}, {key: e.k.volume("changed"), mod: 9}, {key: e.k.volume("new"), mod: 10},
+		{key: e.k.workload("w"), value: rec(Workload{UID: "w", Volumes: []cloud.VolumeID{"y"}}), mod: 11},
+		{key: e.k.status("n1"), mod: 12},
+	} {
+		b.ReplaceOrInsert(kv)
+	}
+	got := e.desiredDiff(a, b)
+	slices.Sort(got)
+	if want := []cloud.VolumeID{"changed", "gone", "new", "x", "y"}; !slices.Equal(got, want) {
+		t.Fatalf("diff = %v, want %v", got, want)
+	}
 }
