@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	par "github.com/tether/tether/actors/parallel"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
@@ -211,22 +211,7 @@ func (r *run) teardown(ctx context.Context) (string, error) {
 // parallel runs f on every item, a few at a time (the cloud's group
 // commit shares their writes), and joins the errors.
 func parallel[T any](items []T, f func(T) error) error {
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for _, it := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := f(it); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	errs := make([]error, len(items))
+	par.Do(len(items), 64, func(i int) { errs[i] = f(items[i]) })
 	return errors.Join(errs...)
 }
