@@ -52,13 +52,20 @@ func (c *Controller) Changed(vols []cloud.VolumeID, mine func(kind, identity str
 				}
 			}
 			slices.Sort(ids)
-			if err := c.tellDesired(ids...); err != nil && e.ctx.Err() == nil {
+			if err := c.sendDesired(ids...); err != nil && e.ctx.Err() == nil {
 				e.log.Warnf("telling the actors of a change seen in the store (a resync tells them again): %v", err)
 				c.Resync()
 			}
 		}
 	}()
 }
+
+// DesiredFromStore says that from now on every change of the desired
+// state reaches the volume actors through Changed (the store's watch, on
+// every member): the tells a change's own apply sent besides were the
+// same messages again, each resolved through the cluster from the member
+// that applied it. Node actors and agents are still told by the apply.
+func (c *Controller) DesiredFromStore() { c.env.desiredFromStore.Store(true) }
 
 // changedState coalesces Changed calls.
 type changedState struct {

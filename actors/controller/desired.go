@@ -156,9 +156,19 @@ func (c *Controller) DeleteWorkload(uid string) error {
 	return c.DeleteWorkloads([]string{uid})
 }
 
-// tellDesired sends each volume actor its desired nodes as the store now
-// has them. Caller holds c.mu.
+// tellDesired tells each volume actor of a change just committed its
+// desired nodes, unless the store's watch tells them (DesiredFromStore).
+// Caller holds c.mu.
 func (c *Controller) tellDesired(ids ...cloud.VolumeID) error {
+	if c.env.desiredFromStore.Load() {
+		return nil
+	}
+	return c.sendDesired(ids...)
+}
+
+// sendDesired sends each volume actor its desired nodes as the store now
+// has them.
+func (c *Controller) sendDesired(ids ...cloud.VolumeID) error {
 	if c.bulk(len(ids)) {
 		return c.tellDesiredBulk(ids)
 	}

@@ -133,6 +133,8 @@ type env struct {
 	agents  agentRegistry
 	resync  resyncState
 	changed changedState
+	// desiredFromStore: see Controller.DesiredFromStore.
+	desiredFromStore atomic.Bool
 	// tells counts the goroutines of Controller.tell (distributed mode).
 	tells sync.WaitGroup
 }

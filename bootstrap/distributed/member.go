@@ -287,13 +287,14 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		}
 	})
 	// Every change of the desired state, whoever committed it, reaches
-	// the actors this member owns (Controller.Changed).
+	// the actors this member owns (Controller.Changed), and only so.
 	m.Store.OnDesiredChange(func(vols []cloud.VolumeID) {
 		m.Controller.Changed(vols, func(kind, identity string) bool {
 			sel := own.mine()
 			return sel == nil || sel(kind, identity)
 		})
 	})
+	m.Controller.DesiredFromStore()
 	if err := m.Controller.Start(); err != nil {
 		return m, err
 	}
