@@ -27,6 +27,8 @@ type kvReader interface {
 	// rangeOf reads the keys from start (included) to the end of prefix,
 	// at most limit (<= 0: all), in key order, and the revision read.
 	rangeOf(ctx context.Context, start, prefix string, limit int, keysOnly bool) ([]*mvccpb.KeyValue, int64, error)
+	// keyAndRange reads key and every key of prefix, at one revision.
+	keyAndRange(ctx context.Context, key, prefix string) (*mvccpb.KeyValue, []*mvccpb.KeyValue, error)
 }
 
 // read runs fn with a context bounded by the call's timeout and names
@@ -131,6 +133,24 @@ func (r etcdReader) rangeOf(ctx context.Context, start, prefix string, limit int
 		return nil, 0, err
 	}
 	return resp.Kvs, resp.Header.Revision, nil
+}
+
+// keyAndRange reads both in one transaction: one snapshot.
+func (r etcdReader) keyAndRange(ctx context.Context, key, prefix string) (*mvccpb.KeyValue, []*mvccpb.KeyValue, error) {
+	resp, err := r.e.c.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(prefix, clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, nil, err
+	}
+	var kv *mvccpb.KeyValue
+	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		kv = kvs[0]
+	}
+	return kv, resp.Responses[1].GetResponseRange().Kvs, nil
+}
+
+func (r cacheReader) keyAndRange(ctx context.Context, key, prefix string) (*mvccpb.KeyValue, []*mvccpb.KeyValue, error) {
+	kv, _ := r.get(ctx, key)
+	return kv, r.scan(prefix, prefix, 0, false), nil
 }
 
 func (r cacheReader) getMany(ctx context.Context, keys []string, _ int64) (map[string]*mvccpb.KeyValue, error) {

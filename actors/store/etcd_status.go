@@ -85,18 +85,15 @@ type statusParts struct {
 	entries map[cloud.VolumeID]volEntry
 }
 
-// readStatus reads node's head and entries with r.
+// readStatus reads node's head and entries with r, at one revision.
 func (e *Etcd) readStatus(ctx context.Context, r kvReader, node cloud.NodeName) (statusParts, error) {
 	p := statusParts{entries: map[cloud.VolumeID]volEntry{}}
-	var err error
-	if p.head, err = r.get(ctx, e.k.status(node)); err != nil || p.head == nil {
-		return p, err
-	}
 	prefix := e.k.statusVolumes(node)
-	kvs, _, err := r.rangeOf(ctx, prefix, prefix, 0, false)
-	if err != nil {
+	head, kvs, err := r.keyAndRange(ctx, e.k.status(node), prefix)
+	if err != nil || head == nil {
 		return p, err
 	}
+	p.head = head
 	for _, kv := range kvs {
 		var en volEntry
 		if err := json.Unmarshal(kv.Value, &en); err != nil {
