@@ -146,7 +146,13 @@ func OpenEtcd(cfg EtcdConfig) (*Etcd, error) {
 	defer cancel()
 	if _, err := e.c.Get(ctx, e.k.revision()); err != nil {
 		_ = c.Close()
-		return nil, e.ioError("open", cfg.DialTimeout, err)
+		err = e.ioError("open", cfg.DialTimeout, err)
+		if cfg.TLS == nil && errors.Is(err, context.DeadlineExceeded) {
+			// An etcd that serves only TLS never completes a plain-text
+			// handshake: it looks like one that does not answer.
+			err = fmt.Errorf("%w (if etcd serves TLS only, dial it with its CA and a client certificate: --etcd-tls-ca, --etcd-tls-cert, --etcd-tls-key)", err)
+		}
+		return nil, err
 	}
 	if cfg.Cache {
 		if err := e.startCache(); err != nil {

@@ -2,6 +2,7 @@ package distributed_test
 
 import (
 	"context"
+	"github.com/tether/tether/actors/store"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +48,12 @@ func TestFleetEtcdOverMutualTLS(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("etcd answered a client without a certificate")
+	}
+
+	// A store dialed in plain text (the --etcd-tls-* flags forgotten)
+	// fails naming the flags, not only "did not answer".
+	_, err = store.OpenEtcd(store.EtcdConfig{Endpoints: []string{strings.Replace(eps[0], "https://", "http://", 1)}, DialTimeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "--etcd-tls-ca") {
+		t.Errorf("a plain-text store on a TLS-only etcd: %v, want an error naming --etcd-tls-ca", err)
 	}
 }

@@ -204,7 +204,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	m.Store, err = store.OpenEtcd(store.EtcdConfig{Endpoints: endpoints, TLS: etcdTLS, Prefix: cfg.Prefix + "store/",
 		Cache: true, Log: log.Warnf})
 	if err != nil {
-		return m, fmt.Errorf("controller: store: %w", err)
+		return m, fmt.Errorf("controller: %w", err)
 	}
 	evlog, err := m.Store.Events(cfg.Events)
 	if err != nil {
