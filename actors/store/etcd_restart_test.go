@@ -113,7 +113,11 @@ func testEtcdSurvivesRestart(t *testing.T, cache bool) {
 				t.Fatalf("Revision after restart = %d, want %d", rev, before.Rev+1)
 			}
 			must(t, s.DeleteWorkload("c"))
-			must(t, other.PutVolume(VolumeSpec{ID: cloud.VolumeID("after-" + end.name)}))
+			// The other client reconnects on its own schedule: a put is
+			// idempotent, so it may be tried until it lands.
+			eventually(t, "the other client's put", func() error {
+				return other.PutVolume(VolumeSpec{ID: cloud.VolumeID("after-" + end.name)})
+			})
 			if _, ok, err := s.Volume(cloud.VolumeID("after-" + end.name)); !ok || err != nil {
 				t.Fatalf("a volume another client wrote after the restart: found %v, %v", ok, err)
 			}
