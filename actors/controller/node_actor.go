@@ -310,7 +310,7 @@ func workloadsMessage(node cloud.NodeName, rev uint64, spec store.NodeSpec, ws [
 }
 
 // readOnlyMany returns which of the volumes that workloads ws use
-// without asking for read-only are ReadOnlyMany, reading each once. Never
+// without asking for read-only are ReadOnlyMany, in one read. Never
 // all volumes at once: this runs for every node on every change told to
 // its agent, and a read of the whole fleet per node made a fleet's
 // applies quadratic. A volume's mode is fixed when it is created, and a
@@ -325,12 +325,12 @@ func readOnlyMany(st store.Store, ws []store.Workload) (map[cloud.VolumeID]bool,
 			}
 		}
 	}
+	vols, err := st.VolumesOf(ask.list)
+	if err != nil {
+		return nil, err
+	}
 	rox := map[cloud.VolumeID]bool{}
-	for _, id := range ask.list {
-		v, _, err := st.Volume(id)
-		if err != nil {
-			return nil, err
-		}
+	for id, v := range vols {
 		if v.Mode == cloud.MultiNode && v.ReadOnly {
 			rox[id] = true
 		}

@@ -37,6 +37,24 @@ func (b *Bolt) Volume(id cloud.VolumeID) (VolumeSpec, bool, error) {
 	return rec.spec(), ok, err
 }
 
+// VolumesOf implements Store in one read transaction.
+func (b *Bolt) VolumesOf(ids []cloud.VolumeID) (map[cloud.VolumeID]VolumeSpec, error) {
+	out := make(map[cloud.VolumeID]VolumeSpec, len(ids))
+	err := b.view("volumes", func(tx *bolt.Tx) error {
+		for _, id := range ids {
+			rec, ok, err := get[volumeRecord](tx, bucketVolumes, string(id))
+			if err != nil {
+				return err
+			}
+			if ok {
+				out[id] = rec.spec()
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 func (b *Bolt) Volumes() ([]VolumeSpec, error) {
 	out := []VolumeSpec{}
 	err := b.view("volumes", func(tx *bolt.Tx) error {

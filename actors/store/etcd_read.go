@@ -230,6 +230,35 @@ func (e *Etcd) Volume(id cloud.VolumeID) (VolumeSpec, bool, error) {
 	return getOne(e, "volume", e.k.volume(id), volumeRecord.spec)
 }
 
+// VolumesOf implements Store: one read of the cache (one freshness
+// barrier), or transactions of MaxTxnOps gets at one revision.
+func (e *Etcd) VolumesOf(ids []cloud.VolumeID) (map[cloud.VolumeID]VolumeSpec, error) {
+	out := make(map[cloud.VolumeID]VolumeSpec, len(ids))
+	err := e.read("volumes", func(ctx context.Context, r kvReader) error {
+		keys := make([]string, len(ids))
+		for i, id := range ids {
+			keys[i] = e.k.volume(id)
+		}
+		kvs, err := r.getMany(ctx, keys, 0)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			kv := kvs[keys[i]]
+			if kv == nil {
+				continue
+			}
+			rec, err := decodeRecord[volumeRecord](kv)
+			if err != nil {
+				return err
+			}
+			out[id] = rec.spec()
+		}
+		return nil
+	})
+	return out, err
+}
+
 func (e *Etcd) Volumes() ([]VolumeSpec, error) { return e.VolumesAfter("", 0) }
 
 func (e *Etcd) VolumesAfter(after cloud.VolumeID, limit int) ([]VolumeSpec, error) {

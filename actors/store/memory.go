@@ -160,6 +160,19 @@ func (m *Memory) Volume(id cloud.VolumeID) (VolumeSpec, bool, error) {
 	return v.Clone(), ok, nil
 }
 
+// VolumesOf implements Store.
+func (m *Memory) VolumesOf(ids []cloud.VolumeID) (map[cloud.VolumeID]VolumeSpec, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[cloud.VolumeID]VolumeSpec, len(ids))
+	for _, id := range ids {
+		if v, ok := m.volumes[id]; ok {
+			out[id] = v.Clone()
+		}
+	}
+	return out, nil
+}
+
 func (m *Memory) Volumes() ([]VolumeSpec, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

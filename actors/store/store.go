@@ -174,6 +174,10 @@ type Store interface {
 	PutVolume(VolumeSpec) error
 	DeleteVolume(cloud.VolumeID) error
 	Volume(cloud.VolumeID) (VolumeSpec, bool, error)
+	// VolumesOf reads the volumes of ids that exist, at once (one read:
+	// a caller that needs a few volumes pays one round trip, not one
+	// each).
+	VolumesOf(ids []cloud.VolumeID) (map[cloud.VolumeID]VolumeSpec, error)
 	Volumes() ([]VolumeSpec, error)
 
 	PutNode(NodeSpec) error

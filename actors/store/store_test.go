@@ -358,3 +358,44 @@ func clearUIDs(vols []VolumeSpec, nodes []NodeSpec) {
 		nodes[i].ObjectUID = ""
 	}
 }
+
+// TestVolumesOf: the volumes named that exist, as Volume reads each,
+// missing and repeated names aside; more names than one etcd
+// transaction may read (MaxTxnOps) take several, at one revision.
+func TestVolumesOf(t *testing.T) {
+	forEach(t, func(t *testing.T, s testStore) {
+		const n = 300
+		var ops []Op
+		var ids []cloud.VolumeID
+		for i := range n {
+			v := VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%03d", i))}
+			if i%7 == 0 {
+				v.Mode, v.ReadOnly = cloud.MultiNode, true
+			}
+			ops = append(ops, Op{PutVolume: &v})
+			ids = append(ids, v.ID)
+		}
+		must(t, s.Apply(ops))
+		must(t, s.DeleteVolume("v005"))
+		ask := append(append([]cloud.VolumeID{"missing"}, ids...), "v001")
+		got, err := s.VolumesOf(ask)
+		must(t, err)
+		if len(got) != n-1 {
+			t.Fatalf("VolumesOf found %d volumes, want %d", len(got), n-1)
+		}
+		for _, id := range ids {
+			want, ok, err := s.Volume(id)
+			must(t, err)
+			v, found := got[id]
+			if found != ok || !reflect.DeepEqual(v, want) {
+				t.Fatalf("VolumesOf[%s] = %+v (found %v), Volume = %+v (found %v)", id, v, found, want, ok)
+			}
+		}
+		if _, ok := got["missing"]; ok {
+			t.Fatal("VolumesOf found a volume never written")
+		}
+		if got, err := s.VolumesOf(nil); err != nil || len(got) != 0 {
+			t.Fatalf("VolumesOf(nil) = %v, %v; want nothing", got, err)
+		}
+	})
+}
