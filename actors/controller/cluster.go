@@ -89,13 +89,30 @@ func (c *Controller) Kinds() []*cluster.Kind {
 
 // UseCluster makes identities resolve through cl: from now on this
 // controller's actors are cl's virtual actors. It must be called before
-// Start, once.
+// Start, once. Lookups are cached (pidCache), and the cache follows the
+// activations' ends and the topology on the actor system's event stream.
 func (c *Controller) UseCluster(cl *cluster.Cluster) {
 	e := c.env
 	e.cluster = cl
+	cache := newPIDCache(pidCacheTTL, time.Now)
+	e.lookup.pids = cache
+	e.pidSub = e.sys.EventStream.Subscribe(func(ev any) {
+		switch m := ev.(type) {
+		case *cluster.ClusterTopology:
+			cache.clear()
+		case *cluster.ActivationTerminated: // broadcast by the owner
+			cache.stopped(identityName(m.ClusterIdentity), m.Pid)
+		case *cluster.ActivationTerminating: // this member's own
+			cache.stopped(identityName(m.ClusterIdentity), m.Pid)
+		}
+	})
 	e.lookup.resolve = func(name string) *actor.PID {
+		pid, gen := cache.get(name)
+		if pid != nil {
+			return pid
+		}
 		kind, id := splitName(name)
-		pid := cl.Get(id, kind)
+		pid = cl.Get(id, kind)
 		if pid == nil {
 			// No owner answered (a member just died, or the cluster is
 			// shutting down): the message goes to dead letters, and the
@@ -104,8 +121,20 @@ func (c *Controller) UseCluster(cl *cluster.Cluster) {
 			e.log.WithField("actor", name).Warn("cluster: no activation for the identity")
 			return actor.NewPID(e.sys.Address(), "unresolved/"+name)
 		}
+		cache.put(name, pid, gen)
 		return pid
 	}
+}
+
+// identityName is the actor name ("volume/v1") of a cluster identity.
+func identityName(ci *cluster.ClusterIdentity) string {
+	switch ci.GetKind() {
+	case KindVolume:
+		return volumePrefix + ci.GetIdentity()
+	case KindNode:
+		return nodePrefix + ci.GetIdentity()
+	}
+	return syncName
 }
 
 // splitName turns an actor name ("volume/v1", "node/n1", "sync") into its
@@ -126,13 +155,7 @@ func splitName(name string) (kind, id string) {
 func (e *env) identity(ctx actor.Context) string {
 	if e.cluster != nil {
 		if ci := cluster.GetClusterIdentity(ctx); ci != nil {
-			switch ci.Kind {
-			case KindVolume:
-				return volumePrefix + ci.Identity
-			case KindNode:
-				return nodePrefix + ci.Identity
-			}
-			return syncName
+			return identityName(ci)
 		}
 	}
 	return ctx.Self().Id

@@ -155,6 +155,9 @@ func (c *Controller) Stop(timeout time.Duration) error {
 	e := c.env
 	e.lookup.close()
 	c.cancel()
+	if e.pidSub != nil {
+		e.sys.EventStream.Unsubscribe(e.pidSub)
+	}
 	var futures []*actor.Future
 	for _, name := range e.lookup.names() {
 		futures = append(futures, e.guard.StopFuture(actor.NewPID(e.sys.Address(), name)))

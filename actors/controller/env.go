@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,9 @@ type env struct {
 	// cluster is set in distributed mode (cluster.go); agents then holds
 	// where each node's agent listens.
 	cluster *cluster.Cluster
+	// pidSub follows what evicts the lookup's cached activations
+	// (cluster.go, pidcache.go).
+	pidSub  *eventstream.Subscription
 	agents  agentRegistry
 	resync  resyncState
 	changed changedState

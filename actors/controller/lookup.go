@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"github.com/tether/tether/actors/parallel"
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,8 @@ type localLookup struct {
 	// resolve, if set, resolves names instead of local spawns: the
 	// cluster's virtual actors (cluster.go).
 	resolve func(name string) *actor.PID
+	// pids caches resolve's answers (cluster.go).
+	pids *pidCache
 }
 
 type death struct {
@@ -73,7 +76,35 @@ type death struct {
 
 func (l *localLookup) Volume(id cloud.VolumeID) *actor.PID { return l.get(volumePrefix + string(id)) }
 func (l *localLookup) Node(name cloud.NodeName) *actor.PID { return l.get(nodePrefix + string(name)) }
-func (l *localLookup) Sync() *actor.PID                    { return l.get(syncName) }
+
+// prefetch resolves, up to resolvers at once, the names of names that
+// the cluster has not answered for yet, so that the sends that follow,
+// one after the other and in their order, find them cached: a node actor
+// telling a hundred volumes of a status first met them one round trip to
+// their owners after the other, its mailbox held meanwhile. Local lookups
+// spawn on first use: nothing to do.
+func (l *localLookup) prefetch(names []string) {
+	if l.resolve == nil || l.pids == nil {
+		return
+	}
+	var miss []string
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if pid, _ := l.pids.get(n); pid == nil {
+			miss = append(miss, n)
+		}
+	}
+	if len(miss) < 2 {
+		return
+	}
+	parallel.Do(len(miss), resolvers, func(i int) { l.resolve(miss[i]) })
+}
+
+func (l *localLookup) Sync() *actor.PID { return l.get(syncName) }
 func (l *localLookup) Agent(name cloud.NodeName) *actor.PID {
 	return actor.NewPID(l.sys.Address(), AgentPrefix+string(name))
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"github.com/tether/tether/cloud"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -45,6 +46,9 @@ type held struct {
 // runAll carries out effects in order; from a Persist on (and while a
 // write is pending) they wait for the flush.
 func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
+	if !a.dirty {
+		a.prefetch(effs)
+	}
 	dependent := false
 	for _, eff := range effs {
 		if _, ok := eff.(nodestatus.Persist); ok {
@@ -97,6 +101,7 @@ func (a *nodeActor) flush(ctx actor.Context) {
 		// Roll back first: what runs now (a query's answer) sees the
 		// status as written.
 		failed := a.core.Step(a.env.clock.Now(), nodestatus.PersistFailed{Msg: err.Error()})
+		a.prefetchHeld(waiting)
 		push := false
 		for _, h := range waiting {
 			switch {
@@ -116,6 +121,7 @@ func (a *nodeActor) flush(ctx actor.Context) {
 		return
 	}
 	a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
+	a.prefetchHeld(waiting)
 	a.pushStatus(ctx)
 	for _, h := range waiting {
 		switch {
@@ -126,4 +132,43 @@ func (a *nodeActor) flush(ctx actor.Context) {
 			a.runEffect(ctx, h.eff)
 		}
 	}
+}
+
+// prefetch resolves at once the volume actors effs are about to tell
+// (localLookup.prefetch), so that telling them one after the other does not
+// wait for each owner in turn.
+func (a *nodeActor) prefetch(effs []nodestatus.Effect) {
+	var names []string
+	for _, eff := range effs {
+		if v := toldVolume(eff); v != "" {
+			names = append(names, volumePrefix+string(v))
+		}
+	}
+	a.env.lookup.prefetch(names)
+}
+
+// prefetchHeld is prefetch of the held core effects.
+func (a *nodeActor) prefetchHeld(hs []held) {
+	effs := make([]nodestatus.Effect, 0, len(hs))
+	for _, h := range hs {
+		if h.eff != nil {
+			effs = append(effs, h.eff)
+		}
+	}
+	a.prefetch(effs)
+}
+
+// toldVolume is the volume whose actor eff sends to ("": none).
+func toldVolume(eff nodestatus.Effect) cloud.VolumeID {
+	switch f := eff.(type) {
+	case nodestatus.PrepareAnswer:
+		return f.Volume
+	case nodestatus.NotifyVolume:
+		return f.Volume
+	case nodestatus.AttachRecorded:
+		return f.Volume
+	case nodestatus.AttachNotRecorded:
+		return f.Volume
+	}
+	return ""
 }
