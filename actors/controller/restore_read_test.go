@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -137,31 +139,61 @@ func covered(seen map[string]bool, snap VolumeSnapshot) {
 // its five reads.
 type perRead struct{ store.Store }
 
-// On Bolt, ReadVolume's one read transaction (store.VolumeReader) gives
-// what its five reads give.
+// ReadVolume's one read (store.VolumeReader: Bolt's one transaction,
+// etcd's one read of its cache, or its five reads in order without one)
+// gives what its five reads through the Store give.
 func TestReadVolumeOneReadMatchesFive(t *testing.T) {
-	b, err := store.CreateBolt(filepath.Join(t.TempDir(), "tether.db"))
-	must(t, err)
-	t.Cleanup(func() { must(t, b.Close()) })
-	if _, ok := store.Store(b).(store.VolumeReader); !ok {
-		t.Fatal("Bolt does not read a volume in one read")
+	etcd := etcdtest.Start(t)
+	stores := []struct {
+		name string
+		open func(t *testing.T) store.Store
+	}{
+		{"bolt", func(t *testing.T) store.Store {
+			b, err := store.CreateBolt(filepath.Join(t.TempDir(), "tether.db"))
+			must(t, err)
+			t.Cleanup(func() { must(t, b.Close()) })
+			return b
+		}},
+		{"etcd", func(t *testing.T) store.Store { return openTestEtcd(t, etcd.Endpoints(), false) }},
+		{"etcd-cached", func(t *testing.T) store.Store { return openTestEtcd(t, etcd.Endpoints(), true) }},
 	}
-	seen := map[string]bool{}
-	for seed := uint64(1); seed <= 8; seed++ {
-		for _, id := range fillVaried(t, b, seed) {
-			one, err := ReadVolume(b, id)
-			must(t, err)
-			five, err := ReadVolume(perRead{b}, id)
-			must(t, err)
-			if !reflect.DeepEqual(one, five) {
-				t.Fatalf("seed %d, volume %s:\none read   %+v\nfive reads %+v", seed, id, one, five)
+	for _, sc := range stores {
+		t.Run(sc.name, func(t *testing.T) {
+			seen := map[string]bool{}
+			for seed := uint64(1); seed <= 8; seed++ {
+				st := sc.open(t)
+				if _, ok := st.(store.VolumeReader); !ok {
+					t.Fatalf("%s does not read a volume in one read", sc.name)
+				}
+				for _, id := range fillVaried(t, st, seed) {
+					one, err := ReadVolume(st, id)
+					must(t, err)
+					five, err := ReadVolume(perRead{st}, id)
+					must(t, err)
+					if !reflect.DeepEqual(one, five) {
+						t.Fatalf("seed %d, volume %s:\none read   %+v\nfive reads %+v", seed, id, one, five)
+					}
+					covered(seen, one)
+				}
 			}
-			covered(seen, one)
-		}
-	}
-	for _, c := range []string{"deleted", "multi-node", "2+ desired", "listed on 2+", "detaching", "in use", "in flight", "not ready", "nothing"} {
-		if !seen[c] {
-			t.Errorf("no snapshot had %s: the content is not varied enough", c)
-		}
+			for _, c := range []string{"deleted", "multi-node", "2+ desired", "listed on 2+", "detaching", "in use", "in flight", "not ready", "nothing"} {
+				if !seen[c] {
+					t.Errorf("no snapshot had %s: the content is not varied enough", c)
+				}
+			}
+		})
 	}
 }
+
+// openTestEtcd opens a store under a prefix of its own on endpoints,
+// closed when the test ends.
+func openTestEtcd(t *testing.T, endpoints []string, cache bool) *store.Etcd {
+	t.Helper()
+	testEtcdPrefixes++
+	e, err := store.OpenEtcd(store.EtcdConfig{Endpoints: endpoints, Prefix: fmt.Sprintf("/t%d/", testEtcdPrefixes), Cache: cache})
+	must(t, err)
+	t.Cleanup(func() { must(t, e.Close()) })
+	return e
+}
+
+var testEtcdPrefixes int

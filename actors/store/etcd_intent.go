@@ -68,13 +68,20 @@ func (e *Etcd) PutIntent(in Intent) error {
 // Intents implements Store.
 func (e *Etcd) Intents(vol cloud.VolumeID) ([]Intent, error) {
 	var out []Intent
-	err := e.read("intents of "+string(vol), func(ctx context.Context, r kvReader) error {
-		prefix := e.k.intent(vol, "")
-		kvs, _, err := r.rangeOf(ctx, prefix, prefix, 0, false)
-		if err == nil {
-			out, err = decodeAll(kvs, func(r intentRecord) Intent { return Intent(r) })
-		}
+	err := e.read("intents of "+string(vol), func(ctx context.Context, r kvReader) (err error) {
+		out, err = e.intentsOf(ctx, r, vol)
 		return err
 	})
+	return out, err
+}
+
+// intentsOf reads with r the intents of vol, sorted by node.
+func (e *Etcd) intentsOf(ctx context.Context, r kvReader, vol cloud.VolumeID) ([]Intent, error) {
+	prefix := e.k.intent(vol, "")
+	kvs, _, err := r.rangeOf(ctx, prefix, prefix, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decodeAll(kvs, func(r intentRecord) Intent { return Intent(r) })
 	return sortIntents(out), err
 }

@@ -172,20 +172,25 @@ func (e *Etcd) NodeStatuses() ([]nodestatus.Status, error) {
 // StatusesWithVolume implements Store: by node name.
 func (e *Etcd) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, error) {
 	var out []nodestatus.Status
-	err := e.read("statuses with "+string(vol), func(ctx context.Context, r kvReader) error {
-		prefix := indexRange(e.k.volumeStatuses(), string(vol))
-		idx, _, err := r.rangeOf(ctx, prefix, prefix, 0, true)
-		if err != nil || len(idx) == 0 {
-			return err
-		}
-		nodes := make([]cloud.NodeName, len(idx))
-		for i, kv := range idx {
-			nodes[i] = cloud.NodeName(indexSecond(kv, prefix))
-		}
-		out, err = e.readStatuses(ctx, r, nodes)
+	err := e.read("statuses with "+string(vol), func(ctx context.Context, r kvReader) (err error) {
+		out, err = e.statusesWithVolume(ctx, r, vol)
 		return err
 	})
 	return out, err
+}
+
+// statusesWithVolume reads with r the statuses that list vol.
+func (e *Etcd) statusesWithVolume(ctx context.Context, r kvReader, vol cloud.VolumeID) ([]nodestatus.Status, error) {
+	prefix := indexRange(e.k.volumeStatuses(), string(vol))
+	idx, _, err := r.rangeOf(ctx, prefix, prefix, 0, true)
+	if err != nil || len(idx) == 0 {
+		return nil, err
+	}
+	nodes := make([]cloud.NodeName, len(idx))
+	for i, kv := range idx {
+		nodes[i] = cloud.NodeName(indexSecond(kv, prefix))
+	}
+	return e.readStatuses(ctx, r, nodes)
 }
 
 func (e *Etcd) PutNodeStatus(s nodestatus.Status) error { return e.PutNodeStatusAt(s, 0) }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,7 +31,57 @@ type VolumeReader interface {
 	ReadVolume(cloud.VolumeID) (VolumeRead, error)
 }
 
-var _ VolumeReader = (*Bolt)(nil)
+var (
+	_ VolumeReader = (*Bolt)(nil)
+	_ VolumeReader = (*Etcd)(nil)
+)
+
+// ReadVolume implements VolumeReader: with a cache, one read of it (one
+// freshness barrier, one snapshot); without, the five reads in order,
+// Revision first, as a Store without ReadVolume is read.
+func (e *Etcd) ReadVolume(id cloud.VolumeID) (VolumeRead, error) {
+	var r VolumeRead
+	err := e.read("volume "+string(id)+" to rebuild", func(ctx context.Context, kv kvReader) error {
+		r = VolumeRead{}
+		rev, err := kv.get(ctx, e.k.revision())
+		if err != nil {
+			return err
+		}
+		if r.Revision, err = decodeCounter(rev); err != nil {
+			return err
+		}
+		v, err := kv.get(ctx, e.k.volume(id))
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			rec, err := decodeRecord[volumeRecord](v)
+			if err != nil {
+				return err
+			}
+			r.Spec, r.Found = rec.spec(), true
+		}
+		kvs, err := indexedKVs(ctx, kv, e.k.volumeWorkloads(), string(id), e.k.workload)
+		if err != nil {
+			return err
+		}
+		ws, err := decodeAll(kvs, workloadRecord.workload)
+		if err != nil {
+			return err
+		}
+		sortBySeq(ws)
+		r.Desired = DesiredNodesOf(ws, id)
+		if r.Statuses, err = e.statusesWithVolume(ctx, kv, id); err != nil {
+			return err
+		}
+		r.Intents, err = e.intentsOf(ctx, kv, id)
+		return err
+	})
+	if err != nil {
+		return VolumeRead{}, err
+	}
+	return r, nil
+}
 
 // ReadVolume implements VolumeReader in one read transaction.
 func (b *Bolt) ReadVolume(id cloud.VolumeID) (VolumeRead, error) {
