@@ -1295,6 +1295,127 @@ func (x *SimUncommittedResponse) GetUncommitted() bool {
 	return false
 }
 
+// SimDisk is one disk of SimDisksResponse (found: it exists).
+type SimDisk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Found         bool                   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	Mode          AccessMode             `protobuf:"varint,3,opt,name=mode,proto3,enum=tether.messages.AccessMode" json:"mode,omitempty"`
+	AttachedTo    []string               `protobuf:"bytes,4,rep,name=attached_to,json=attachedTo,proto3" json:"attached_to,omitempty"` // instance IDs, sorted
+	Uncommitted   bool                   `protobuf:"varint,5,opt,name=uncommitted,proto3" json:"uncommitted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimDisk) Reset() {
+	*x = SimDisk{}
+	mi := &file_cloud_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimDisk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimDisk) ProtoMessage() {}
+
+func (x *SimDisk) ProtoReflect() protoreflect.Message {
+	mi := &file_cloud_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimDisk.ProtoReflect.Descriptor instead.
+func (*SimDisk) Descriptor() ([]byte, []int) {
+	return file_cloud_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SimDisk) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *SimDisk) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *SimDisk) GetMode() AccessMode {
+	if x != nil {
+		return x.Mode
+	}
+	return AccessMode_ACCESS_MODE_EXCLUSIVE
+}
+
+func (x *SimDisk) GetAttachedTo() []string {
+	if x != nil {
+		return x.AttachedTo
+	}
+	return nil
+}
+
+func (x *SimDisk) GetUncommitted() bool {
+	if x != nil {
+		return x.Uncommitted
+	}
+	return false
+}
+
+type SimDisksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Disks         []*SimDisk             `protobuf:"bytes,1,rep,name=disks,proto3" json:"disks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimDisksResponse) Reset() {
+	*x = SimDisksResponse{}
+	mi := &file_cloud_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimDisksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimDisksResponse) ProtoMessage() {}
+
+func (x *SimDisksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cloud_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimDisksResponse.ProtoReflect.Descriptor instead.
+func (*SimDisksResponse) Descriptor() ([]byte, []int) {
+	return file_cloud_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SimDisksResponse) GetDisks() []*SimDisk {
+	if x != nil {
+		return x.Disks
+	}
+	return nil
+}
+
 type SimVolumeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
@@ -1306,7 +1427,7 @@ type SimVolumeResponse struct {
 
 func (x *SimVolumeResponse) Reset() {
 	*x = SimVolumeResponse{}
-	mi := &file_cloud_proto_msgTypes[28]
+	mi := &file_cloud_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1439,7 @@ func (x *SimVolumeResponse) String() string {
 func (*SimVolumeResponse) ProtoMessage() {}
 
 func (x *SimVolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[28]
+	mi := &file_cloud_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1452,7 @@ func (x *SimVolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeResponse.ProtoReflect.Descriptor instead.
 func (*SimVolumeResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{28}
+	return file_cloud_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SimVolumeResponse) GetFound() bool {
@@ -1365,7 +1486,7 @@ type SimDeviceSourceRequest struct {
 
 func (x *SimDeviceSourceRequest) Reset() {
 	*x = SimDeviceSourceRequest{}
-	mi := &file_cloud_proto_msgTypes[29]
+	mi := &file_cloud_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1498,7 @@ func (x *SimDeviceSourceRequest) String() string {
 func (*SimDeviceSourceRequest) ProtoMessage() {}
 
 func (x *SimDeviceSourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[29]
+	mi := &file_cloud_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1511,7 @@ func (x *SimDeviceSourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDeviceSourceRequest.ProtoReflect.Descriptor instead.
 func (*SimDeviceSourceRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{29}
+	return file_cloud_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SimDeviceSourceRequest) GetInstanceId() string {
@@ -1416,7 +1537,7 @@ type SimDeviceSourceResponse struct {
 
 func (x *SimDeviceSourceResponse) Reset() {
 	*x = SimDeviceSourceResponse{}
-	mi := &file_cloud_proto_msgTypes[30]
+	mi := &file_cloud_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1549,7 @@ func (x *SimDeviceSourceResponse) String() string {
 func (*SimDeviceSourceResponse) ProtoMessage() {}
 
 func (x *SimDeviceSourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[30]
+	mi := &file_cloud_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1562,7 @@ func (x *SimDeviceSourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDeviceSourceResponse.ProtoReflect.Descriptor instead.
 func (*SimDeviceSourceResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{30}
+	return file_cloud_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SimDeviceSourceResponse) GetDir() string {
@@ -1459,7 +1580,7 @@ type SimContentDirRequest struct {
 
 func (x *SimContentDirRequest) Reset() {
 	*x = SimContentDirRequest{}
-	mi := &file_cloud_proto_msgTypes[31]
+	mi := &file_cloud_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1592,7 @@ func (x *SimContentDirRequest) String() string {
 func (*SimContentDirRequest) ProtoMessage() {}
 
 func (x *SimContentDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[31]
+	mi := &file_cloud_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1605,7 @@ func (x *SimContentDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimContentDirRequest.ProtoReflect.Descriptor instead.
 func (*SimContentDirRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{31}
+	return file_cloud_proto_rawDescGZIP(), []int{33}
 }
 
 type SimContentDirResponse struct {
@@ -1496,7 +1617,7 @@ type SimContentDirResponse struct {
 
 func (x *SimContentDirResponse) Reset() {
 	*x = SimContentDirResponse{}
-	mi := &file_cloud_proto_msgTypes[32]
+	mi := &file_cloud_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1629,7 @@ func (x *SimContentDirResponse) String() string {
 func (*SimContentDirResponse) ProtoMessage() {}
 
 func (x *SimContentDirResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[32]
+	mi := &file_cloud_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1642,7 @@ func (x *SimContentDirResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimContentDirResponse.ProtoReflect.Descriptor instead.
 func (*SimContentDirResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{32}
+	return file_cloud_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SimContentDirResponse) GetDir() string {
@@ -1539,7 +1660,7 @@ type SimAttachmentsRequest struct {
 
 func (x *SimAttachmentsRequest) Reset() {
 	*x = SimAttachmentsRequest{}
-	mi := &file_cloud_proto_msgTypes[33]
+	mi := &file_cloud_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1672,7 @@ func (x *SimAttachmentsRequest) String() string {
 func (*SimAttachmentsRequest) ProtoMessage() {}
 
 func (x *SimAttachmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[33]
+	mi := &file_cloud_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1685,7 @@ func (x *SimAttachmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAttachmentsRequest.ProtoReflect.Descriptor instead.
 func (*SimAttachmentsRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{33}
+	return file_cloud_proto_rawDescGZIP(), []int{35}
 }
 
 type InstanceIDs struct {
@@ -1576,7 +1697,7 @@ type InstanceIDs struct {
 
 func (x *InstanceIDs) Reset() {
 	*x = InstanceIDs{}
-	mi := &file_cloud_proto_msgTypes[34]
+	mi := &file_cloud_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1709,7 @@ func (x *InstanceIDs) String() string {
 func (*InstanceIDs) ProtoMessage() {}
 
 func (x *InstanceIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[34]
+	mi := &file_cloud_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1722,7 @@ func (x *InstanceIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceIDs.ProtoReflect.Descriptor instead.
 func (*InstanceIDs) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{34}
+	return file_cloud_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *InstanceIDs) GetInstanceIds() []string {
@@ -1622,7 +1743,7 @@ type SimAttachmentsResponse struct {
 
 func (x *SimAttachmentsResponse) Reset() {
 	*x = SimAttachmentsResponse{}
-	mi := &file_cloud_proto_msgTypes[35]
+	mi := &file_cloud_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1755,7 @@ func (x *SimAttachmentsResponse) String() string {
 func (*SimAttachmentsResponse) ProtoMessage() {}
 
 func (x *SimAttachmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[35]
+	mi := &file_cloud_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1768,7 @@ func (x *SimAttachmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAttachmentsResponse.ProtoReflect.Descriptor instead.
 func (*SimAttachmentsResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{35}
+	return file_cloud_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SimAttachmentsResponse) GetVolumes() map[string]*InstanceIDs {
@@ -1665,7 +1786,7 @@ type CloudWatchRequest struct {
 
 func (x *CloudWatchRequest) Reset() {
 	*x = CloudWatchRequest{}
-	mi := &file_cloud_proto_msgTypes[36]
+	mi := &file_cloud_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1798,7 @@ func (x *CloudWatchRequest) String() string {
 func (*CloudWatchRequest) ProtoMessage() {}
 
 func (x *CloudWatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[36]
+	mi := &file_cloud_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1811,7 @@ func (x *CloudWatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudWatchRequest.ProtoReflect.Descriptor instead.
 func (*CloudWatchRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{36}
+	return file_cloud_proto_rawDescGZIP(), []int{38}
 }
 
 // CloudChange is one message of a Watch stream. seq numbers the messages
@@ -1720,7 +1841,7 @@ type CloudChange struct {
 
 func (x *CloudChange) Reset() {
 	*x = CloudChange{}
-	mi := &file_cloud_proto_msgTypes[37]
+	mi := &file_cloud_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1853,7 @@ func (x *CloudChange) String() string {
 func (*CloudChange) ProtoMessage() {}
 
 func (x *CloudChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[37]
+	mi := &file_cloud_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1866,7 @@ func (x *CloudChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudChange.ProtoReflect.Descriptor instead.
 func (*CloudChange) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{37}
+	return file_cloud_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CloudChange) GetSeq() uint64 {
@@ -1909,7 +2030,16 @@ const file_cloud_proto_rawDesc = "" +
 	"\x17SimCreateVolumesRequest\x128\n" +
 	"\avolumes\x18\x01 \x03(\v2\x1e.tether.messages.SimVolumeSpecR\avolumes\":\n" +
 	"\x16SimUncommittedResponse\x12 \n" +
-	"\vuncommitted\x18\x01 \x01(\bR\vuncommitted\"{\n" +
+	"\vuncommitted\x18\x01 \x01(\bR\vuncommitted\"\xb0\x01\n" +
+	"\aSimDisk\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x14\n" +
+	"\x05found\x18\x02 \x01(\bR\x05found\x12/\n" +
+	"\x04mode\x18\x03 \x01(\x0e2\x1b.tether.messages.AccessModeR\x04mode\x12\x1f\n" +
+	"\vattached_to\x18\x04 \x03(\tR\n" +
+	"attachedTo\x12 \n" +
+	"\vuncommitted\x18\x05 \x01(\bR\vuncommitted\"B\n" +
+	"\x10SimDisksResponse\x12.\n" +
+	"\x05disks\x18\x01 \x03(\v2\x18.tether.messages.SimDiskR\x05disks\"{\n" +
 	"\x11SimVolumeResponse\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12/\n" +
 	"\x04mode\x18\x02 \x01(\x0e2\x1b.tether.messages.AccessModeR\x04mode\x12\x1f\n" +
@@ -1954,7 +2084,7 @@ const file_cloud_proto_rawDesc = "" +
 	"\x06Detach\x12#.tether.messages.CloudDetachRequest\x1a$.tether.messages.CloudDetachResponse\x12m\n" +
 	"\x12VolumesAreAttached\x12*.tether.messages.VolumesAreAttachedRequest\x1a+.tether.messages.VolumesAreAttachedResponse\x12d\n" +
 	"\x0fInstanceVolumes\x12'.tether.messages.InstanceVolumesRequest\x1a(.tether.messages.InstanceVolumesResponse\x12R\n" +
-	"\tBatchSize\x12!.tether.messages.BatchSizeRequest\x1a\".tether.messages.BatchSizeResponse2\xaa\v\n" +
+	"\tBatchSize\x12!.tether.messages.BatchSizeRequest\x1a\".tether.messages.BatchSizeResponse2\xfa\v\n" +
 	"\bSimAdmin\x12U\n" +
 	"\n" +
 	"InstanceOf\x12\x1f.tether.messages.SimNodeRequest\x1a&.tether.messages.SimInstanceOfResponse\x12S\n" +
@@ -1968,7 +2098,8 @@ const file_cloud_proto_rawDesc = "" +
 	"\rCommitVolumes\x12\".tether.messages.SimVolumesRequest\x1a\x18.tether.messages.SimDone\x12K\n" +
 	"\fCommitVolume\x12!.tether.messages.SimVolumeRequest\x1a\x18.tether.messages.SimDone\x12Y\n" +
 	"\vUncommitted\x12!.tether.messages.SimVolumeRequest\x1a'.tether.messages.SimUncommittedResponse\x12O\n" +
-	"\x06Volume\x12!.tether.messages.SimVolumeRequest\x1a\".tether.messages.SimVolumeResponse\x12K\n" +
+	"\x06Volume\x12!.tether.messages.SimVolumeRequest\x1a\".tether.messages.SimVolumeResponse\x12N\n" +
+	"\x05Disks\x12\".tether.messages.SimVolumesRequest\x1a!.tether.messages.SimDisksResponse\x12K\n" +
 	"\fDeleteVolume\x12!.tether.messages.SimVolumeRequest\x1a\x18.tether.messages.SimDone\x12a\n" +
 	"\fDeviceSource\x12'.tether.messages.SimDeviceSourceRequest\x1a(.tether.messages.SimDeviceSourceResponse\x12[\n" +
 	"\n" +
@@ -1988,7 +2119,7 @@ func file_cloud_proto_rawDescGZIP() []byte {
 	return file_cloud_proto_rawDescData
 }
 
-var file_cloud_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_cloud_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_cloud_proto_goTypes = []any{
 	(*InstanceIDRequest)(nil),          // 0: tether.messages.InstanceIDRequest
 	(*InstanceIDResponse)(nil),         // 1: tether.messages.InstanceIDResponse
@@ -2018,90 +2149,96 @@ var file_cloud_proto_goTypes = []any{
 	(*SimVolumeSpec)(nil),              // 25: tether.messages.SimVolumeSpec
 	(*SimCreateVolumesRequest)(nil),    // 26: tether.messages.SimCreateVolumesRequest
 	(*SimUncommittedResponse)(nil),     // 27: tether.messages.SimUncommittedResponse
-	(*SimVolumeResponse)(nil),          // 28: tether.messages.SimVolumeResponse
-	(*SimDeviceSourceRequest)(nil),     // 29: tether.messages.SimDeviceSourceRequest
-	(*SimDeviceSourceResponse)(nil),    // 30: tether.messages.SimDeviceSourceResponse
-	(*SimContentDirRequest)(nil),       // 31: tether.messages.SimContentDirRequest
-	(*SimContentDirResponse)(nil),      // 32: tether.messages.SimContentDirResponse
-	(*SimAttachmentsRequest)(nil),      // 33: tether.messages.SimAttachmentsRequest
-	(*InstanceIDs)(nil),                // 34: tether.messages.InstanceIDs
-	(*SimAttachmentsResponse)(nil),     // 35: tether.messages.SimAttachmentsResponse
-	(*CloudWatchRequest)(nil),          // 36: tether.messages.CloudWatchRequest
-	(*CloudChange)(nil),                // 37: tether.messages.CloudChange
-	nil,                                // 38: tether.messages.VolumesAreAttachedRequest.QueryEntry
-	nil,                                // 39: tether.messages.AttachedFlags.AttachedEntry
-	nil,                                // 40: tether.messages.VolumesAreAttachedResponse.InstancesEntry
-	nil,                                // 41: tether.messages.DevicePaths.DevicesEntry
-	nil,                                // 42: tether.messages.InstanceVolumesResponse.InstancesEntry
-	nil,                                // 43: tether.messages.SimAttachmentsResponse.VolumesEntry
-	(AccessMode)(0),                    // 44: tether.messages.AccessMode
+	(*SimDisk)(nil),                    // 28: tether.messages.SimDisk
+	(*SimDisksResponse)(nil),           // 29: tether.messages.SimDisksResponse
+	(*SimVolumeResponse)(nil),          // 30: tether.messages.SimVolumeResponse
+	(*SimDeviceSourceRequest)(nil),     // 31: tether.messages.SimDeviceSourceRequest
+	(*SimDeviceSourceResponse)(nil),    // 32: tether.messages.SimDeviceSourceResponse
+	(*SimContentDirRequest)(nil),       // 33: tether.messages.SimContentDirRequest
+	(*SimContentDirResponse)(nil),      // 34: tether.messages.SimContentDirResponse
+	(*SimAttachmentsRequest)(nil),      // 35: tether.messages.SimAttachmentsRequest
+	(*InstanceIDs)(nil),                // 36: tether.messages.InstanceIDs
+	(*SimAttachmentsResponse)(nil),     // 37: tether.messages.SimAttachmentsResponse
+	(*CloudWatchRequest)(nil),          // 38: tether.messages.CloudWatchRequest
+	(*CloudChange)(nil),                // 39: tether.messages.CloudChange
+	nil,                                // 40: tether.messages.VolumesAreAttachedRequest.QueryEntry
+	nil,                                // 41: tether.messages.AttachedFlags.AttachedEntry
+	nil,                                // 42: tether.messages.VolumesAreAttachedResponse.InstancesEntry
+	nil,                                // 43: tether.messages.DevicePaths.DevicesEntry
+	nil,                                // 44: tether.messages.InstanceVolumesResponse.InstancesEntry
+	nil,                                // 45: tether.messages.SimAttachmentsResponse.VolumesEntry
+	(AccessMode)(0),                    // 46: tether.messages.AccessMode
 }
 var file_cloud_proto_depIdxs = []int32{
-	38, // 0: tether.messages.VolumesAreAttachedRequest.query:type_name -> tether.messages.VolumesAreAttachedRequest.QueryEntry
-	39, // 1: tether.messages.AttachedFlags.attached:type_name -> tether.messages.AttachedFlags.AttachedEntry
-	40, // 2: tether.messages.VolumesAreAttachedResponse.instances:type_name -> tether.messages.VolumesAreAttachedResponse.InstancesEntry
-	41, // 3: tether.messages.DevicePaths.devices:type_name -> tether.messages.DevicePaths.DevicesEntry
-	42, // 4: tether.messages.InstanceVolumesResponse.instances:type_name -> tether.messages.InstanceVolumesResponse.InstancesEntry
-	44, // 5: tether.messages.SimVolumeSpec.mode:type_name -> tether.messages.AccessMode
+	40, // 0: tether.messages.VolumesAreAttachedRequest.query:type_name -> tether.messages.VolumesAreAttachedRequest.QueryEntry
+	41, // 1: tether.messages.AttachedFlags.attached:type_name -> tether.messages.AttachedFlags.AttachedEntry
+	42, // 2: tether.messages.VolumesAreAttachedResponse.instances:type_name -> tether.messages.VolumesAreAttachedResponse.InstancesEntry
+	43, // 3: tether.messages.DevicePaths.devices:type_name -> tether.messages.DevicePaths.DevicesEntry
+	44, // 4: tether.messages.InstanceVolumesResponse.instances:type_name -> tether.messages.InstanceVolumesResponse.InstancesEntry
+	46, // 5: tether.messages.SimVolumeSpec.mode:type_name -> tether.messages.AccessMode
 	25, // 6: tether.messages.SimCreateVolumesRequest.volumes:type_name -> tether.messages.SimVolumeSpec
-	44, // 7: tether.messages.SimVolumeResponse.mode:type_name -> tether.messages.AccessMode
-	43, // 8: tether.messages.SimAttachmentsResponse.volumes:type_name -> tether.messages.SimAttachmentsResponse.VolumesEntry
-	44, // 9: tether.messages.CloudChange.mode:type_name -> tether.messages.AccessMode
-	6,  // 10: tether.messages.VolumesAreAttachedRequest.QueryEntry.value:type_name -> tether.messages.VolumeIDs
-	8,  // 11: tether.messages.VolumesAreAttachedResponse.InstancesEntry.value:type_name -> tether.messages.AttachedFlags
-	11, // 12: tether.messages.InstanceVolumesResponse.InstancesEntry.value:type_name -> tether.messages.DevicePaths
-	34, // 13: tether.messages.SimAttachmentsResponse.VolumesEntry.value:type_name -> tether.messages.InstanceIDs
-	0,  // 14: tether.messages.Cloud.InstanceID:input_type -> tether.messages.InstanceIDRequest
-	2,  // 15: tether.messages.Cloud.Attach:input_type -> tether.messages.CloudAttachRequest
-	4,  // 16: tether.messages.Cloud.Detach:input_type -> tether.messages.CloudDetachRequest
-	7,  // 17: tether.messages.Cloud.VolumesAreAttached:input_type -> tether.messages.VolumesAreAttachedRequest
-	10, // 18: tether.messages.Cloud.InstanceVolumes:input_type -> tether.messages.InstanceVolumesRequest
-	13, // 19: tether.messages.Cloud.BatchSize:input_type -> tether.messages.BatchSizeRequest
-	17, // 20: tether.messages.SimAdmin.InstanceOf:input_type -> tether.messages.SimNodeRequest
-	18, // 21: tether.messages.SimAdmin.Running:input_type -> tether.messages.SimInstanceRequest
-	18, // 22: tether.messages.SimAdmin.Terminate:input_type -> tether.messages.SimInstanceRequest
-	18, // 23: tether.messages.SimAdmin.Start:input_type -> tether.messages.SimInstanceRequest
-	18, // 24: tether.messages.SimAdmin.Delete:input_type -> tether.messages.SimInstanceRequest
-	19, // 25: tether.messages.SimAdmin.ConsoleDetach:input_type -> tether.messages.SimConsoleDetachRequest
-	17, // 26: tether.messages.SimAdmin.AddInstanceChecked:input_type -> tether.messages.SimNodeRequest
-	26, // 27: tether.messages.SimAdmin.CreateVolumesUncommitted:input_type -> tether.messages.SimCreateVolumesRequest
-	21, // 28: tether.messages.SimAdmin.CommitVolumes:input_type -> tether.messages.SimVolumesRequest
-	20, // 29: tether.messages.SimAdmin.CommitVolume:input_type -> tether.messages.SimVolumeRequest
-	20, // 30: tether.messages.SimAdmin.Uncommitted:input_type -> tether.messages.SimVolumeRequest
-	20, // 31: tether.messages.SimAdmin.Volume:input_type -> tether.messages.SimVolumeRequest
-	20, // 32: tether.messages.SimAdmin.DeleteVolume:input_type -> tether.messages.SimVolumeRequest
-	29, // 33: tether.messages.SimAdmin.DeviceSource:input_type -> tether.messages.SimDeviceSourceRequest
-	31, // 34: tether.messages.SimAdmin.ContentDir:input_type -> tether.messages.SimContentDirRequest
-	33, // 35: tether.messages.SimAdmin.Attachments:input_type -> tether.messages.SimAttachmentsRequest
-	36, // 36: tether.messages.SimAdmin.Watch:input_type -> tether.messages.CloudWatchRequest
-	1,  // 37: tether.messages.Cloud.InstanceID:output_type -> tether.messages.InstanceIDResponse
-	3,  // 38: tether.messages.Cloud.Attach:output_type -> tether.messages.CloudAttachResponse
-	5,  // 39: tether.messages.Cloud.Detach:output_type -> tether.messages.CloudDetachResponse
-	9,  // 40: tether.messages.Cloud.VolumesAreAttached:output_type -> tether.messages.VolumesAreAttachedResponse
-	12, // 41: tether.messages.Cloud.InstanceVolumes:output_type -> tether.messages.InstanceVolumesResponse
-	14, // 42: tether.messages.Cloud.BatchSize:output_type -> tether.messages.BatchSizeResponse
-	22, // 43: tether.messages.SimAdmin.InstanceOf:output_type -> tether.messages.SimInstanceOfResponse
-	23, // 44: tether.messages.SimAdmin.Running:output_type -> tether.messages.SimRunningResponse
-	16, // 45: tether.messages.SimAdmin.Terminate:output_type -> tether.messages.SimDone
-	16, // 46: tether.messages.SimAdmin.Start:output_type -> tether.messages.SimDone
-	16, // 47: tether.messages.SimAdmin.Delete:output_type -> tether.messages.SimDone
-	16, // 48: tether.messages.SimAdmin.ConsoleDetach:output_type -> tether.messages.SimDone
-	24, // 49: tether.messages.SimAdmin.AddInstanceChecked:output_type -> tether.messages.SimAddInstanceResponse
-	16, // 50: tether.messages.SimAdmin.CreateVolumesUncommitted:output_type -> tether.messages.SimDone
-	16, // 51: tether.messages.SimAdmin.CommitVolumes:output_type -> tether.messages.SimDone
-	16, // 52: tether.messages.SimAdmin.CommitVolume:output_type -> tether.messages.SimDone
-	27, // 53: tether.messages.SimAdmin.Uncommitted:output_type -> tether.messages.SimUncommittedResponse
-	28, // 54: tether.messages.SimAdmin.Volume:output_type -> tether.messages.SimVolumeResponse
-	16, // 55: tether.messages.SimAdmin.DeleteVolume:output_type -> tether.messages.SimDone
-	30, // 56: tether.messages.SimAdmin.DeviceSource:output_type -> tether.messages.SimDeviceSourceResponse
-	32, // 57: tether.messages.SimAdmin.ContentDir:output_type -> tether.messages.SimContentDirResponse
-	35, // 58: tether.messages.SimAdmin.Attachments:output_type -> tether.messages.SimAttachmentsResponse
-	37, // 59: tether.messages.SimAdmin.Watch:output_type -> tether.messages.CloudChange
-	37, // [37:60] is the sub-list for method output_type
-	14, // [14:37] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	46, // 7: tether.messages.SimDisk.mode:type_name -> tether.messages.AccessMode
+	28, // 8: tether.messages.SimDisksResponse.disks:type_name -> tether.messages.SimDisk
+	46, // 9: tether.messages.SimVolumeResponse.mode:type_name -> tether.messages.AccessMode
+	45, // 10: tether.messages.SimAttachmentsResponse.volumes:type_name -> tether.messages.SimAttachmentsResponse.VolumesEntry
+	46, // 11: tether.messages.CloudChange.mode:type_name -> tether.messages.AccessMode
+	6,  // 12: tether.messages.VolumesAreAttachedRequest.QueryEntry.value:type_name -> tether.messages.VolumeIDs
+	8,  // 13: tether.messages.VolumesAreAttachedResponse.InstancesEntry.value:type_name -> tether.messages.AttachedFlags
+	11, // 14: tether.messages.InstanceVolumesResponse.InstancesEntry.value:type_name -> tether.messages.DevicePaths
+	36, // 15: tether.messages.SimAttachmentsResponse.VolumesEntry.value:type_name -> tether.messages.InstanceIDs
+	0,  // 16: tether.messages.Cloud.InstanceID:input_type -> tether.messages.InstanceIDRequest
+	2,  // 17: tether.messages.Cloud.Attach:input_type -> tether.messages.CloudAttachRequest
+	4,  // 18: tether.messages.Cloud.Detach:input_type -> tether.messages.CloudDetachRequest
+	7,  // 19: tether.messages.Cloud.VolumesAreAttached:input_type -> tether.messages.VolumesAreAttachedRequest
+	10, // 20: tether.messages.Cloud.InstanceVolumes:input_type -> tether.messages.InstanceVolumesRequest
+	13, // 21: tether.messages.Cloud.BatchSize:input_type -> tether.messages.BatchSizeRequest
+	17, // 22: tether.messages.SimAdmin.InstanceOf:input_type -> tether.messages.SimNodeRequest
+	18, // 23: tether.messages.SimAdmin.Running:input_type -> tether.messages.SimInstanceRequest
+	18, // 24: tether.messages.SimAdmin.Terminate:input_type -> tether.messages.SimInstanceRequest
+	18, // 25: tether.messages.SimAdmin.Start:input_type -> tether.messages.SimInstanceRequest
+	18, // 26: tether.messages.SimAdmin.Delete:input_type -> tether.messages.SimInstanceRequest
+	19, // 27: tether.messages.SimAdmin.ConsoleDetach:input_type -> tether.messages.SimConsoleDetachRequest
+	17, // 28: tether.messages.SimAdmin.AddInstanceChecked:input_type -> tether.messages.SimNodeRequest
+	26, // 29: tether.messages.SimAdmin.CreateVolumesUncommitted:input_type -> tether.messages.SimCreateVolumesRequest
+	21, // 30: tether.messages.SimAdmin.CommitVolumes:input_type -> tether.messages.SimVolumesRequest
+	20, // 31: tether.messages.SimAdmin.CommitVolume:input_type -> tether.messages.SimVolumeRequest
+	20, // 32: tether.messages.SimAdmin.Uncommitted:input_type -> tether.messages.SimVolumeRequest
+	20, // 33: tether.messages.SimAdmin.Volume:input_type -> tether.messages.SimVolumeRequest
+	21, // 34: tether.messages.SimAdmin.Disks:input_type -> tether.messages.SimVolumesRequest
+	20, // 35: tether.messages.SimAdmin.DeleteVolume:input_type -> tether.messages.SimVolumeRequest
+	31, // 36: tether.messages.SimAdmin.DeviceSource:input_type -> tether.messages.SimDeviceSourceRequest
+	33, // 37: tether.messages.SimAdmin.ContentDir:input_type -> tether.messages.SimContentDirRequest
+	35, // 38: tether.messages.SimAdmin.Attachments:input_type -> tether.messages.SimAttachmentsRequest
+	38, // 39: tether.messages.SimAdmin.Watch:input_type -> tether.messages.CloudWatchRequest
+	1,  // 40: tether.messages.Cloud.InstanceID:output_type -> tether.messages.InstanceIDResponse
+	3,  // 41: tether.messages.Cloud.Attach:output_type -> tether.messages.CloudAttachResponse
+	5,  // 42: tether.messages.Cloud.Detach:output_type -> tether.messages.CloudDetachResponse
+	9,  // 43: tether.messages.Cloud.VolumesAreAttached:output_type -> tether.messages.VolumesAreAttachedResponse
+	12, // 44: tether.messages.Cloud.InstanceVolumes:output_type -> tether.messages.InstanceVolumesResponse
+	14, // 45: tether.messages.Cloud.BatchSize:output_type -> tether.messages.BatchSizeResponse
+	22, // 46: tether.messages.SimAdmin.InstanceOf:output_type -> tether.messages.SimInstanceOfResponse
+	23, // 47: tether.messages.SimAdmin.Running:output_type -> tether.messages.SimRunningResponse
+	16, // 48: tether.messages.SimAdmin.Terminate:output_type -> tether.messages.SimDone
+	16, // 49: tether.messages.SimAdmin.Start:output_type -> tether.messages.SimDone
+	16, // 50: tether.messages.SimAdmin.Delete:output_type -> tether.messages.SimDone
+	16, // 51: tether.messages.SimAdmin.ConsoleDetach:output_type -> tether.messages.SimDone
+	24, // 52: tether.messages.SimAdmin.AddInstanceChecked:output_type -> tether.messages.SimAddInstanceResponse
+	16, // 53: tether.messages.SimAdmin.CreateVolumesUncommitted:output_type -> tether.messages.SimDone
+	16, // 54: tether.messages.SimAdmin.CommitVolumes:output_type -> tether.messages.SimDone
+	16, // 55: tether.messages.SimAdmin.CommitVolume:output_type -> tether.messages.SimDone
+	27, // 56: tether.messages.SimAdmin.Uncommitted:output_type -> tether.messages.SimUncommittedResponse
+	30, // 57: tether.messages.SimAdmin.Volume:output_type -> tether.messages.SimVolumeResponse
+	29, // 58: tether.messages.SimAdmin.Disks:output_type -> tether.messages.SimDisksResponse
+	16, // 59: tether.messages.SimAdmin.DeleteVolume:output_type -> tether.messages.SimDone
+	32, // 60: tether.messages.SimAdmin.DeviceSource:output_type -> tether.messages.SimDeviceSourceResponse
+	34, // 61: tether.messages.SimAdmin.ContentDir:output_type -> tether.messages.SimContentDirResponse
+	37, // 62: tether.messages.SimAdmin.Attachments:output_type -> tether.messages.SimAttachmentsResponse
+	39, // 63: tether.messages.SimAdmin.Watch:output_type -> tether.messages.CloudChange
+	40, // [40:64] is the sub-list for method output_type
+	16, // [16:40] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_cloud_proto_init() }
@@ -2116,7 +2253,7 @@ func file_cloud_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cloud_proto_rawDesc), len(file_cloud_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -331,6 +331,7 @@ const (
 	SimAdmin_CommitVolume_FullMethodName             = "/tether.messages.SimAdmin/CommitVolume"
 	SimAdmin_Uncommitted_FullMethodName              = "/tether.messages.SimAdmin/Uncommitted"
 	SimAdmin_Volume_FullMethodName                   = "/tether.messages.SimAdmin/Volume"
+	SimAdmin_Disks_FullMethodName                    = "/tether.messages.SimAdmin/Disks"
 	SimAdmin_DeleteVolume_FullMethodName             = "/tether.messages.SimAdmin/DeleteVolume"
 	SimAdmin_DeviceSource_FullMethodName             = "/tether.messages.SimAdmin/DeviceSource"
 	SimAdmin_ContentDir_FullMethodName               = "/tether.messages.SimAdmin/ContentDir"
@@ -364,6 +365,9 @@ type SimAdminClient interface {
 	CommitVolume(ctx context.Context, in *SimVolumeRequest, opts ...grpc.CallOption) (*SimDone, error)
 	Uncommitted(ctx context.Context, in *SimVolumeRequest, opts ...grpc.CallOption) (*SimUncommittedResponse, error)
 	Volume(ctx context.Context, in *SimVolumeRequest, opts ...grpc.CallOption) (*SimVolumeResponse, error)
+	// Disks says of many disks at once what Volume and Uncommitted say of
+	// one: an apply of 2,000 volumes asked 4,000 times otherwise.
+	Disks(ctx context.Context, in *SimVolumesRequest, opts ...grpc.CallOption) (*SimDisksResponse, error)
 	DeleteVolume(ctx context.Context, in *SimVolumeRequest, opts ...grpc.CallOption) (*SimDone, error)
 	DeviceSource(ctx context.Context, in *SimDeviceSourceRequest, opts ...grpc.CallOption) (*SimDeviceSourceResponse, error)
 	ContentDir(ctx context.Context, in *SimContentDirRequest, opts ...grpc.CallOption) (*SimContentDirResponse, error)
@@ -504,6 +508,16 @@ func (c *simAdminClient) Volume(ctx context.Context, in *SimVolumeRequest, opts 
 	return out, nil
 }
 
+func (c *simAdminClient) Disks(ctx context.Context, in *SimVolumesRequest, opts ...grpc.CallOption) (*SimDisksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SimDisksResponse)
+	err := c.cc.Invoke(ctx, SimAdmin_Disks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *simAdminClient) DeleteVolume(ctx context.Context, in *SimVolumeRequest, opts ...grpc.CallOption) (*SimDone, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SimDone)
@@ -589,6 +603,9 @@ type SimAdminServer interface {
 	CommitVolume(context.Context, *SimVolumeRequest) (*SimDone, error)
 	Uncommitted(context.Context, *SimVolumeRequest) (*SimUncommittedResponse, error)
 	Volume(context.Context, *SimVolumeRequest) (*SimVolumeResponse, error)
+	// Disks says of many disks at once what Volume and Uncommitted say of
+	// one: an apply of 2,000 volumes asked 4,000 times otherwise.
+	Disks(context.Context, *SimVolumesRequest) (*SimDisksResponse, error)
 	DeleteVolume(context.Context, *SimVolumeRequest) (*SimDone, error)
 	DeviceSource(context.Context, *SimDeviceSourceRequest) (*SimDeviceSourceResponse, error)
 	ContentDir(context.Context, *SimContentDirRequest) (*SimContentDirResponse, error)
@@ -644,6 +661,9 @@ func (UnimplementedSimAdminServer) Uncommitted(context.Context, *SimVolumeReques
 }
 func (UnimplementedSimAdminServer) Volume(context.Context, *SimVolumeRequest) (*SimVolumeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Volume not implemented")
+}
+func (UnimplementedSimAdminServer) Disks(context.Context, *SimVolumesRequest) (*SimDisksResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Disks not implemented")
 }
 func (UnimplementedSimAdminServer) DeleteVolume(context.Context, *SimVolumeRequest) (*SimDone, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteVolume not implemented")
@@ -897,6 +917,24 @@ func _SimAdmin_Volume_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SimAdmin_Disks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SimVolumesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SimAdminServer).Disks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SimAdmin_Disks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SimAdminServer).Disks(ctx, req.(*SimVolumesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SimAdmin_DeleteVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SimVolumeRequest)
 	if err := dec(in); err != nil {
@@ -1034,6 +1072,10 @@ var SimAdmin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Volume",
 			Handler:    _SimAdmin_Volume_Handler,
+		},
+		{
+			MethodName: "Disks",
+			Handler:    _SimAdmin_Disks_Handler,
 		},
 		{
 			MethodName: "DeleteVolume",

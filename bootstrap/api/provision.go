@@ -106,6 +106,11 @@ func planVolume(asked store.VolumeSpec, desired *store.VolumeSpec, d disk) (*ste
 func (s *service) diskOf(asked store.VolumeSpec) disk {
 	var d disk
 	d.mode, d.attached, d.exists = s.nodes.Volume(asked.ID)
+	return s.readOnlyOf(asked, d)
+}
+
+// readOnlyOf sets d.readOnly: the cloud's (ReadOnlyDisks), or asked's.
+func (s *service) readOnlyOf(asked store.VolumeSpec, d disk) disk {
 	d.readOnly = asked.ReadOnly
 	if ro, ok := s.nodes.(ReadOnlyDisks); ok && d.exists {
 		d.readOnly, _ = ro.VolumeReadOnly(asked.ID)
@@ -114,27 +119,35 @@ func (s *service) diskOf(asked store.VolumeSpec) disk {
 }
 
 // plan reads the desired state and the cloud and returns the steps that
-// provision changes, or the refusal of one of them. What it reads of each
-// volume it reads first, for all of them at once (volumeFacts).
-func (s *service) plan(changes []controller.Change) ([]step, error) {
+// provision changes, or the refusal of one of them, and the volumes whose
+// disks carry the uncommitted tag once provisioned (the disks it creates,
+// and those it found tagged): what the commit untags. What it reads of
+// each volume it reads first, for all of them at once (volumeFacts).
+func (s *service) plan(changes []controller.Change) ([]step, []cloud.VolumeID, error) {
 	facts, err := s.volumeFacts(changes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var steps []step
+	var tagged []cloud.VolumeID
+	seen := map[cloud.VolumeID]bool{}
 	for _, ch := range changes {
 		switch {
 		case ch.Volume != nil:
 			if err := s.checkDriverFields(*ch.Volume); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			f := facts[ch.Volume.ID]
 			st, err := planVolume(*ch.Volume, f.desired, f.disk)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if st != nil {
 				steps = append(steps, *st)
+			}
+			if (st != nil || f.disk.uncommitted) && !seen[ch.Volume.ID] {
+				seen[ch.Volume.ID] = true
+				tagged = append(tagged, ch.Volume.ID)
 			}
 		case ch.Node != nil:
 			if _, ok := s.nodes.InstanceOf(ch.Node.Name); !ok {
@@ -142,7 +155,7 @@ func (s *service) plan(changes []controller.Change) ([]step, error) {
 			}
 		}
 	}
-	return steps, nil
+	return steps, tagged, nil
 }
 
 // volumeFact is what plan reads of a volume: its desired state (nil: none)
@@ -158,36 +171,59 @@ type volumeFact struct {
 const lookups = 32
 
 // volumeFacts reads the desired state and the disk of every volume
-// changes name, lookups at a time; the last change of a volume wins, as
-// in plan.
+// changes name: the desired state in one read, the disks in one call of a
+// DiskReader, else lookups at a time.
 func (s *service) volumeFacts(changes []controller.Change) (map[cloud.VolumeID]volumeFact, error) {
 	var vols []store.VolumeSpec
+	var ids []cloud.VolumeID
 	for _, ch := range changes {
 		if ch.Volume != nil {
 			vols = append(vols, *ch.Volume)
+			ids = append(ids, ch.Volume.ID)
 		}
 	}
-	facts := make([]volumeFact, len(vols))
-	errs := make([]error, len(vols))
-	forEach(len(vols), func(i int) {
-		old, ok, err := s.ctl.Store().Volume(vols[i].ID)
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		if ok {
-			facts[i].desired = &old
-		}
-		d := s.diskOf(vols[i])
-		d.uncommitted = d.exists && s.nodes.Uncommitted(vols[i].ID)
-		facts[i].disk = d
-	})
+	desired, err := s.ctl.Store().VolumesOf(ids)
+	if err != nil {
+		return nil, err
+	}
+	disks, err := s.disksOf(vols)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[cloud.VolumeID]volumeFact, len(vols))
-	for i, v := range vols {
-		if errs[i] != nil {
-			return nil, errs[i]
+	for i, v := range vols { // the last change of a volume wins, as in plan
+		f := volumeFact{disk: disks[i]}
+		if old, ok := desired[v.ID]; ok {
+			f.desired = &old
 		}
-		out[v.ID] = facts[i]
+		out[v.ID] = f
+	}
+	return out, nil
+}
+
+// disksOf reads the disk of each of vols, its uncommitted tag too.
+func (s *service) disksOf(vols []store.VolumeSpec) ([]disk, error) {
+	out := make([]disk, len(vols))
+	dr, ok := s.nodes.(DiskReader)
+	if !ok {
+		forEach(len(vols), func(i int) {
+			d := s.diskOf(vols[i])
+			d.uncommitted = d.exists && s.nodes.Uncommitted(vols[i].ID)
+			out[i] = d
+		})
+		return out, nil
+	}
+	ids := make([]cloud.VolumeID, len(vols))
+	for i, v := range vols {
+		ids[i] = v.ID
+	}
+	got, err := dr.Disks(ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cloud's disks: %w", err)
+	}
+	for i, v := range vols {
+		sd, found := got[v.ID]
+		out[i] = s.readOnlyOf(v, disk{exists: found, mode: sd.Mode, attached: sd.AttachedTo, uncommitted: found && sd.Uncommitted})
 	}
 	return out, nil
 }
@@ -273,7 +309,7 @@ func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
 	if err := s.ctl.Validate(changes); err != nil {
 		return nil, err
 	}
-	steps, err := s.plan(changes)
+	steps, tagged, err := s.plan(changes)
 	if err != nil {
 		return nil, err
 	}
@@ -285,29 +321,17 @@ func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
 	if err != nil && applied == nil { // not committed
 		return nil, errors.Join(err, s.undo(made))
 	}
-	return applied, errors.Join(err, s.commitDisks(changes))
+	return applied, errors.Join(err, s.commitDisks(tagged))
 }
 
 // commitDisks removes the "uncommitted" tag of the disks of the volumes an
-// apply committed (5), all at once: they are desired now, and may come to
-// hold data. A failure is reported, naming the volumes; the tags are
+// apply committed (5), all at once: plan's tagged, the disks it created
+// and those it found tagged (applies run one at a time: no other apply of
+// this server tags a disk meanwhile). They are desired now, and may come
+// to hold data. A failure is reported, naming the volumes; the tags are
 // removed by the next apply naming them, and until then the volumes, being
 // desired, are never recreated.
-func (s *service) commitDisks(changes []controller.Change) error {
-	var vols []cloud.VolumeID
-	for _, ch := range changes {
-		if ch.Volume != nil {
-			vols = append(vols, ch.Volume.ID)
-		}
-	}
-	tagged := make([]bool, len(vols))
-	forEach(len(vols), func(i int) { tagged[i] = s.nodes.Uncommitted(vols[i]) })
-	var ids []cloud.VolumeID
-	for i, v := range vols {
-		if tagged[i] {
-			ids = append(ids, v)
-		}
-	}
+func (s *service) commitDisks(ids []cloud.VolumeID) error {
 	if len(ids) == 0 {
 		return nil
 	}

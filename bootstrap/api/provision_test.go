@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -287,6 +288,10 @@ func TestApplyCreatesDisksInOneBatch(t *testing.T) {
 	if got := rec.batches; len(got) != 2 || !slices.Equal(got[0], create) || !slices.Equal(got[1], create) {
 		t.Fatalf("batches %v, want one creating and one committing %v", got, create)
 	}
+	// The disks were read in one call, none of them one by one.
+	if rec.disksCalls != 1 || rec.perDisk.Load() != 0 {
+		t.Fatalf("the apply read the disks in %d Disks calls and %d Volume or Uncommitted calls; want 1 and 0", rec.disksCalls, rec.perDisk.Load())
+	}
 	f.wantDisk("left", cloud.MultiNode)
 	for _, id := range create {
 		if f.cloud.Uncommitted(id) {
@@ -294,6 +299,32 @@ func TestApplyCreatesDisksInOneBatch(t *testing.T) {
 		}
 	}
 }
+
+// Without a DiskReader the disks are read one by one, with the same
+// outcome.
+func TestApplyReadsDisksOneByOneWithoutDiskReader(t *testing.T) {
+	f := newFixture(t)
+	if err := f.cloud.CreateVolumeUncommitted("left", cloud.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.recording(f.cloud)
+	rec.svc.nodes = oneByOne{rec}
+	if _, err := rec.svc.Apply(f.ctx(""), applyReq(vol("left", "ReadWriteMany"), vol("a", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if rec.disksCalls != 0 || rec.perDisk.Load() == 0 {
+		t.Fatalf("%d Disks calls, %d Volume or Uncommitted calls; want none and some", rec.disksCalls, rec.perDisk.Load())
+	}
+	f.wantDisk("left", cloud.MultiNode)
+	for _, id := range []cloud.VolumeID{"left", "a"} {
+		if f.cloud.Uncommitted(id) {
+			t.Errorf("disk %s still tagged uncommitted", id)
+		}
+	}
+}
+
+// oneByOne hides recordingNodes' Disks (Nodes only).
+type oneByOne struct{ Nodes }
 
 func applyReq(docs ...*messages.Document) *messages.ApplyRequest {
 	return &messages.ApplyRequest{Documents: docs}
@@ -309,6 +340,25 @@ type recordingNodes struct {
 	vols       []cloud.VolumeID
 	insts      []cloud.InstanceID
 	batches    [][]cloud.VolumeID // CreateVolumesUncommitted, then CommitVolumes calls
+	disksCalls int                // Disks calls
+	perDisk    atomic.Int64       // Volume and Uncommitted calls
+}
+
+func (r *recordingNodes) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error) {
+	r.mu.Lock()
+	r.disksCalls++
+	r.mu.Unlock()
+	return r.Cloud.Disks(ids)
+}
+
+func (r *recordingNodes) Volume(id cloud.VolumeID) (cloud.AccessMode, []cloud.InstanceID, bool) {
+	r.perDisk.Add(1)
+	return r.Cloud.Volume(id)
+}
+
+func (r *recordingNodes) Uncommitted(id cloud.VolumeID) bool {
+	r.perDisk.Add(1)
+	return r.Cloud.Uncommitted(id)
 }
 
 // recording returns a service over f's controller and c, recorded.

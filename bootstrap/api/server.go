@@ -55,6 +55,14 @@ type Nodes interface {
 	Delete(inst cloud.InstanceID) error
 }
 
+// DiskReader is implemented by a Nodes that describes many disks in one
+// call (sim.Cloud, and cloud/remote.Client as one request per 10,000): an
+// apply of a fleet's volumes otherwise asks a remote cloud about each
+// disk twice (Volume, Uncommitted), 32 at a time.
+type DiskReader interface {
+	Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error)
+}
+
 // ReadOnlyDisks is implemented by a Nodes whose disks are made read-only
 // or read-write for good (the loop cloud binds every device of a
 // ReadOnlyMany disk read-only): whether a disk is read-only is then part

@@ -95,6 +95,20 @@ func (a *admin) Volume(_ context.Context, r *messages.SimVolumeRequest) (*messag
 	return &messages.SimVolumeResponse{Found: ok, Mode: modeMsg(mode), AttachedTo: strs(insts)}, nil
 }
 
+func (a *admin) Disks(_ context.Context, r *messages.SimVolumesRequest) (*messages.SimDisksResponse, error) {
+	ids := idsOf[cloud.VolumeID](r.GetVolumeIds())
+	disks, err := a.c.Disks(ids)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &messages.SimDisksResponse{Disks: make([]*messages.SimDisk, len(ids))}
+	for i, id := range ids {
+		d, ok := disks[id]
+		out.Disks[i] = &messages.SimDisk{VolumeId: string(id), Found: ok, Mode: modeMsg(d.Mode), AttachedTo: strs(d.AttachedTo), Uncommitted: d.Uncommitted}
+	}
+	return out, nil
+}
+
 func (a *admin) DeleteVolume(_ context.Context, r *messages.SimVolumeRequest) (*messages.SimDone, error) {
 	return done(a.c.DeleteVolume(cloud.VolumeID(r.GetVolumeId())))
 }
@@ -239,6 +253,33 @@ func (c *Client) Uncommitted(id cloud.VolumeID) bool {
 		return c.admin.Uncommitted(ctx, &messages.SimVolumeRequest{VolumeId: string(id)}, o...)
 	})
 	return err == nil && r.GetUncommitted()
+}
+
+// disksPerCall bounds the disks one Disks call asks about: a call's
+// answer stays well within gRPC's 4 MiB message bound.
+const disksPerCall = 10000
+
+// Disks is sim.Cloud.Disks, disksPerCall at a time. Unlike Volume and
+// Uncommitted, a failed call is an error: an apply must not plan from a
+// cloud it could not read.
+func (c *Client) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error) {
+	out := make(map[cloud.VolumeID]sim.Disk, len(ids))
+	for len(ids) > 0 {
+		n := min(len(ids), disksPerCall)
+		r, err := adminCall(c, "disks", func(ctx context.Context, o ...grpc.CallOption) (*messages.SimDisksResponse, error) {
+			return c.admin.Disks(ctx, &messages.SimVolumesRequest{VolumeIds: strs(ids[:n])}, o...)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range r.GetDisks() {
+			if d.GetFound() {
+				out[cloud.VolumeID(d.GetVolumeId())] = sim.Disk{Mode: modeOf(d.GetMode()), AttachedTo: idsOf[cloud.InstanceID](d.GetAttachedTo()), Uncommitted: d.GetUncommitted()}
+			}
+		}
+		ids = ids[n:]
+	}
+	return out, nil
 }
 
 // Volume is sim.Cloud.Volume. A failed call reads as no such volume.

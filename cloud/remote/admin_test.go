@@ -32,6 +32,7 @@ type simCloud interface {
 	CommitVolume(id cloud.VolumeID) error
 	Uncommitted(id cloud.VolumeID) bool
 	Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool)
+	Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error)
 	DeleteVolume(id cloud.VolumeID) error
 	Delete(inst cloud.InstanceID) error
 	DeviceSource(inst cloud.InstanceID, devicePath string) (string, error)
@@ -154,6 +155,27 @@ func TestAdminMatchesSim(t *testing.T) {
 	}
 	if _, insts, _ := cl.Volume("b"); !reflect.DeepEqual(insts, []cloud.InstanceID{i1, i2}) {
 		t.Errorf("Volume(b) attached to %v, want [%s %s]", insts, i1, i2)
+	}
+	// Disks says of each what Volume and Uncommitted say, in one call:
+	// attached, committed, tagged, missing.
+	mustNil(t, cl.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "tagged", Mode: cloud.Exclusive}}))
+	ask := []cloud.VolumeID{"a", "b", "odd", "tagged", "nope"}
+	disks, err := cl.Disks(ask)
+	mustNil(t, err)
+	direct, err := c.Disks(ask)
+	mustNil(t, err)
+	if !reflect.DeepEqual(disks, direct) || len(disks) != 4 {
+		t.Errorf("Disks = %v; the sim says %v (want 4 disks)", disks, direct)
+	}
+	for _, id := range ask {
+		mode, insts, ok := c.Volume(id)
+		d, found := disks[id]
+		if found != ok || d.Mode != mode || !reflect.DeepEqual(d.AttachedTo, insts) || d.Uncommitted != c.Uncommitted(id) {
+			t.Errorf("Disks[%s] = %+v (found %v); Volume says %v, %v, %v, Uncommitted %v", id, d, found, mode, insts, ok, c.Uncommitted(id))
+		}
+	}
+	if !disks["tagged"].Uncommitted || disks["b"].Uncommitted || len(disks["b"].AttachedTo) != 2 {
+		t.Errorf("Disks lost a tag or an attachment: %+v", disks)
 	}
 	if got, want := cl.ContentDir(), c.ContentDir(); got != want || got == "" {
 		t.Errorf("ContentDir = %q, the sim says %q", got, want)

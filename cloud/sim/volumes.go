@@ -104,6 +104,27 @@ func (c *Cloud) CommitVolume(id cloud.VolumeID) error {
 	return c.commitUnlock("commit volume " + string(id))
 }
 
+// Disk is what Volume and Uncommitted say of one disk.
+type Disk struct {
+	Mode        cloud.AccessMode
+	AttachedTo  []cloud.InstanceID // sorted
+	Uncommitted bool
+}
+
+// Disks describes the disks of ids that exist, as of one moment. It never
+// fails; the error is a remote cloud's (cloud/remote.Client.Disks).
+func (c *Cloud) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]Disk, error) {
+	c.lockSettled()
+	defer c.mu.Unlock()
+	out := make(map[cloud.VolumeID]Disk, len(ids))
+	for _, id := range ids {
+		if v, ok := c.vols[id]; ok {
+			out[id] = Disk{Mode: v.mode, AttachedTo: sortedKeys(v.attached), Uncommitted: v.uncommitted}
+		}
+	}
+	return out, nil
+}
+
 // Uncommitted reports whether volume id exists and carries the
 // "uncommitted" tag.
 func (c *Cloud) Uncommitted(id cloud.VolumeID) bool {
