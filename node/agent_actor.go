@@ -331,6 +331,16 @@ func (a *Agent) Stop() error {
 	return err
 }
 
+// Beat sends the agent's heartbeat now, as its beat does, off its mailbox:
+// for a controller whose node actor may just have moved to another member
+// (a topology change), which learns where the agent listens from the
+// heartbeat's sender and then tells it everything, instead of waiting up
+// to a heartbeat period.
+func (a *Agent) Beat() {
+	c := a.cfg
+	c.Guard.SendFrom(c.Controller(c.Node), &messages.Heartbeat{Node: string(c.Node), InstanceId: string(c.InstanceID), MaxVolumes: c.MaxVolumes}, a.pid)
+}
+
 // Status asks the agent for its state.
 func (a *Agent) Status(timeout time.Duration) (*messages.AgentStatus, error) {
 	res, err := a.cfg.Guard.Request(a.pid, &messages.GetAgentStatus{}, timeout).Result()

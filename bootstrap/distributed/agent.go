@@ -3,8 +3,10 @@ package distributed
 import (
 	"errors"
 	"fmt"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -84,6 +86,7 @@ type AgentProcess struct {
 	journal *journal.Writer
 	evlog   *store.EtcdEvents
 	evw     *events.Writer
+	topoSub *eventstream.Subscription
 	stopped bool
 }
 
@@ -205,8 +208,47 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 			}
 		})
 	}
+	a.beatOnTopology()
 	log.WithFields(logrus.Fields{"node": cfg.Node, "remote": self}).Info("node agent started")
 	return a, nil
+}
+
+// beatOnTopology sends the agent's heartbeat at every topology change: its
+// node's actor may have moved to another member, which knows nothing of
+// this agent until it hears from it (then it sends the agent its state);
+// after members restarted, a node's first changes otherwise waited up to
+// a heartbeat period. The beat resolves the node actor through the
+// cluster (a remote round trip), so it runs on a goroutine of its own,
+// one at a time: changes during a beat make one more after it.
+func (a *AgentProcess) beatOnTopology() {
+	var mu sync.Mutex
+	running, again := false, false
+	beat := func() {
+		for {
+			a.Agent.Beat()
+			mu.Lock()
+			if !again {
+				running = false
+				mu.Unlock()
+				return
+			}
+			again = false
+			mu.Unlock()
+		}
+	}
+	a.topoSub = a.System.EventStream.Subscribe(func(ev any) {
+		if _, ok := ev.(*cluster.ClusterTopology); !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if running {
+			again = true
+			return
+		}
+		running = true
+		go beat()
+	})
 }
 
 // mounterKind maps --mounter to a mounter constructor.
@@ -232,6 +274,9 @@ func (a *AgentProcess) Stop() error {
 	}
 	a.stopped = true
 	var errs []error
+	if a.topoSub != nil {
+		a.System.EventStream.Unsubscribe(a.topoSub)
+	}
 	if a.Agent != nil {
 		errs = append(errs, a.Agent.Stop())
 	}

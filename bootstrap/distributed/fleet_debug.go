@@ -32,3 +32,7 @@ func (f *Fleet) AgentPID(n cloud.NodeName) int {
 // LogPath is the log file of the process named name ("etcd", "cloud",
 // "controller-0", "agent-n1"): every incarnation's output, appended.
 func (f *Fleet) LogPath(name string) string { return f.logPath(name) }
+
+// ControllerAddr is the remote address member i advertises (the one the
+// cluster's placement hashes).
+func (f *Fleet) ControllerAddr(i int) string { return f.members[i].proxy.addr() }

@@ -129,6 +129,7 @@ func (p *membership) StartMember(cl *cluster.Cluster) (err error) {
 			stop := context.AfterFunc(p.joinCtx, jcancel)
 			defer stop()
 		}
+		p.removePredecessors(jctx, self)
 		err := p.peers.awaitPeers(jctx, self.Id, p.listMembers, p.log.Warnf)
 		jcancel()
 		if err != nil {
@@ -159,6 +160,40 @@ func (p *membership) StartMember(cl *cluster.Cluster) (err error) {
 		go p.checkPeers()
 	}
 	return nil
+}
+
+// removePredecessors deletes the registrations of the members that
+// advertised this member's own address and no longer listen there: a ping
+// of their entry is answered there by this member itself, so the process
+// that registered it is gone (killed, and started again as this one). A
+// member restarted on its address otherwise waited in the join gate for
+// its predecessor's lease to lapse, and so did every member restarted with
+// it (a whole TTL). Entries at another address are left to their own
+// successor or their lease: an address that answers as another member is
+// not proof enough that its registrant is gone. Failures are logged only:
+// the lease removes the entry in time anyway.
+func (p *membership) removePredecessors(ctx context.Context, self *cluster.Member) {
+	members, err := p.listMembers(ctx)
+	if err != nil {
+		p.log.Warnf("cluster: looking for this address's earlier member: %v", err)
+		return
+	}
+	for id, m := range members {
+		if id == self.Id || address(m) != address(self) {
+			continue
+		}
+		if got, err := p.peers.answer(m); err != nil || got != self.Id {
+			continue
+		}
+		c, cancel := context.WithTimeout(ctx, p.ttl)
+		_, err := p.client.Delete(c, p.prefix+id)
+		cancel()
+		if err != nil {
+			p.log.Warnf("cluster: removing member %s, gone from this member's address %s: %v", id, address(m), err)
+			continue
+		}
+		p.log.Infof("cluster: removed member %s: it advertised this member's address %s, where this member answers now", id, address(m))
+	}
 }
 
 // listMembers lists the registered members, for awaitPeers.

@@ -57,20 +57,36 @@ type pinger struct {
 	timeout time.Duration
 }
 
-// ping has one round trip with member m.
+// ping has one round trip with member m: its address answers as m.
 func (p pinger) ping(m *cluster.Member) error {
-	addr := net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port)))
-	f := p.sys.Root.RequestFuture(actor.NewPID(addr, peerActor), &messages.PeerPing{From: p.sys.ID}, p.timeout)
-	res, err := f.Result()
+	id, err := p.answer(m)
 	if err != nil {
-		return fmt.Errorf("no answer from %s within %v (%v)", addr, p.timeout, err)
+		return err
 	}
-	pong, ok := res.(*messages.PeerPong)
-	if !ok || pong.Id != m.Id {
-		return fmt.Errorf("%s answered as %v, not as member %s", addr, res, m.Id)
+	if id != m.Id {
+		return fmt.Errorf("%s answered as member %s, not as %s (that member's lease lapses, or its successor at that address removes it, before this one joins)", address(m), id, m.Id)
 	}
 	return nil
 }
+
+// answer has one round trip with member m's address and returns the ID of
+// the member that answered there.
+func (p pinger) answer(m *cluster.Member) (string, error) {
+	addr := address(m)
+	f := p.sys.Root.RequestFuture(actor.NewPID(addr, peerActor), &messages.PeerPing{From: p.sys.ID}, p.timeout)
+	res, err := f.Result()
+	if err != nil {
+		return "", fmt.Errorf("no answer from %s within %v (%v)", addr, p.timeout, err)
+	}
+	pong, ok := res.(*messages.PeerPong)
+	if !ok {
+		return "", fmt.Errorf("%s answered %T, not as a member", addr, res)
+	}
+	return pong.Id, nil
+}
+
+// address is where m's actors listen (its advertised address).
+func address(m *cluster.Member) string { return net.JoinHostPort(m.Host, strconv.Itoa(int(m.Port))) }
 
 // pingAll pings every member of members but self, at once: the error of
 // each (nil: a round trip).
