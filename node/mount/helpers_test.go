@@ -179,3 +179,11 @@ func sameSnapshot(t *testing.T, before, after map[string]string) {
 		}
 	}
 }
+
+// TETHER_MOUNT_LEGACY=1 runs the package's tests with the path-by-path
+// code only (legacyOnly), as on a kernel without openat2(2).
+func init() {
+	if os.Getenv("TETHER_MOUNT_LEGACY") != "" {
+		legacyOnly.Store(true)
+	}
+}
