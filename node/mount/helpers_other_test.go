@@ -12,3 +12,5 @@ func requireBind(t *testing.T) {
 func canBind(*testing.T) (bool, string) { return false, "bind mounts are implemented on Linux only" }
 
 func unmountUnder(testing.TB, string) {}
+
+func noHold() {}

@@ -161,26 +161,28 @@ func (p parents) make() error {
 }
 
 // create makes the missing parents (make), then the target itself with
-// mk. Parents found by checkParents may be gone by then: CleanEmptyParents
-// after another volume's unstage or unpublish removes them once empty.
-// Where making a parent or the target finds one missing (ENOENT), the
-// parents are walked again from the root, checked and made, and mk is
-// run once more.
+// mk. Parents found by checkParents may be gone by then: another
+// volume's Unpublish (or CleanEmptyParents) removes a workload's
+// directories once empty. Where making a parent or the target finds one
+// missing (ENOENT), the parents are walked again from the root, checked
+// and made, and mk is run once more, up to attempts times in all.
 func (p parents) create(mk func() error) error {
 	err := p.make()
 	if err == nil {
 		err = mk()
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for range attempts - 1 {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if p, err = checkParents(p.l, p.op, p.target); err != nil {
+			return err
+		}
+		if err = p.make(); err == nil {
+			err = mk()
+		}
 	}
-	if p, err = checkParents(p.l, p.op, p.target); err != nil {
-		return err
-	}
-	if err := p.make(); err != nil {
-		return err
-	}
-	return mk()
+	return err
 }
 
 // makeParents creates the root and the directories between it and target,

@@ -62,10 +62,11 @@ const (
 	callRmdir                // unlinkat(2) with AT_REMOVEDIR
 	callMount                // mount(2)
 	callUmount               // umount2(2)
+	callRlimit               // prlimit64(2), once per process
 	numCalls
 )
 
-var callNames = [numCalls]string{"lstat", "stat", "statx", "statfs", "readlink", "open", "openat2", "close", "getdents", "mkdir", "symlink", "unlink", "rmdir", "mount", "umount"}
+var callNames = [numCalls]string{"lstat", "stat", "statx", "statfs", "readlink", "open", "openat2", "close", "getdents", "mkdir", "symlink", "unlink", "rmdir", "mount", "umount", "getrlimit"}
 
 // legacyOnly makes the mounters use the path-by-path code (checkParents,
 // realDirs, absolute paths), as on a kernel without openat2(2) or an OS
@@ -76,6 +77,11 @@ var legacyOnly atomic.Bool
 // /proc, not Linux, or legacyOnly. The caller falls back to the
 // path-by-path code; nothing was touched.
 var errNoTree = errors.New("mount: no openat2")
+
+// attempts bounds the tries of an operation whose directories were
+// removed under it (by another volume's unpublish, or a held directory
+// removed: see tree).
+const attempts = 8
 
 // totals are the process's counters: operations run, and calls by kind.
 var totals [numOps]struct {

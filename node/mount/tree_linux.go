@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -32,19 +34,67 @@ import (
 // Descriptors are closed by the os.File that holds each (Close when
 // forgotten, its finalizer when the mounter is garbage); every use runs
 // inside the file's Control, which keeps the descriptor from being
-// closed (and its number reused) while in use.
+// closed (and its number reused) while in use. The process holds at most
+// a budget of them (see budget); beyond it a tree opens per operation.
 type tree struct {
 	l layout.Layout
 
-	mu   sync.Mutex
-	dirs map[string]*os.File // "" (the root), "pods", "plugins/<p>/mounts"
+	mu    sync.Mutex
+	dirs  map[string]*os.File // "" (the root), "pods", "plugins/<p>/mounts"
+	count *heldCount          // len(dirs), for the budget when t is garbage
+}
+
+// heldCount is how many descriptors one tree holds, apart from the tree
+// so that a cleanup can give them back to the budget once it is garbage
+// (the files' own finalizers close them).
+type heldCount struct{ n atomic.Int64 }
+
+// budget bounds the descriptors every tree of the process holds
+// together: a quarter of the open-file limit (which Go raises to the hard
+// limit at start), so that a process running thousands of agents
+// (tether bench) leaves the rest to its store and its connections.
+// Beyond it, a tree opens what it needs per operation and closes it
+// after (two to four system calls more each).
+var budget struct {
+	once sync.Once
+	max  int64
+	n    atomic.Int64
+}
+
+// budgetMax is the budget's limit, read once.
+func budgetMax(op *opc) int64 {
+	budget.once.Do(func() {
+		var rl unix.Rlimit
+		op.add(callRlimit)
+		budget.max = 256
+		if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
+			budget.max = int64(min(rl.Cur/4, 1<<20))
+		}
+	})
+	return budget.max
+}
+
+// budgetSpent reports whether the budget has no descriptor left.
+func budgetSpent(op *opc) bool { return budget.n.Load() >= budgetMax(op) }
+
+// takeFD reserves one descriptor of the budget.
+func takeFD(op *opc) bool {
+	if budget.n.Add(1) > budgetMax(op) {
+		budget.n.Add(-1)
+		return false
+	}
+	return true
 }
 
 // maxHeld bounds the directories a tree holds open: the root, pods/ and
 // a few plugins' mounts/. Others are opened per operation.
 const maxHeld = 8
 
-func newTree(l layout.Layout) *tree { return &tree{l: l, dirs: map[string]*os.File{}} }
+func newTree(l layout.Layout) *tree {
+	t := &tree{l: l, dirs: map[string]*os.File{}, count: &heldCount{}}
+	runtime.AddCleanup(t, func(c *heldCount) { budget.n.Add(-c.n.Load()) }, t.count)
+	return t
+}
 
 // on reports whether the fast path may run.
 func (t *tree) on() bool { return t != nil && !noOpenat2.Load() && !legacyOnly.Load() }
@@ -86,7 +136,8 @@ func (s spot) podDirs() bool {
 
 // held returns the directory base, opening it if the tree does not hold
 // it (making it and the root first when create; a missing one otherwise
-// wraps fs.ErrNotExist). release must be called when done with it.
+// wraps fs.ErrNotExist). release must be called when done with it: it
+// closes what the tree could not keep (see budget).
 func (t *tree) held(op *opc, base string, create bool) (f *os.File, release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -95,14 +146,20 @@ func (t *tree) held(op *opc, base string, create bool) (f *os.File, release func
 			return f, func() {}, nil
 		}
 		root, fresh := t.dirs[""], false
+		if root == nil && base != "" && budgetSpent(op) {
+			if f := t.direct(op, base); f != nil {
+				return f, t.keep(op, base, f, true), nil
+			}
+		}
 		if root == nil {
 			if root, err = t.openRoot(op, create); err != nil {
 				return nil, nil, err
 			}
-			t.dirs[""], fresh = root, true
+			fresh = true
 		}
+		closeRoot := t.keep(op, "", root, fresh)
 		if base == "" {
-			return root, func() {}, nil
+			return root, closeRoot, nil
 		}
 		err = use(root, func(rfd int) error {
 			fd, err := openBelow(op, rfd, base, create)
@@ -115,16 +172,45 @@ func (t *tree) held(op *opc, base string, create bool) (f *os.File, release func
 			t.forget(op) // the root was removed: open it again
 			continue
 		}
+		closeRoot()
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(t.dirs) < maxHeld {
-			t.dirs[base] = f
-			return f, func() {}, nil
-		}
-		return f, func() { op.add(callClose); f.Close() }, nil
+		return f, t.keep(op, base, f, true), nil
 	}
 	return nil, nil, err
+}
+
+// direct opens base by its absolute path, refusing symlinks all along
+// (RESOLVE_NO_SYMLINKS), for a tree that cannot hold the root (the budget
+// is spent): one openat2 rather than the root's open and close and an
+// openat2 below it. nil where it fails, for whatever reason (base
+// missing, a symlink above the root, which is allowed): the caller then
+// walks from the root, which tells those apart.
+func (t *tree) direct(op *opc, base string) *os.File {
+	if !procFD(op) {
+		return nil
+	}
+	fd, err := openat2How(op, unix.AT_FDCWD, t.l.Root()+"/"+base, unix.RESOLVE_NO_SYMLINKS)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), t.l.Root()+"/"+base)
+}
+
+// keep holds f as dirs[key] if it is new (fresh) and the tree and the
+// budget allow one more; it returns what closes f when the caller is done
+// with it (nothing, when kept). t.mu must be held.
+func (t *tree) keep(op *opc, key string, f *os.File, fresh bool) (release func()) {
+	if !fresh {
+		return func() {}
+	}
+	if len(t.dirs) < maxHeld && takeFD(op) {
+		t.dirs[key] = f
+		t.count.n.Add(1)
+		return func() {}
+	}
+	return func() { op.add(callClose); f.Close() }
 }
 
 // openRoot opens the data directory, through symlinks above it (allowed),
@@ -189,10 +275,15 @@ func openBelow(op *opc, dirfd int, rel string, create bool) (int, error) {
 // openat2 opens rel below dirfd as an O_PATH directory descriptor,
 // refusing symlinks (ELOOP) and escapes (EXDEV) anywhere on the way.
 func openat2(op *opc, dirfd int, rel string) (int, error) {
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	return openat2How(op, dirfd, rel, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS)
+}
+
+// openat2How is openat2 with the resolve flags given.
+func openat2How(op *opc, dirfd int, path string, resolve uint64) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: resolve}
 	for {
 		op.add(callOpenat2)
-		fd, err := unix.Openat2(dirfd, rel, &how)
+		fd, err := unix.Openat2(dirfd, path, &how)
 		switch err {
 		case unix.EINTR, unix.EAGAIN:
 			continue
@@ -265,6 +356,8 @@ func (t *tree) forget(op *opc) {
 		op.add(callClose)
 		d.Close() // a user in Control keeps the descriptor until it is done
 		delete(t.dirs, k)
+		t.count.n.Add(-1)
+		budget.n.Add(-1)
 	}
 }
 
@@ -272,11 +365,6 @@ func (t *tree) forget(op *opc) {
 // unmount takes as done, once the tree made sure the directory it looked
 // in is still linked in.
 var errAbsent = fmt.Errorf("mount: absent: %w", fs.ErrNotExist)
-
-// attempts bounds the retries of an operation whose directories were
-// removed under it (by another volume's unpublish, or the tree's held
-// directory removed).
-const attempts = 8
 
 // run runs fn in the directory base (made when create) with the held
 // descriptor, again (at most attempts times) while it fails with ENOENT
@@ -291,11 +379,9 @@ func (t *tree) run(op *opc, base string, create bool, retry func(error) bool, fn
 			return herr
 		}
 		err = use(f, fn)
-		release()
-		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if !t.stale(op, f) && !retry(err) {
+		again := (errors.Is(err, unix.ENOENT) || errors.Is(err, fs.ErrNotExist)) && (t.stale(op, f) || retry(err))
+		release() // after stale: f may be the tree's to close
+		if !again {
 			return err
 		}
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tether/tether/node/layout"
 )
@@ -143,4 +145,102 @@ func TestSameWorkloadConcurrent(t *testing.T) {
 			t.Error("want the workload's directory removed and pods/ kept")
 		}
 	})
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	must(t, err)
+	return len(fds)
+}
+
+// TestHeldBudget: with the process's budget of held descriptors spent,
+// a mounter opens what it needs per operation and closes it after:
+// every operation works, costs more, and leaves no descriptor open.
+func TestHeldBudget(t *testing.T) {
+	was := budgetMax(nil)
+	budget.max = budget.n.Load() // spent
+	t.Cleanup(func() { budget.max = was })
+	forEachMounter(t, func(t *testing.T, e *env) {
+		gm, pv := e.globalMount(t, "vol-1"), e.podVolume(t, "uid-1", "vol-1")
+		fds := openFDs(t)
+		var before map[string]OpCalls
+		for i := range 3 {
+			if i == 1 { // the first made the directories
+				before = Syscalls()
+			}
+			must(t, e.m.Stage(e.src, gm))
+			must(t, e.m.Publish(gm, pv, false))
+			e.wantState(t, pv, Mounted, gm)
+			must(t, e.m.Unpublish(pv))
+			must(t, e.m.Unstage(gm))
+		}
+		e.wantState(t, gm, Absent, "")
+		if got := openFDs(t); got != fds {
+			t.Errorf("%d descriptors open, was %d: want none held", got, fds)
+		}
+		// Nothing held: each stage and unstage opens mounts/ by its path
+		// (one openat2) and closes it.
+		for _, op := range []string{"stage", "unstage"} {
+			if got := SyscallsSince(before)[op]; got.Calls["openat2"] != got.Ops || got.Calls["close"] != got.Ops {
+				t.Errorf("%s: %v in %d operations, want an openat2 and a close each", op, got.Calls, got.Ops)
+			}
+		}
+	})
+}
+
+// TestHeldBudgetReturned: the descriptors of mounters that are garbage
+// go back to the budget.
+func TestHeldBudgetReturned(t *testing.T) {
+	if budgetSpent(nil) || legacyOnly.Load() {
+		t.Skip("nothing is held here (TETHER_MOUNT_NOHOLD or TETHER_MOUNT_LEGACY)")
+	}
+	e := newEnv(t)
+	start := settledBudget(t) // other tests' mounters given back first
+	func() {
+		var held int64
+		for i := range 20 {
+			m := NewSymlink(e.l)
+			must(t, m.Stage(e.src, e.globalMount(t, fmt.Sprint("vol-", i))))
+			held += m.(symlink).t.count.n.Load()
+		}
+		if held != 40 || budget.n.Load()-start != 40 { // the root and mounts/ each
+			t.Fatalf("20 mounters hold %d descriptors (the budget counts %d), want 40", held, budget.n.Load()-start)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for budget.n.Load() > start {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors still counted after the mounters became garbage", budget.n.Load()-start)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // the cleanups run on a goroutine of their own
+	}
+}
+
+// settledBudget collects garbage until the budget's count stays the same
+// over a few collections (bounded), and returns it.
+func settledBudget(t *testing.T) int64 {
+	t.Helper()
+	n, same := budget.n.Load(), 0
+	for deadline := time.Now().Add(5 * time.Second); same < 3; {
+		if time.Now().After(deadline) {
+			t.Fatal("the budget's count never settled")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		if m := budget.n.Load(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
+// noHold spends the budget of held descriptors for the whole test run.
+func noHold() {
+	budgetMax(nil)
+	budget.max = 0
 }
