@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -84,10 +83,9 @@ func (a *agentActor) unstage(vol cloud.VolumeID) error {
 	if err != nil {
 		return err
 	}
-	if err := a.mounter.Unstage(target); err != nil {
-		return err
-	}
-	return mount.CleanEmptyParents(a.layout, target, a.layout.Root())
+	// plugins/<plugin>/mounts/ stays, empty or not: the next stage finds
+	// it (the mounter holds it open), and Scan finds nothing in it.
+	return a.mounter.Unstage(target)
 }
 
 func (a *agentActor) publish(f agent.Publish) error {
@@ -107,10 +105,9 @@ func (a *agentActor) unpublish(f agent.Unpublish) error {
 	if err != nil {
 		return err
 	}
-	if err := a.mounter.Unpublish(target); err != nil {
-		return err
-	}
-	return mount.CleanEmptyParents(a.layout, target, filepath.Join(a.layout.Root(), "pods"))
+	// Unpublish removes the workload's directories once empty; pods/
+	// stays.
+	return a.mounter.Unpublish(target)
 }
 
 func (a *agentActor) record(f agent.Record) {

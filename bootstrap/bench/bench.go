@@ -201,6 +201,11 @@ type Result struct {
 	// store and sim cloud together.
 	HeapBytesPerVolume float64 `json:"heap_bytes_per_volume"`
 	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	// SyscallsPerOp: the system calls the agents' mounters made per
+	// operation ("stage", "publish", "unpublish", "unstage"), averaged
+	// over the run's operations (mount.Syscalls; 0 for one that never
+	// ran).
+	SyscallsPerOp map[string]float64 `json:"syscalls_per_op"`
 	// Baseline: bare Proto.Actor delivering the fleet start's messages
 	// over as many actors.
 	BaselineSeconds  float64 `json:"baseline_seconds"`
@@ -246,6 +251,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 	}
 	r.res = Result{Volumes: cfg.Volumes, Nodes: cfg.Nodes, AttachLimit: cfg.attachLimit(), CloudLatencyMillis: float64(cfg.CloudLatency) / 1e6, Mounter: cfg.Mounter, SyncPeriodSeconds: cfg.SyncPeriod.Seconds(), MachinesApart: cfg.MachinesDir != ""}
 	defer func() { err = errors.Join(err, r.cleanup()) }()
+	sys0 := mount.Syscalls()
 	if err := r.start(); err != nil {
 		return nil, err
 	}
@@ -288,6 +294,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		}
 	}
 	r.res.PeakRSSBytes = peakRSS()
+	r.res.SyscallsPerOp = syscallsPerOp(mount.SyscallsSince(sys0))
 	out := r.res
 	return &out, nil
 }
@@ -497,6 +504,16 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("bench: heap profile: %w", err)
 	}
 	return errors.Join(pprof.WriteHeapProfile(f), f.Close())
+}
+
+// syscallsPerOp is the average system calls of the mounters' four
+// operations in counts.
+func syscallsPerOp(counts map[string]mount.OpCalls) map[string]float64 {
+	out := map[string]float64{}
+	for _, op := range []mount.Op{mount.OpStage, mount.OpPublish, mount.OpUnpublish, mount.OpUnstage} {
+		out[op.String()] = counts[op.String()].PerOp()
+	}
+	return out
 }
 
 func peakRSS() int64 {

@@ -55,14 +55,24 @@ func TestRunSmallFleet(t *testing.T) {
 	if res.HeapBytesPerVolume == 0 || res.PeakRSSBytes <= 0 || res.BaselineSeconds <= 0 {
 		t.Errorf("heap %v, rss %v, baseline %v: want all measured", res.HeapBytesPerVolume, res.PeakRSSBytes, res.BaselineSeconds)
 	}
+	// Every volume was staged, published, unpublished and unstaged at
+	// least once: each operation ran, and none costs nothing (the
+	// symlink mounter's, tree_linux.go: 2, 5, 7 and 2 on a node with
+	// work; a node's first and last volume cost more).
+	for _, op := range []string{"stage", "publish", "unpublish", "unstage"} {
+		if n := res.SyscallsPerOp[op]; n < 1 || n > 20 {
+			t.Errorf("%s: %v system calls per operation, want 1 to 20", op, n)
+		}
+	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var generic struct {
-		Phases []map[string]any `json:"phases"`
-		Heap   *float64         `json:"heap_bytes_per_volume"`
-		RSS    *float64         `json:"peak_rss_bytes"`
+		Phases []map[string]any    `json:"phases"`
+		Heap   *float64            `json:"heap_bytes_per_volume"`
+		RSS    *float64            `json:"peak_rss_bytes"`
+		Sys    map[string]*float64 `json:"syscalls_per_op"`
 	}
 	if err := json.Unmarshal(b, &generic); err != nil {
 		t.Fatal(err)
@@ -76,6 +86,11 @@ func TestRunSmallFleet(t *testing.T) {
 	}
 	if generic.Heap == nil || generic.RSS == nil {
 		t.Errorf("JSON lacks heap_bytes_per_volume or peak_rss_bytes: %s", b)
+	}
+	for _, op := range []string{"stage", "publish", "unpublish", "unstage"} {
+		if generic.Sys[op] == nil {
+			t.Errorf("JSON lacks syscalls_per_op.%s: %s", op, b)
+		}
 	}
 }
 

@@ -256,13 +256,18 @@ func (m *Mounter) Publish(staged, path string, readOnly bool) error {
 
 // Unpublish implements mount.Mounter: NodeUnpublishVolume (which removes
 // the target: Node.Unpublish removes what the plugin left, directory or a
-// block volume's device file), then the record goes.
+// block volume's device file), then the record goes, then the workload's
+// directories once empty (mount.CleanEmptyParents up to pods/, which
+// stays), as every mount.Mounter's Unpublish.
 func (m *Mounter) Unpublish(path string) error {
 	t, err := m.parse(kindPublish, path)
 	if err != nil {
 		return err
 	}
-	return m.undo(t, func(ctx context.Context) error { return m.node.Unpublish(ctx, t.vol, t.path) })
+	if err := m.undo(t, func(ctx context.Context) error { return m.node.Unpublish(ctx, t.vol, t.path) }); err != nil {
+		return err
+	}
+	return mount.CleanEmptyParents(m.layout, t.path, filepath.Join(m.layout.Root(), layout.PodsDir))
 }
 
 // Unstage implements mount.Mounter: NodeUnstageVolume (which removes the

@@ -61,7 +61,7 @@ func BenchmarkMountCheck(b *testing.B) {
 			})
 			b.Run("check/new", func(b *testing.B) {
 				for b.Loop() {
-					if ok, err := isMountPoint(gm); err != nil || !ok {
+					if ok, err := isMountPoint(nil, gm); err != nil || !ok {
 						b.Fatal("not mounted", err)
 					}
 				}

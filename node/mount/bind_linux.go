@@ -19,6 +19,7 @@ const maxStack = 8
 // CAP_SYS_ADMIN.
 type bind struct {
 	l layout.Layout
+	t *tree
 }
 
 // NewBind returns a Mounter of real bind mounts: Stage and Publish bind the
@@ -31,29 +32,47 @@ type bind struct {
 // mounted target reads /proc/self/mountinfo to name its source (one read
 // per Scan, shared by the agents that scan at the same time). Unstage and
 // Unpublish unmount (lazily if busy) and remove the then empty directory.
+// It holds the data directory open (see tree) and mounts through
+// /proc/self/fd.
 func NewBind(l layout.Layout) Mounter {
-	return bind{l: l}
+	return bind{l: l, t: newTree(l)}
 }
 
 func (bind) Name() string { return "bind" }
 
 func (b bind) Stage(source, target string) error {
-	return b.mount("stage", source, target, false, false)
+	op := newOp(OpStage)
+	defer op.done()
+	return b.mount(op, source, target, false, false)
 }
 
 func (b bind) Publish(staged, target string, readOnly bool) error {
-	return b.mount("publish", staged, target, readOnly, true)
+	op := newOp(OpPublish)
+	defer op.done()
+	return b.mount(op, staged, target, readOnly, true)
 }
 
-func (b bind) Unstage(target string) error   { return b.unmount("unstage", target) }
-func (b bind) Unpublish(target string) error { return b.unmount("unpublish", target) }
+func (b bind) Unstage(target string) error {
+	op := newOp(OpUnstage)
+	defer op.done()
+	return b.unmount(op, target, false)
+}
+
+func (b bind) Unpublish(target string) error {
+	op := newOp(OpUnpublish)
+	defer op.done()
+	return b.unmount(op, target, true)
+}
 
 // mount binds source on target, read-only if asked. With setMode, an
 // existing mount of the same source is remounted to the asked mode (this
 // completes a publish interrupted between bind and read-only remount).
-func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
+func (b bind) mount(op *opc, source, target string, readOnly, setMode bool) error {
 	target, err := checkTarget(b.l, op, target)
 	if err != nil {
+		return err
+	}
+	if err := b.t.mount(op, b, source, target, readOnly, setMode); err != errNoTree {
 		return err
 	}
 	p, err := checkParents(b.l, op, target)
@@ -64,13 +83,13 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	if err != nil {
 		return err
 	}
-	mounted, absent, err := targetState(p, target)
+	mounted, absent, err := targetState(op, p, target)
 	if err != nil {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
 	if mounted {
-		if !showsDir(target, sourceInfo) {
-			shown, _, _ := sourceAt(target, selfTables.view(), b.avoid())
+		if !showsDir(op, target, sourceInfo) {
+			shown, _, _ := sourceAt(op, target, selfTables.view(), b.avoid())
 			return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
 		}
 		if !setMode {
@@ -81,28 +100,17 @@ func (b bind) mount(op, source, target string, readOnly, setMode bool) error {
 	if err := b.prepare(op, target, p, absent); err != nil {
 		return err
 	}
-	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("mount: %s: bind %q on %q: %w", op, source, target, err)
-	}
-	if !readOnly {
-		return nil
-	}
-	if err := remount(op, target, true); err != nil {
-		// Never leave a writable mount where a read-only one was asked.
-		_ = unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
-		return err
-	}
-	return nil
+	return bindOn(op, source, target, target, readOnly)
 }
 
 // targetState asks the kernel whether target is a mount point (and says
 // whether it is missing), unless one of its parents is missing (p, as
 // checkParents found them): then so is the target.
-func targetState(p parents, target string) (mounted, absent bool, err error) {
+func targetState(op *opc, p parents, target string) (mounted, absent bool, err error) {
 	if !p.complete() {
 		return false, true, nil
 	}
-	mounted, err = isMountPoint(target)
+	mounted, err = isMountPoint(op, target)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, true, nil
 	}
@@ -113,14 +121,14 @@ func targetState(p parents, target string) (mounted, absent bool, err error) {
 // parents (p, as checkParents found them) are created, a leftover symlink
 // is replaced, an empty directory is reused. A target found absent is
 // not looked at again.
-func (bind) prepare(op, target string, p parents, absent bool) error {
+func (bind) prepare(op *opc, target string, p parents, absent bool) error {
 	if !absent {
 		if err := clearTarget(op, target, true); err != nil {
 			return err
 		}
 	}
 	return p.create(func() error {
-		if err := os.Mkdir(target, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := op.mkdir(target); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("mount: %s: %w", op, err)
 		}
 		return nil
@@ -133,7 +141,7 @@ func (bind) prepare(op, target string, p parents, absent bool) error {
 // read-only mount or filesystem alike, and only the mount table tells the
 // per-mount flag apart; a remount to the mode asked is idempotent and
 // costs one system call, the table a read of every mount.
-func setReadOnly(op, target string, readOnly bool) error {
+func setReadOnly(op *opc, target string, readOnly bool) error {
 	st, err := statfs(op, target)
 	if err != nil {
 		return err
@@ -147,7 +155,7 @@ func setReadOnly(op, target string, readOnly bool) error {
 // remount sets the per-mount read-only flag of the bind mount at target,
 // keeping its other per-mount flags (a remount that drops a locked flag
 // such as nosuid fails in a user namespace).
-func remount(op, target string, readOnly bool) error {
+func remount(op *opc, target string, readOnly bool) error {
 	st, err := statfs(op, target)
 	if err != nil {
 		return err
@@ -155,8 +163,9 @@ func remount(op, target string, readOnly bool) error {
 	return remountFrom(op, target, st, readOnly)
 }
 
-func statfs(op, target string) (*unix.Statfs_t, error) {
+func statfs(op *opc, target string) (*unix.Statfs_t, error) {
 	var st unix.Statfs_t
+	op.add(callStatfs)
 	if err := unix.Statfs(target, &st); err != nil {
 		return nil, fmt.Errorf("mount: %s: statfs %q: %w", op, target, err)
 	}
@@ -164,7 +173,7 @@ func statfs(op, target string) (*unix.Statfs_t, error) {
 }
 
 // remountFrom is remount with the flags of target's statfs, st.
-func remountFrom(op, target string, st *unix.Statfs_t, readOnly bool) error {
+func remountFrom(op *opc, target string, st *unix.Statfs_t, readOnly bool) error {
 	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND)
 	for stFlag, msFlag := range map[int64]uintptr{
 		unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV, unix.ST_NOEXEC: unix.MS_NOEXEC,
@@ -177,20 +186,35 @@ func remountFrom(op, target string, st *unix.Statfs_t, readOnly bool) error {
 	if readOnly {
 		flags |= unix.MS_RDONLY
 	}
+	op.add(callMount)
 	if err := unix.Mount("", target, "", flags, ""); err != nil {
 		return fmt.Errorf("mount: %s: remount %q (read-only %v): %w", op, target, readOnly, err)
 	}
 	return nil
 }
 
-func (b bind) unmount(op, target string) error { return unmountAll(b.l, op, target, true) }
+// unmount unmounts target; pod: an unpublish, which also removes the
+// workload's directories once empty (see Mounter.Unpublish).
+func (b bind) unmount(op *opc, target string, pod bool) error {
+	clean, err := checkTarget(b.l, op, target)
+	if err != nil {
+		return err
+	}
+	if err := b.t.unmount(op, clean, pod); err != errNoTree {
+		return err
+	}
+	if err := unmountAll(b.l, op, target, true); err != nil {
+		return err
+	}
+	return cleanPod(b.l, op, clean, pod)
+}
 
 // unmountAll unmounts every mount stacked on target (up to maxStack) and
 // removes the then empty directory. A busy mount is detached lazily when
 // lazy (the bind mounter), and otherwise left mounted with an error that
 // wraps ErrBusy and EBUSY (the block mounter: a filesystem must never stay
 // mounted where nobody can see it).
-func unmountAll(l layout.Layout, op, target string, lazy bool) error {
+func unmountAll(l layout.Layout, op *opc, target string, lazy bool) error {
 	target, err := checkTarget(l, op, target)
 	if err != nil {
 		return err
@@ -199,7 +223,7 @@ func unmountAll(l layout.Layout, op, target string, lazy bool) error {
 		return err
 	}
 	for range maxStack {
-		mounted, err := isMountPoint(target)
+		mounted, err := isMountPoint(op, target)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -209,11 +233,13 @@ func unmountAll(l layout.Layout, op, target string, lazy bool) error {
 		if !mounted {
 			return clearTarget(op, target, false)
 		}
+		op.add(callUmount)
 		err = unix.Unmount(target, unix.UMOUNT_NOFOLLOW)
 		if errors.Is(err, unix.EBUSY) {
 			if !lazy {
 				return fmt.Errorf("mount: %s: unmount %q: %w: %w", op, target, ErrBusy, err)
 			}
+			op.add(callUmount)
 			err = unix.Unmount(target, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
 		}
 		if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: no longer a mount point
@@ -224,7 +250,9 @@ func unmountAll(l layout.Layout, op, target string, lazy bool) error {
 }
 
 func (b bind) Inspect(target string) (State, string, error) {
-	return b.inspect(target, nil, "")
+	op := newOp(OpInspect)
+	defer op.done()
+	return b.inspect(op, target, nil, "")
 }
 
 // inspector returns Inspect sharing one table, read after this call, among
@@ -232,14 +260,18 @@ func (b bind) Inspect(target string) (State, string, error) {
 // it inspects.
 func (b bind) inspector() func(string) (State, string, error) {
 	v, avoid := selfTables.view(), b.avoid()
-	return func(target string) (State, string, error) { return b.inspect(target, v, avoid) }
+	return func(target string) (State, string, error) {
+		op := newOp(OpInspect)
+		defer op.done()
+		return b.inspect(op, target, v, avoid)
+	}
 }
 
 // inspect is Inspect naming the source from shared's table (nil: a table
 // read after this call began), avoiding avoid ("": b.avoid()). The state
 // comes from isMountPoint; only a mounted target needs the table.
-func (b bind) inspect(target string, shared *tableView, avoid string) (State, string, error) {
-	target, err := checkTarget(b.l, "inspect", target)
+func (b bind) inspect(op *opc, target string, shared *tableView, avoid string) (State, string, error) {
+	target, err := checkTarget(b.l, op, target)
 	if err != nil {
 		return Absent, "", err
 	}
@@ -247,16 +279,16 @@ func (b bind) inspect(target string, shared *tableView, avoid string) (State, st
 	if shared == nil {
 		shared = fresh
 	}
-	if st, done, err := unmountedState(target); done {
+	if st, done, err := unmountedState(op, target); done {
 		return st, "", err
 	}
 	if avoid == "" {
 		avoid = b.avoid()
 	}
-	source, listed, err := sourceAt(target, shared, avoid)
+	source, listed, err := sourceAt(op, target, shared, avoid)
 	if err == nil && !listed && shared != fresh {
 		// The shared table may be older than the mount: ask a newer one.
-		source, listed, err = sourceAt(target, fresh, avoid)
+		source, listed, err = sourceAt(op, target, fresh, avoid)
 	}
 	if err != nil {
 		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
@@ -265,7 +297,7 @@ func (b bind) inspect(target string, shared *tableView, avoid string) (State, st
 		// The kernel said mounted, a table read after that does not list
 		// it: unmounted meanwhile, or listed under another name (then the
 		// source is unknown, but never reported unmounted).
-		if st, done, err := unmountedState(target); done {
+		if st, done, err := unmountedState(op, target); done {
 			return st, "", err
 		}
 	}
@@ -275,8 +307,8 @@ func (b bind) inspect(target string, shared *tableView, avoid string) (State, st
 // unmountedState asks the kernel whether target is a mount point: done
 // with Absent (missing), Partial (a path, not mounted) or an error; not
 // done when it is mounted.
-func unmountedState(target string) (st State, done bool, err error) {
-	mounted, err := isMountPoint(target)
+func unmountedState(op *opc, target string) (st State, done bool, err error) {
+	mounted, err := isMountPoint(op, target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return Absent, true, nil
@@ -290,8 +322,8 @@ func unmountedState(target string) (st State, done bool, err error) {
 
 // sourceAt names the source of the mount at target from v's table (see
 // table.sourceOf), and whether the table lists a mount there at all.
-func sourceAt(target string, v *tableView, avoid string) (string, bool, error) {
-	point, err := tablePoint(target)
+func sourceAt(op *opc, target string, v *tableView, avoid string) (string, bool, error) {
+	point, err := tablePoint(op, target)
 	if err != nil || point == "" {
 		return "", false, err
 	}
@@ -338,5 +370,10 @@ func probeBind(l layout.Layout) error {
 		}
 	}
 	// Only empty directories: os.Remove never deletes through a mount.
-	return errors.Join(err, removeErr("probe", os.Remove(dst)), removeErr("probe", os.Remove(src)), removeErr("probe", os.Remove(dir)))
+	return errors.Join(err, removeErr(opName("probe"), os.Remove(dst)), removeErr(opName("probe"), os.Remove(src)), removeErr(opName("probe"), os.Remove(dir)))
 }
+
+// opName is an op string where no operation is counted (a probe).
+type opName string
+
+func (n opName) String() string { return string(n) }

@@ -112,7 +112,7 @@ func holdExclusive(t *testing.T, dev string) (letGo func()) {
 // process's mount table.
 func mountsOf(t *testing.T, dev string) []string {
 	t.Helper()
-	d, err := checkBlockDevice("test", dev)
+	d, err := checkBlockDevice(opName("test"), dev)
 	must(t, err)
 	tab, err := readBlockMounts()
 	must(t, err)

@@ -66,7 +66,8 @@ type device struct {
 func (d device) id() string { return fmt.Sprintf("%d:%d", unix.Major(d.num), unix.Minor(d.num)) }
 
 func (b block) Stage(source, target string) error {
-	const op = "stage"
+	op := newOp(OpStage)
+	defer op.done()
 	target, err := checkTarget(b.l, op, target)
 	if err != nil {
 		return err
@@ -79,7 +80,7 @@ func (b block) Stage(source, target string) error {
 	if err != nil {
 		return err
 	}
-	mounted, absent, err := targetState(p, target)
+	mounted, absent, err := targetState(op, p, target)
 	if err != nil {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
@@ -132,7 +133,7 @@ func readSuperblock(path string) (bool, error) {
 // mount table would name another path than the one the caller knows, and
 // a planted one would have a workload's volume formatted elsewhere),
 // anything but a block device ErrNotBlockDevice.
-func checkBlockDevice(op, source string) (device, error) {
+func checkBlockDevice(op fmt.Stringer, source string) (device, error) {
 	if source == "" {
 		return device{}, fmt.Errorf("mount: %s: empty source", op)
 	}
@@ -180,7 +181,7 @@ func fileType(mode uint32) string {
 // target is not mounted it checks that dev is not mounted elsewhere
 // (ErrDeviceInUse): a mounted filesystem must be neither checked nor
 // formatted.
-func (b block) staged(op string, dev device, target string, mounted bool) (done bool, err error) {
+func (b block) staged(op *opc, dev device, target string, mounted bool) (done bool, err error) {
 	if mounted && showsRootOf(target, dev) {
 		return true, nil
 	}
@@ -190,7 +191,7 @@ func (b block) staged(op string, dev device, target string, mounted bool) (done 
 	}
 	if mounted {
 		shown := "unknown"
-		if point, _ := tablePoint(target); point != "" {
+		if point, _ := tablePoint(op, target); point != "" {
 			if m, ok := t.top(point); ok {
 				shown = fmt.Sprintf("%s %s (root %s)", m.FSType, m.Source, m.Root)
 			}
@@ -217,7 +218,7 @@ func showsRootOf(target string, dev device) bool {
 // be opened and has a size: blkid says "nothing found" for a device it
 // cannot open, and a detached loop device or an empty drive reads as
 // blank.
-func (b block) plan(op string, dev device) (stageAction, error) {
+func (b block) plan(op *opc, dev device) (stageAction, error) {
 	// Before anything reads it: a device another program holds may be
 	// being written (an mkfs.ext4 half done reads as blank, or foreign).
 	if err := checkNotHeld(dev.path); err != nil {
@@ -297,7 +298,8 @@ func (b block) ready(dev device, act stageAction) error {
 // Publish binds staged, which must be a mount (a stage that is not would
 // show the node's own disk to the workload), on target.
 func (b block) Publish(staged, target string, readOnly bool) error {
-	const op = "publish"
+	op := newOp(OpPublish)
+	defer op.done()
 	if _, err := checkTarget(b.l, op, target); err != nil {
 		return err
 	}
@@ -306,19 +308,39 @@ func (b block) Publish(staged, target string, readOnly bool) error {
 		if err != nil {
 			return fmt.Errorf("mount: %s: staged %q: %w", op, staged, err)
 		}
-		if mounted, err := isMountPoint(abs); err == nil && !mounted {
+		if mounted, err := isMountPoint(op, abs); err == nil && !mounted {
 			return fmt.Errorf("mount: %s: staged %q is not mounted: stage it first", op, abs)
 		}
 	}
 	return b.bind.mount(op, staged, target, readOnly, true)
 }
 
-func (b block) Unstage(target string) error   { return b.unmount("unstage", target) }
-func (b block) Unpublish(target string) error { return b.unmount("unpublish", target) }
+func (b block) Unstage(target string) error {
+	op := newOp(OpUnstage)
+	defer op.done()
+	return b.unmount(op, target, false)
+}
+
+func (b block) Unpublish(target string) error {
+	op := newOp(OpUnpublish)
+	defer op.done()
+	return b.unmount(op, target, true)
+}
 
 // unmount is the bind mounter's unmount without its lazy detach: a busy
 // mount stays and the error wraps ErrBusy (and EBUSY).
-func (b block) unmount(op, target string) error { return unmountAll(b.l, op, target, false) }
+// pod: an unpublish, which also removes the workload's directories once
+// empty (see Mounter.Unpublish).
+func (b block) unmount(op *opc, target string, pod bool) error {
+	clean, err := checkTarget(b.l, op, target)
+	if err != nil {
+		return err
+	}
+	if err := unmountAll(b.l, op, clean, false); err != nil {
+		return err
+	}
+	return cleanPod(b.l, op, clean, pod)
+}
 
 func (b block) Inspect(target string) (State, string, error) {
 	return b.inspect(target, b.bind.Inspect, nil)
@@ -335,7 +357,9 @@ func (b block) inspector() func(string) (State, string, error) {
 // inspect is Inspect with publishes inspected by pub and stages named
 // from shared's table (nil: a table read after this call began).
 func (b block) inspect(target string, pub inspectFunc, shared *blockView) (State, string, error) {
-	target, err := checkTarget(b.l, "inspect", target)
+	op := newOp(OpInspect)
+	defer op.done()
+	target, err := checkTarget(b.l, op, target)
 	if err != nil {
 		return Absent, "", err
 	}
@@ -346,18 +370,18 @@ func (b block) inspect(target string, pub inspectFunc, shared *blockView) (State
 	if shared == nil {
 		shared = fresh
 	}
-	if st, done, err := unmountedState(target); done {
+	if st, done, err := unmountedState(op, target); done {
 		return st, "", err
 	}
-	m, listed, err := shared.top(target)
+	m, listed, err := shared.top(op, target)
 	if err == nil && !listed && shared != fresh {
-		m, listed, err = fresh.top(target) // the shared table may be older than the mount
+		m, listed, err = fresh.top(op, target) // the shared table may be older than the mount
 	}
 	if err != nil {
 		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
 	}
 	if !listed {
-		if st, done, err := unmountedState(target); done {
+		if st, done, err := unmountedState(op, target); done {
 			return st, "", err
 		}
 		return Mounted, "", nil
@@ -377,8 +401,8 @@ type blockView struct {
 }
 
 // top returns the mount visible at target, as the table names it.
-func (v *blockView) top(target string) (blockMount, bool, error) {
-	point, err := tablePoint(target)
+func (v *blockView) top(op *opc, target string) (blockMount, bool, error) {
+	point, err := tablePoint(op, target)
 	if err != nil || point == "" {
 		return blockMount{}, false, err
 	}

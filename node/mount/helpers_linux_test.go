@@ -51,7 +51,7 @@ func canBind(t *testing.T) (bool, string) {
 
 // unmountUnder detaches every mount at or below dir, deepest first, so
 // that removing dir never reaches through a mount.
-func unmountUnder(t *testing.T, dir string) {
+func unmountUnder(t testing.TB, dir string) {
 	t.Helper()
 	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {

@@ -11,4 +11,6 @@ func requireBind(t *testing.T) {
 
 func canBind(*testing.T) (bool, string) { return false, "bind mounts are implemented on Linux only" }
 
-func unmountUnder(*testing.T, string) {}
+func unmountUnder(testing.TB, string) {}
+
+func noHold() {}

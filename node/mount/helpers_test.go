@@ -179,3 +179,16 @@ func sameSnapshot(t *testing.T, before, after map[string]string) {
 		}
 	}
 }
+
+// TETHER_MOUNT_LEGACY=1 runs the package's tests with the path-by-path
+// code only (legacyOnly), as on a kernel without openat2(2);
+// TETHER_MOUNT_NOHOLD=1 with the budget of held descriptors spent (see
+// tree), as in a process with thousands of agents.
+func init() {
+	if os.Getenv("TETHER_MOUNT_LEGACY") != "" {
+		legacyOnly.Store(true)
+	}
+	if os.Getenv("TETHER_MOUNT_NOHOLD") != "" {
+		noHold()
+	}
+}

@@ -8,11 +8,25 @@
 // layout's root, and never deletes data: it removes only symlinks, empty
 // directories and mounts. Below the root it refuses to create or remove
 // through a symlink (each component is checked before use; a concurrent
-// writer to the data directory is outside its threat model). It keeps no
-// state of its own: every answer comes from the filesystem and the
-// kernel, asked about one path at a time where it can tell; reads of the
-// whole mount table are shared among the callers that ask at the same
-// time, never kept for later ones.
+// writer to the data directory is outside its threat model). On Linux the
+// symlink and bind mounters hold the data directory, pods/ and each
+// plugin's mounts/ open and work relative to them, checking what lies
+// below with openat2(2) (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) rather than
+// path by path (see tree); elsewhere, or without openat2, they check
+// each component of the path. It keeps no state about mounts: every
+// answer comes from the filesystem and the kernel, asked about one path
+// at a time where it can tell; reads of the whole mount table are shared
+// among the callers that ask at the same time, never kept for later ones.
+//
+// On-disk lifecycle: pods/ and plugins/<plugin>/mounts/ are made by the
+// first operation that needs them and never removed (a node's next
+// volume needs them again); a workload's own directories,
+// pods/<uid>/volumes/<plugin>, volumes and <uid>, are removed by the
+// Unpublish that leaves them empty. Scan ignores empty directories.
+//
+// The system calls of every operation are counted (Syscalls), so that
+// tests and tether bench can tell what a stage, a publish, an unpublish
+// or an unstage costs.
 //
 // Operations on different targets may run concurrently; operations on the
 // same target must be serialized by the caller (the node agent runs them
@@ -82,14 +96,20 @@ type Mounter interface {
 	// same source (the same directory): nil. Showing another source:
 	// ErrConflict.
 	Stage(source, target string) error
-	// Unstage removes the mount and the target path; absent: nil.
+	// Unstage removes the mount and the target path, not its parents
+	// (a plugin's mounts/ stays); absent: nil.
 	Unstage(target string) error
 	// Publish makes target show staged's content, read-only if asked where
 	// the implementation can enforce it. Repeating it with another readOnly
 	// changes the mode. Showing another source: ErrConflict.
 	Publish(staged, target string, readOnly bool) error
-	// Unpublish removes the mount and the target path, not its parents
-	// (see CleanEmptyParents); absent: nil.
+	// Unpublish removes the mount and the target path; absent: nil. For
+	// a workload's volume path of the layout,
+	// pods/<uid>/volumes/<plugin>/<volume>, it then removes the
+	// workload's directories once empty (<plugin>, volumes, <uid>, the
+	// first that holds anything and those above it stay; pods/ always
+	// stays), also when the target was absent already (an unpublish
+	// interrupted after removing it). Other targets' parents stay.
 	Unpublish(target string) error
 	// Inspect reports the target's state and, when Mounted, the source it
 	// shows.

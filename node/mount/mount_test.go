@@ -121,11 +121,23 @@ func TestUndoAbsent(t *testing.T) {
 		gm, pv := e.globalMount(t, "vol-1"), e.podVolume(t, "uid-1", "vol-1")
 		must(t, e.m.Unpublish(pv))
 		must(t, e.m.Unstage(gm))
+		// An unpublish interrupted after it removed the target: repeating
+		// it removes the workload's directories, now empty; pods/ stays.
 		mkdir(t, filepath.Dir(pv))
 		must(t, e.m.Unpublish(pv))
 		e.wantState(t, pv, Absent, "")
-		if !exists(filepath.Dir(pv)) {
-			t.Error("Unpublish removed the target's parent")
+		pod, err := e.l.PodDir("uid-1")
+		must(t, err)
+		if exists(pod) || !exists(filepath.Dir(pod)) {
+			t.Error("want the workload's directories removed and pods/ kept")
+		}
+		// A workload directory that holds anything else stays, and so does
+		// what it holds.
+		mkdir(t, filepath.Dir(pv))
+		writeFile(t, filepath.Join(pod, "etc-hosts"), "kept")
+		must(t, e.m.Unpublish(pv))
+		if exists(filepath.Join(pod, "volumes")) || readFile(t, filepath.Join(pod, "etc-hosts")) != "kept" {
+			t.Error("want volumes/ removed and the workload's other files kept")
 		}
 	})
 }

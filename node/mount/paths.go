@@ -3,7 +3,6 @@ package mount
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ const dirMode = 0o750
 
 // checkTarget returns target cleaned if it is strictly below the root,
 // ErrOutside otherwise. It only looks at the string.
-func checkTarget(l layout.Layout, op, target string) (string, error) {
+func checkTarget(l layout.Layout, op fmt.Stringer, target string) (string, error) {
 	clean := filepath.Clean(target)
 	if !l.Contains(clean) || clean == l.Root() {
 		return "", fmt.Errorf("mount: %s %q: not below the data directory %q: %w", op, target, l.Root(), ErrOutside)
@@ -28,12 +27,12 @@ func checkTarget(l layout.Layout, op, target string) (string, error) {
 
 // checkSource returns source made absolute if it is a directory and not a
 // symlink (ErrUnsafeSource), and its stat.
-func checkSource(op, source string) (string, fs.FileInfo, error) {
+func checkSource(op *opc, source string) (string, fs.FileInfo, error) {
 	// A real directory, the usual source, needs one lstat: not a symlink,
 	// its lstat is its stat. Anything else is refused as the checks
 	// below refuse it.
 	if abs, err := filepath.Abs(source); source != "" && err == nil {
-		if fi, err := os.Lstat(abs); err == nil && fi.IsDir() {
+		if fi, err := op.lstat(abs); err == nil && fi.IsDir() {
 			return abs, fi, nil
 		}
 	}
@@ -49,7 +48,7 @@ func checkSource(op, source string) (string, fs.FileInfo, error) {
 
 // checkStaged is checkSource for the symlink mounter's publish, whose
 // source is its own stage: a symlink. It follows it.
-func checkStaged(op, source string) (string, fs.FileInfo, error) {
+func checkStaged(op *opc, source string) (string, fs.FileInfo, error) {
 	if source == "" {
 		return "", nil, fmt.Errorf("mount: %s: empty source", op)
 	}
@@ -57,7 +56,7 @@ func checkStaged(op, source string) (string, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("mount: %s: source %q: %w", op, source, err)
 	}
-	fi, err := os.Stat(abs)
+	fi, err := op.stat(abs)
 	if err != nil {
 		return "", nil, fmt.Errorf("mount: %s: source: %w", op, err)
 	}
@@ -89,10 +88,11 @@ func between(l layout.Layout, path string) []string {
 // directories; the others are missing (a missing directory has no
 // subdirectories).
 type parents struct {
-	l          layout.Layout
-	op, target string
-	dirs       []string
-	n          int
+	l      layout.Layout
+	op     *opc
+	target string
+	dirs   []string
+	n      int
 }
 
 // checkParents checks that every existing directory between the root and
@@ -101,14 +101,14 @@ type parents struct {
 // missing one. Where the deepest is reached from / through no symlink at
 // all (realDirs: one openat2 and a close), they all are; otherwise one
 // lstat per directory, the missing one included.
-func checkParents(l layout.Layout, op, target string) (parents, error) {
+func checkParents(l layout.Layout, op *opc, target string) (parents, error) {
 	p := parents{l: l, op: op, target: target, dirs: between(l, target)}
-	if len(p.dirs) > 0 && realDirs(p.dirs[len(p.dirs)-1]) {
+	if len(p.dirs) > 0 && realDirs(op, p.dirs[len(p.dirs)-1]) {
 		p.n = len(p.dirs)
 		return p, nil
 	}
 	for _, dir := range p.dirs {
-		fi, err := os.Lstat(dir)
+		fi, err := op.lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return p, nil
 		}
@@ -128,7 +128,7 @@ func checkParents(l layout.Layout, op, target string) (parents, error) {
 func (p parents) complete() bool { return p.n == len(p.dirs) }
 
 // make creates the directories checkParents found missing, one at a
-// time, from the first of them on; the root too (os.MkdirAll) when that
+// time, from the first of them on; the root too (mkdirAll) when that
 // first one is right below it. One that was there already (made meanwhile
 // by an operation on another target) is looked at: it must be a real
 // directory (ErrOutside). One this mkdir made is a real directory: looking
@@ -137,19 +137,19 @@ func (p parents) complete() bool { return p.n == len(p.dirs) }
 // volume.
 func (p parents) make() error {
 	if p.n == 0 {
-		if err := os.MkdirAll(p.l.Root(), dirMode); err != nil {
+		if err := p.op.mkdirAll(p.l.Root()); err != nil {
 			return fmt.Errorf("mount: %s %q: %w", p.op, p.target, err)
 		}
 	}
 	for _, dir := range p.dirs[p.n:] {
-		err := os.Mkdir(dir, dirMode)
+		err := p.op.mkdir(dir)
 		if err == nil {
 			continue
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("mount: %s %q: %w", p.op, p.target, err)
 		}
-		fi, err := os.Lstat(dir)
+		fi, err := p.op.lstat(dir)
 		if err != nil {
 			return fmt.Errorf("mount: %s %q: %w", p.op, p.target, err)
 		}
@@ -161,32 +161,34 @@ func (p parents) make() error {
 }
 
 // create makes the missing parents (make), then the target itself with
-// mk. Parents found by checkParents may be gone by then: CleanEmptyParents
-// after another volume's unstage or unpublish removes them once empty.
-// Where making a parent or the target finds one missing (ENOENT), the
-// parents are walked again from the root, checked and made, and mk is
-// run once more.
+// mk. Parents found by checkParents may be gone by then: another
+// volume's Unpublish (or CleanEmptyParents) removes a workload's
+// directories once empty. Where making a parent or the target finds one
+// missing (ENOENT), the parents are walked again from the root, checked
+// and made, and mk is run once more, up to attempts times in all.
 func (p parents) create(mk func() error) error {
 	err := p.make()
 	if err == nil {
 		err = mk()
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for range attempts - 1 {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if p, err = checkParents(p.l, p.op, p.target); err != nil {
+			return err
+		}
+		if err = p.make(); err == nil {
+			err = mk()
+		}
 	}
-	if p, err = checkParents(p.l, p.op, p.target); err != nil {
-		return err
-	}
-	if err := p.make(); err != nil {
-		return err
-	}
-	return mk()
+	return err
 }
 
 // makeParents creates the root and the directories between it and target,
 // refusing any existing component that is not a real directory: one walk,
 // checking the directories that exist and making the others.
-func makeParents(l layout.Layout, op, target string) error {
+func makeParents(l layout.Layout, op *opc, target string) error {
 	p, err := checkParents(l, op, target)
 	if err != nil {
 		return err
@@ -198,27 +200,27 @@ func makeParents(l layout.Layout, op, target string) error {
 // symlink, or an empty directory (kept when keepDir, for use as a mount
 // point). Anything else is refused: a directory with data (ErrNotEmpty) or
 // another kind of file. The target must not be a mount.
-func clearTarget(op, target string, keepDir bool) error {
-	fi, err := os.Lstat(target)
+func clearTarget(op *opc, target string, keepDir bool) error {
+	fi, err := op.lstat(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
 		return fmt.Errorf("mount: %s: %w", op, err)
 	case fi.Mode().Type() == fs.ModeSymlink:
-		return removeErr(op, os.Remove(target))
+		return removeErr(op, op.unlink(target))
 	case !fi.IsDir():
 		return fmt.Errorf("mount: %s: %q is a %s, not a directory; left alone", op, target, fi.Mode().Type())
 	}
 	if !keepDir {
 		// rmdir(2) removes only an empty directory: no need to look first.
-		err := rmdir(target)
+		err := op.rmdir(target)
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return notEmpty(op, target)
 		}
 		return removeErr(op, err)
 	}
-	empty, err := emptyDir(target)
+	empty, err := op.emptyDir(target)
 	if err != nil {
 		return fmt.Errorf("mount: %s: %w", op, err)
 	}
@@ -228,47 +230,15 @@ func clearTarget(op, target string, keepDir bool) error {
 	return nil
 }
 
-func notEmpty(op, target string) error {
+func notEmpty(op fmt.Stringer, target string) error {
 	return fmt.Errorf("mount: %s: %q is not a mount and is not empty; left alone: %w", op, target, ErrNotEmpty)
 }
 
-func removeErr(op string, err error) error {
+func removeErr(op fmt.Stringer, err error) error {
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	return fmt.Errorf("mount: %s: %w", op, err)
-}
-
-// rmdir removes the empty directory dir with rmdir(2) alone, which
-// removes nothing else (not a file, not a symlink, not a directory that
-// holds anything); os.Remove tries unlink(2) first, which fails on a
-// directory.
-func rmdir(dir string) error {
-	for {
-		err := syscall.Rmdir(dir)
-		switch {
-		case err == nil:
-			return nil
-		case err != syscall.EINTR:
-			return &fs.PathError{Op: "remove", Path: dir, Err: err}
-		}
-	}
-}
-
-func emptyDir(dir string) (bool, error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	if len(names) > 0 {
-		return false, nil
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
-	}
-	return true, nil
 }
 
 // below reports whether path is parent or below it; both must be clean.
@@ -278,8 +248,8 @@ func below(parent, path string) bool {
 
 // showsDir reports whether target (following symlinks) is the directory
 // whose stat is dir: the test for "target already shows source".
-func showsDir(target string, dir fs.FileInfo) bool {
-	fi, err := os.Stat(target)
+func showsDir(op *opc, target string, dir fs.FileInfo) bool {
+	fi, err := op.stat(target)
 	return err == nil && os.SameFile(fi, dir)
 }
 
@@ -289,9 +259,11 @@ func showsDir(target string, dir fs.FileInfo) bool {
 // real directory: what a mounter that hands its targets to someone else
 // (a CSI node plugin) does before it asks.
 func MakeParents(l layout.Layout, target string) error {
-	clean, err := checkTarget(l, "prepare", target)
+	op := newOp(OpPrepare)
+	defer op.done()
+	clean, err := checkTarget(l, op, target)
 	if err != nil {
 		return err
 	}
-	return makeParents(l, "prepare", clean)
+	return makeParents(l, op, clean)
 }

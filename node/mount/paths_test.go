@@ -52,7 +52,7 @@ func TestCreateParentsGone(t *testing.T) {
 	e := newEnv(t)
 	pv := e.podVolume(t, "uid-1", "vol-1")
 	must(t, MakeParents(e.l, pv))
-	p, err := checkParents(e.l, "publish", pv)
+	p, err := checkParents(e.l, newOp(OpPublish), pv)
 	must(t, err)
 	if !p.complete() {
 		t.Fatalf("checkParents found %d of %d parents, want all", p.n, len(p.dirs))
@@ -74,7 +74,7 @@ func TestMakeChecksWhatItFinds(t *testing.T) {
 	e := newEnv(t)
 	pv := e.podVolume(t, "uid-1", "vol-1")
 	mkdir(t, filepath.Join(e.l.Root(), "pods"))
-	p, err := checkParents(e.l, "publish", pv)
+	p, err := checkParents(e.l, newOp(OpPublish), pv)
 	must(t, err)
 	if p.n != 1 {
 		t.Fatalf("checkParents found %d parents, want 1 (pods)", p.n)

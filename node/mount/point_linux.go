@@ -3,7 +3,6 @@ package mount
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -33,21 +32,22 @@ import (
 // reported not mounted by step 1 (mounting on path then mounts on what is
 // visible). On kernels before 5.8 a btrfs subvolume reads as a mount
 // point at step 2.
-func isMountPoint(path string) (bool, error) {
-	root, known, err := mountRootAttr(path)
+func isMountPoint(op *opc, path string) (bool, error) {
+	root, known, err := mountRootAttr(op, path)
 	if err != nil || known {
 		return root, err
 	}
-	if root, known, err = otherDevice(path); err != nil || known {
+	if root, known, err = otherDevice(op, path); err != nil || known {
 		return root, err
 	}
-	return tableShows(selfTables.view(), path)
+	return tableShows(op, selfTables.view(), path)
 }
 
 // mountRootAttr is step 1 of isMountPoint; known is false where the kernel
 // does not report STATX_ATTR_MOUNT_ROOT (or has no statx at all).
-func mountRootAttr(path string) (root, known bool, err error) {
+func mountRootAttr(op *opc, path string) (root, known bool, err error) {
 	var stx unix.Statx_t
+	op.add(callStatx)
 	err = unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE, &stx)
 	switch {
 	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EPERM), errors.Is(err, unix.EOPNOTSUPP):
@@ -64,15 +64,15 @@ func mountRootAttr(path string) (root, known bool, err error) {
 
 // otherDevice is step 2 of isMountPoint: known only when the answer is
 // "mounted", or path is a symlink.
-func otherDevice(path string) (mounted, known bool, err error) {
-	fi, err := os.Lstat(path)
+func otherDevice(op *opc, path string) (mounted, known bool, err error) {
+	fi, err := op.lstat(path)
 	if err != nil {
 		return false, false, err
 	}
 	if fi.Mode().Type() == fs.ModeSymlink {
 		return false, true, nil
 	}
-	pi, err := os.Stat(filepath.Dir(path))
+	pi, err := op.stat(filepath.Dir(path))
 	if err != nil {
 		return false, false, err
 	}
@@ -89,8 +89,8 @@ func otherDevice(path string) (mounted, known bool, err error) {
 
 // tableShows is step 3 of isMountPoint: whether v's table lists a mount at
 // path.
-func tableShows(v *tableView, path string) (bool, error) {
-	point, err := tablePoint(path)
+func tableShows(op *opc, v *tableView, path string) (bool, error) {
+	point, err := tablePoint(op, path)
 	if err != nil || point == "" {
 		return false, err
 	}
@@ -104,17 +104,29 @@ func tableShows(v *tableView, path string) (bool, error) {
 // tablePoint is path as the mount table names it: its parent with
 // symlinks resolved. It is "" for a path that is missing or a symlink,
 // which is never a mount point.
-func tablePoint(path string) (string, error) {
-	fi, err := os.Lstat(path)
+func tablePoint(op *opc, path string) (string, error) {
+	fi, err := op.lstat(path)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().Type() == fs.ModeSymlink {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
-	parent, err := filepath.EvalSymlinks(filepath.Dir(path))
+	parent, err := op.evalSymlinks(filepath.Dir(path))
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(parent, filepath.Base(path)), nil
+}
+
+// evalSymlinks is filepath.EvalSymlinks, counted as an lstat per
+// component (what it costs where no component is a symlink).
+func (o *opc) evalSymlinks(path string) (string, error) {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		o.add(callLstat)
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	return filepath.EvalSymlinks(path)
 }

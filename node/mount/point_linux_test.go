@@ -55,7 +55,7 @@ var pointCases = []pointCase{
 	{"read-only bind", func(t *testing.T, base string) string {
 		src, dst := dirs(t, base, "src", "dst")
 		bindMount(t, src, dst)
-		must(t, remount("test", dst, true))
+		must(t, remount(nil, dst, true))
 		return dst
 	}},
 	{"stacked binds", func(t *testing.T, base string) string {
@@ -88,14 +88,14 @@ func TestMountPointAgreesWithTable(t *testing.T) {
 			must(t, err)
 			want := top != nil
 
-			got, err := isMountPoint(path)
+			got, err := isMountPoint(nil, path)
 			if err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
 			if got != want {
 				t.Errorf("isMountPoint = %v, the table says %v", got, want)
 			}
-			root, known, err := mountRootAttr(path)
+			root, known, err := mountRootAttr(nil, path)
 			switch {
 			case err != nil && !os.IsNotExist(err):
 				t.Fatal(err)
@@ -123,11 +123,11 @@ func TestMountPointAgreesWithTable(t *testing.T) {
 // fallbackMountPoint is isMountPoint on a kernel without
 // STATX_ATTR_MOUNT_ROOT.
 func fallbackMountPoint(path string) (bool, error) {
-	mounted, known, err := otherDevice(path)
+	mounted, known, err := otherDevice(nil, path)
 	if err != nil || known {
 		return mounted, err
 	}
-	return tableShows(selfTables.view(), path)
+	return tableShows(nil, selfTables.view(), path)
 }
 
 // TestInspectAgreesWithTable: Inspect, alone and through Scan, reports

@@ -20,14 +20,16 @@ var noOpenat2 atomic.Bool
 // cannot tell: a symlink on the way (a data directory below one is
 // allowed), something missing or not a directory, or no openat2; the
 // caller then walks the directories one by one, which tells those apart.
-func realDirs(dir string) bool {
+func realDirs(op *opc, dir string) bool {
 	if noOpenat2.Load() {
 		return false
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	op.add(callOpenat2)
 	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
 	switch err {
 	case nil:
+		op.add(callClose)
 		unix.Close(fd)
 		return true
 	case unix.ENOSYS, unix.EPERM:

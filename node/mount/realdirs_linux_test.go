@@ -30,7 +30,7 @@ func TestRealDirs(t *testing.T) {
 		{filepath.Join(base, "a", "missing"), false},
 		{filepath.Join(base, "file", "below"), false},
 	} {
-		if got := realDirs(c.dir); got != c.want {
+		if got := realDirs(nil, c.dir); got != c.want {
 			t.Errorf("realDirs(%s) = %v, want %v", c.dir, got, c.want)
 		}
 	}
@@ -68,7 +68,7 @@ func TestCheckParentsFastAgrees(t *testing.T) {
 	ask := func(l layout.Layout, uid string) answer {
 		target, err := l.PodVolume(uid, "plug", "vol-1")
 		must(t, err)
-		p, err := checkParents(l, "test", target)
+		p, err := checkParents(l, nil, target)
 		return answer{p.n, errors.Is(err, ErrOutside), err != nil}
 	}
 	for _, c := range []struct {

@@ -3,4 +3,4 @@
 package mount
 
 // realDirs cannot tell without openat2(2): checkParents walks.
-func realDirs(string) bool { return false }
+func realDirs(*opc, string) bool { return false }

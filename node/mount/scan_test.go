@@ -79,3 +79,55 @@ func TestScanEmpty(t *testing.T) {
 		t.Fatalf("Scan of empty directories = %+v, %v; want empty", found, err)
 	}
 }
+
+// TestScanKeptDirs: what the mounters keep (pods/, a plugin's mounts/,
+// empty once their volumes are gone) and what an unpublish interrupted
+// before removing its workload's directories leaves (empty directories)
+// read back as nothing: Scan finds the mounts there are, no more, and
+// reports nothing invalid.
+func TestScanKeptDirs(t *testing.T) {
+	forEachMounter(t, func(t *testing.T, e *env) {
+		gm, gm2 := e.globalMount(t, "vol-1"), e.globalMount(t, "vol-2")
+		pv, pv2 := e.podVolume(t, "uid-1", "vol-1"), e.podVolume(t, "uid-2", "vol-2")
+		must(t, e.m.Stage(e.src, gm))
+		must(t, e.m.Publish(gm, pv, false))
+		must(t, e.m.Stage(e.src, gm2))
+		must(t, e.m.Publish(gm2, pv2, false))
+		must(t, e.m.Unpublish(pv2))
+		must(t, e.m.Unstage(gm2))
+		mkdir(t, filepath.Dir(e.podVolume(t, "uid-3", "vol-3"))) // an unpublish interrupted
+		if !exists(filepath.Dir(gm)) || !exists(filepath.Join(e.l.Root(), "pods")) {
+			t.Fatal("want mounts/ and pods/ kept")
+		}
+		if exists(filepath.Dir(filepath.Dir(filepath.Dir(pv2)))) {
+			t.Fatal("want uid-2's directories removed")
+		}
+		found, err := Scan(e.l, e.m)
+		must(t, err)
+		if len(found.Invalid) > 0 {
+			t.Errorf("Scan reports %v invalid", found.Invalid)
+		}
+		want := []Entry{
+			{Kind: KindStage, Plugin: "plug", Volume: "vol-1", Path: gm, State: Mounted, Source: e.src},
+			{Kind: KindPublish, UID: "uid-1", Plugin: "plug", Volume: "vol-1", Path: pv, State: Mounted, Source: gm},
+		}
+		if len(found.Entries) != len(want) {
+			t.Fatalf("Scan found %+v, want %+v", found.Entries, want)
+		}
+		for i, got := range found.Entries {
+			if got.Source != want[i].Source && samePath(got.Source, want[i].Source) {
+				got.Source = want[i].Source
+			}
+			if !reflect.DeepEqual(got, want[i]) {
+				t.Errorf("entry %d = %+v, want %+v", i, got, want[i])
+			}
+		}
+		must(t, e.m.Unpublish(pv))
+		must(t, e.m.Unstage(gm))
+		found, err = Scan(e.l, e.m)
+		must(t, err)
+		if len(found.Entries)+len(found.Invalid) > 0 {
+			t.Errorf("Scan of kept, empty directories = %+v, want nothing", found)
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 // privileges, so it is the mounter of unprivileged agents and of tests.
 type symlink struct {
 	l layout.Layout
+	t *tree // nil where there is no openat2 (not Linux)
 }
 
 // NewSymlink returns a Mounter whose mount is a symlink from the target to
@@ -21,26 +22,42 @@ type symlink struct {
 // Partial means anything else at the target: a dangling symlink, a
 // directory or a file. Read-only is NOT enforced: a workload can write
 // through a read-only publish. Use it where privileges are missing, or in
-// tests.
-func NewSymlink(l layout.Layout) Mounter { return symlink{l: l} }
+// tests. On Linux it holds the data directory open (see tree).
+func NewSymlink(l layout.Layout) Mounter { return symlink{l: l, t: newTree(l)} }
 
 func (symlink) Name() string { return "symlink" }
 
 func (s symlink) Stage(source, target string) error {
-	return s.link("stage", source, target, checkSource)
+	op := newOp(OpStage)
+	defer op.done()
+	return s.link(op, source, target, checkSource)
 }
 
 func (s symlink) Publish(staged, target string, _ bool) error {
-	return s.link("publish", staged, target, checkStaged)
+	op := newOp(OpPublish)
+	defer op.done()
+	return s.link(op, staged, target, checkStaged)
 }
 
-func (s symlink) Unstage(target string) error   { return s.unlink("unstage", target) }
-func (s symlink) Unpublish(target string) error { return s.unlink("unpublish", target) }
+func (s symlink) Unstage(target string) error {
+	op := newOp(OpUnstage)
+	defer op.done()
+	return s.unlink(op, target, false)
+}
+
+func (s symlink) Unpublish(target string) error {
+	op := newOp(OpUnpublish)
+	defer op.done()
+	return s.unlink(op, target, true)
+}
 
 // link makes target a symlink to source, checked by check.
-func (s symlink) link(op, source, target string, check func(op, source string) (string, fs.FileInfo, error)) error {
+func (s symlink) link(op *opc, source, target string, check func(*opc, string) (string, fs.FileInfo, error)) error {
 	target, err := checkTarget(s.l, op, target)
 	if err != nil {
+		return err
+	}
+	if err := s.t.link(op, source, target, check); err != errNoTree {
 		return err
 	}
 	p, err := checkParents(s.l, op, target)
@@ -53,7 +70,7 @@ func (s symlink) link(op, source, target string, check func(op, source string) (
 	}
 	state, shown, shows := Absent, "", fs.FileInfo(nil) // a missing parent: the target too
 	if p.complete() {
-		if state, shown, shows, err = s.inspect(target); err != nil {
+		if state, shown, shows, err = s.inspect(op, target); err != nil {
 			return fmt.Errorf("mount: %s: %w", op, err)
 		}
 	}
@@ -69,30 +86,41 @@ func (s symlink) link(op, source, target string, check func(op, source string) (
 		}
 	}
 	return p.create(func() error {
-		if err := os.Symlink(source, target); err != nil {
+		if err := op.symlink(source, target); err != nil {
 			return fmt.Errorf("mount: %s: %w", op, err)
 		}
 		return nil
 	})
 }
 
-func (s symlink) unlink(op, target string) error {
+// unlink removes the symlink at target; pod: an unpublish, which also
+// removes the workload's directories once empty (see Mounter.Unpublish).
+func (s symlink) unlink(op *opc, target string, pod bool) error {
 	target, err := checkTarget(s.l, op, target)
 	if err != nil {
 		return err
 	}
-	if p, err := checkParents(s.l, op, target); err != nil || !p.complete() {
+	if err := s.t.unlink(op, target, pod); err != errNoTree {
 		return err
 	}
-	return clearTarget(op, target, false)
+	p, err := checkParents(s.l, op, target)
+	if err != nil || !p.complete() {
+		return err
+	}
+	if err := clearTarget(op, target, false); err != nil {
+		return err
+	}
+	return cleanPod(s.l, op, target, pod)
 }
 
 func (s symlink) Inspect(target string) (State, string, error) {
-	target, err := checkTarget(s.l, "inspect", target)
+	op := newOp(OpInspect)
+	defer op.done()
+	target, err := checkTarget(s.l, op, target)
 	if err != nil {
 		return Absent, "", err
 	}
-	state, source, _, err := s.inspect(target)
+	state, source, _, err := s.inspect(op, target)
 	if err != nil {
 		return Absent, "", fmt.Errorf("mount: inspect: %w", err)
 	}
@@ -104,8 +132,8 @@ func (s symlink) Inspect(target string) (State, string, error) {
 // source is where it points. readlink tells a symlink (its destination),
 // a missing target (ENOENT) and anything else (EINVAL) apart in one call,
 // no lstat first: an agent's reconstruction inspects every mount.
-func (symlink) inspect(target string) (State, string, fs.FileInfo, error) {
-	dest, err := os.Readlink(target)
+func (symlink) inspect(op *opc, target string) (State, string, fs.FileInfo, error) {
+	dest, err := op.readlink(target)
 	switch {
 	case err == nil:
 	case errors.Is(err, fs.ErrNotExist):
@@ -115,7 +143,7 @@ func (symlink) inspect(target string) (State, string, fs.FileInfo, error) {
 	default:
 		return Absent, "", nil, err
 	}
-	shows, err := os.Stat(target)
+	shows, err := op.stat(target)
 	if err != nil {
 		return Partial, dest, nil, nil
 	}
