@@ -89,23 +89,13 @@ func (c *Controller) Kinds() []*cluster.Kind {
 
 // UseCluster makes identities resolve through cl: from now on this
 // controller's actors are cl's virtual actors. It must be called before
-// Start, once. Lookups are cached (pidCache), and the cache follows the
-// activations' ends and the topology on the actor system's event stream.
+// Start, once. Lookups are cached (pidCache); Start has the cache follow
+// the activations' ends and the topology (followActivations).
 func (c *Controller) UseCluster(cl *cluster.Cluster) {
 	e := c.env
 	e.cluster = cl
 	cache := newPIDCache(pidCacheTTL, time.Now)
 	e.lookup.pids = cache
-	e.pidSub = e.sys.EventStream.Subscribe(func(ev any) {
-		switch m := ev.(type) {
-		case *cluster.ClusterTopology:
-			cache.clear()
-		case *cluster.ActivationTerminated: // broadcast by the owner
-			cache.stopped(identityName(m.ClusterIdentity), m.Pid)
-		case *cluster.ActivationTerminating: // this member's own
-			cache.stopped(identityName(m.ClusterIdentity), m.Pid)
-		}
-	})
 	e.lookup.resolve = func(name string) *actor.PID {
 		pid, gen := cache.get(name)
 		if pid != nil {
@@ -124,6 +114,32 @@ func (c *Controller) UseCluster(cl *cluster.Cluster) {
 		cache.put(name, pid, gen)
 		return pid
 	}
+}
+
+// FollowActivations has the lookup cache follow the cluster: call it once
+// the cluster started (Start calls it too; once is enough).
+func (c *Controller) FollowActivations() { c.env.followActivations() }
+
+// followActivations has the lookup cache follow, on the actor system's
+// event stream, the activations that end and the topology. Subscribed
+// once the cluster started, after its identity lookup (subscribers are
+// told in order): a lookup after the cache is cleared for a new topology
+// then asks the owner by that topology, never the one before.
+func (e *env) followActivations() {
+	cache := e.lookup.pids
+	if cache == nil || e.pidSub != nil {
+		return
+	}
+	e.pidSub = e.sys.EventStream.Subscribe(func(ev any) {
+		switch m := ev.(type) {
+		case *cluster.ClusterTopology:
+			cache.clear()
+		case *cluster.ActivationTerminated: // broadcast by the owner
+			cache.stopped(identityName(m.ClusterIdentity), m.Pid)
+		case *cluster.ActivationTerminating: // this member's own
+			cache.stopped(identityName(m.ClusterIdentity), m.Pid)
+		}
+	})
 }
 
 // identityName is the actor name ("volume/v1") of a cluster identity.

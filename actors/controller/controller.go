@@ -116,6 +116,7 @@ func (c *Controller) Start() error {
 		// activates each on its owner. No member restores all volumes, so
 		// neither the liveness wait nor the first verify pass waits for
 		// them (each volume's start-up verify is still coalesced).
+		e.followActivations()
 		e.beginRestore(nil)
 		return e.wakeAll()
 	}

@@ -266,6 +266,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 		return m, err
 	}
 	m.journal.Write(journal.Record{Kind: journal.KindJoined, Text: m.System.ID})
+	m.Controller.FollowActivations() // after the identity lookup's subscription, before any resync
 	// Subscribed once the cluster started: after its identity lookup,
 	// whose placement a resync's sends must already follow (subscribers
 	// are told in order). The address is the one remote advertises, known
