@@ -2,7 +2,6 @@ package controller
 
 import (
 	"errors"
-	"github.com/tether/tether/actors/parallel"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/parallel"
 	"github.com/tether/tether/actors/spawn"
 	"github.com/tether/tether/cloud"
 )

@@ -2,12 +2,12 @@ package controller
 
 import (
 	"errors"
-	"github.com/tether/tether/cloud"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
 )
 
 // Group commit of a node's status. A Persist does not write at once: it
