@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"github.com/asynkron/protoactor-go/eventstream"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/backoff"

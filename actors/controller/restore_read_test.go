@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
 	"github.com/tether/tether/cloud"
 )
 

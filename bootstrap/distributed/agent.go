@@ -3,7 +3,6 @@ package distributed
 import (
 	"errors"
 	"fmt"
-	"github.com/asynkron/protoactor-go/eventstream"
 	"io"
 	"os"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 

@@ -3,16 +3,16 @@ package distributed_test
 import (
 	"context"
 	"fmt"
-	"github.com/asynkron/protoactor-go/cluster"
-	"github.com/tether/tether/actors/controller"
-	"google.golang.org/protobuf/proto"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/bootstrap/distributed"
 	"github.com/tether/tether/cloud"
 )
