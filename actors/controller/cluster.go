@@ -116,6 +116,24 @@ func (c *Controller) UseCluster(cl *cluster.Cluster) {
 	}
 }
 
+// ResyncEvery resyncs, every d until the controller stops, the identities
+// sel returns at that moment (ResyncWhere). A resync on every topology
+// change and every new connection is not enough: a message lost while an
+// identity moves (remote delivery is at most once, and a message to an
+// activation being stopped is dropped) can leave a volume and its node
+// waiting for each other until the next change. Observed: after every
+// member lost its lease and joined again, one volume's move waited until
+// the fleet stopped. Kubernetes' informers resync periodically for the
+// same reason.
+func (c *Controller) ResyncEvery(d time.Duration, sel func() func(kind, identity string) bool) {
+	e := c.env
+	go func() {
+		for e.wait(d) {
+			c.ResyncWhere(sel())
+		}
+	}()
+}
+
 // FollowActivations has the lookup cache follow the cluster: call it once
 // the cluster started (Start calls it too; once is enough).
 func (c *Controller) FollowActivations() { c.env.followActivations() }

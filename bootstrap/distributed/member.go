@@ -138,6 +138,10 @@ type Member struct {
 	stopped bool
 }
 
+// resyncEvery is how often a member resyncs the identities it owns
+// (Controller.ResyncEvery).
+const resyncEvery = 30 * time.Second
+
 // DefaultMemberTTL is MemberConfig.MemberTTL's default. Proto.Actor's own
 // etcd provider used 3 s, which a loaded etcd missed (see membership).
 const DefaultMemberTTL = 10 * time.Second
@@ -299,6 +303,7 @@ func StartMember(cfg MemberConfig) (m *Member, err error) {
 	if err := m.Controller.Start(); err != nil {
 		return m, err
 	}
+	m.Controller.ResyncEvery(resyncEvery, own.mine)
 	if cfg.APIAddr != "" {
 		tc, err := apiTLS(cfg.APITLS)
 		if err != nil {
