@@ -22,6 +22,22 @@ func raced(err error) bool { return !errors.Is(err, errAbsent) }
 // never is a retry for operations where ENOENT is an answer.
 func never(error) bool { return false }
 
+// made runs fn in the directory that holds target, made where missing,
+// with target's name there: stage's and publish's walk. An ENOENT (a
+// directory removed meanwhile by another volume's unpublish) makes run
+// try again.
+func (t *tree) made(op *opc, target string, fn func(a at, name string) error) error {
+	s := t.spotOf(target)
+	return t.run(op, s.base, true, raced, func(basefd int) error {
+		a, err := makeDirs(op, basefd, s.sub)
+		if err != nil {
+			return err
+		}
+		defer a.close(op)
+		return fn(a, s.name)
+	})
+}
+
 // link is the symlink mounter's stage and publish: target a symlink to
 // source (checked by check). Costs, where the directories exist: the
 // source's check (an lstat or a stat), the symlinkat; a new workload's
@@ -35,20 +51,14 @@ func (t *tree) link(op *opc, source, target string, check func(*opc, string) (st
 	if err != nil {
 		return err
 	}
-	s := t.spotOf(target)
-	return t.run(op, s.base, true, raced, func(basefd int) error {
-		a, err := makeDirs(op, basefd, s.sub)
-		if err != nil {
-			return err
-		}
-		defer a.close(op)
+	return t.made(op, target, func(a at, name string) error {
 		for range 2 {
 			op.add(callSymlink)
-			err := retryEINTR(func() error { return unix.Symlinkat(source, a.fd, a.path(s.name)) })
+			err := retryEINTR(func() error { return unix.Symlinkat(source, a.fd, a.path(name)) })
 			if err != unix.EEXIST {
 				return symlinkErr(op, err)
 			}
-			state, shown, shows := inspectAt(op, a, s.name)
+			state, shown, shows := inspectAt(op, a, name)
 			switch state {
 			case Mounted:
 				if os.SameFile(shows, sourceInfo) {
@@ -56,7 +66,7 @@ func (t *tree) link(op *opc, source, target string, check func(*opc, string) (st
 				}
 				return fmt.Errorf("mount: %s %q: shows %q, not %q: %w", op, target, shown, source, ErrConflict)
 			case Partial:
-				if err := clearAt(op, a, s.name, target, false); err != nil && !errors.Is(err, unix.ENOENT) {
+				if err := clearAt(op, a, name, target, false); err != nil && !errors.Is(err, unix.ENOENT) {
 					return err
 				}
 			}
@@ -98,6 +108,16 @@ func inspectAt(op *opc, a at, name string) (State, string, fs.FileInfo) {
 // workload's directory, and removes the workload's directories once
 // empty (removePod). An unstage, in a held mounts/, costs just the two.
 func (t *tree) unlink(op *opc, target string, pod bool) error {
+	return t.remove(op, target, pod, func(op *opc, a at, name, target string) error {
+		return clearAt(op, a, name, target, false)
+	})
+}
+
+// remove is unlink's and unmount's walk: rm takes name away below the
+// workload's directory (opened, never made), then an unpublish (pod)
+// removes the workload's directories once empty. A target already gone
+// is no error.
+func (t *tree) remove(op *opc, target string, pod bool, rm func(op *opc, a at, name, target string) error) error {
 	if !t.on() {
 		return errNoTree
 	}
@@ -111,7 +131,7 @@ func (t *tree) unlink(op *opc, target string, pod bool) error {
 			return err
 		}
 		defer a.close(op)
-		err = clearAt(op, a, s.name, target, false)
+		err = rm(op, a, s.name, target)
 		if err == unix.ENOENT {
 			if !a.own {
 				return errAbsent // in a held directory: run makes sure it is linked in
@@ -143,18 +163,12 @@ func (t *tree) mount(op *opc, b bind, source, target string, readOnly, setMode b
 	if err != nil {
 		return err
 	}
-	s := t.spotOf(target)
-	return t.run(op, s.base, true, raced, func(basefd int) error {
-		a, err := makeDirs(op, basefd, s.sub)
-		if err != nil {
-			return err
-		}
-		defer a.close(op)
-		p := fdPath(a, s.name)
-		switch err := mkdirat(op, a.fd, a.path(s.name)); err {
+	return t.made(op, target, func(a at, name string) error {
+		p := fdPath(a, name)
+		switch err := mkdirat(op, a.fd, a.path(name)); err {
 		case nil:
 		case unix.EEXIST:
-			done, err := b.existing(op, a, s.name, target, source, sourceInfo, readOnly, setMode)
+			done, err := b.existing(op, a, name, target, source, sourceInfo, readOnly, setMode)
 			if done || err != nil {
 				return err
 			}
@@ -218,35 +232,7 @@ func bindOn(op *opc, source, p, target string, readOnly bool) error {
 // workload's directory, and removes the workload's directories once
 // empty (removePod).
 func (t *tree) unmount(op *opc, target string, pod bool) error {
-	if !t.on() {
-		return errNoTree
-	}
-	s := t.spotOf(target)
-	err := t.run(op, s.base, false, never, func(basefd int) error {
-		a, err := openDir(op, basefd, s.sub)
-		if errors.Is(err, fs.ErrNotExist) {
-			return errAbsent
-		}
-		if err != nil {
-			return err
-		}
-		defer a.close(op)
-		err = unmountAt(op, a, s.name, target)
-		if err == unix.ENOENT {
-			if !a.own {
-				return errAbsent
-			}
-			err = nil
-		}
-		if err == nil && pod && s.podDirs() {
-			err = removePod(op, basefd, s.sub)
-		}
-		return err
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return t.remove(op, target, pod, unmountAt)
 }
 
 // unmountAt unmounts every mount stacked on name below a (up to
