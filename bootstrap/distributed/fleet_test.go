@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -519,8 +520,9 @@ func (r *rig) memberIDs() []string {
 	return ids
 }
 
-// revokeMemberLeases revokes the lease of every registered member.
-func (r *rig) revokeMemberLeases() {
+// memberRecordKVs are the members' records as etcd holds them (their
+// leases too).
+func (r *rig) memberRecordKVs() []*mvccpb.KeyValue {
 	r.t.Helper()
 	c := r.etcd()
 	defer c.Close()
@@ -530,10 +532,21 @@ func (r *rig) revokeMemberLeases() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if len(resp.Kvs) != 3 {
-		r.t.Fatalf("%d members registered, want 3", len(resp.Kvs))
+	return resp.Kvs
+}
+
+// revokeMemberLeases revokes the lease of every registered member.
+func (r *rig) revokeMemberLeases() {
+	r.t.Helper()
+	kvs := r.memberRecordKVs()
+	if len(kvs) != 3 {
+		r.t.Fatalf("%d members registered, want 3", len(kvs))
 	}
-	for _, kv := range resp.Kvs {
+	c := r.etcd()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, kv := range kvs {
 		if _, err := c.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
 			r.t.Fatalf("revoking %s's lease: %v", kv.Key, err)
 		}

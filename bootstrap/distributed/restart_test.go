@@ -67,17 +67,8 @@ func TestFleetRestartedMemberRemovesItsPredecessor(t *testing.T) {
 
 // memberLeases maps each registered member's ID to its lease.
 func (r *rig) memberLeases() map[string]clientv3.LeaseID {
-	r.t.Helper()
-	c := r.etcd()
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.Get(ctx, memberRecords, clientv3.WithPrefix())
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	out := map[string]clientv3.LeaseID{}
-	for _, kv := range resp.Kvs {
+	for _, kv := range r.memberRecordKVs() {
 		out[strings.TrimPrefix(string(kv.Key), memberRecords)] = clientv3.LeaseID(kv.Lease)
 	}
 	return out
@@ -112,16 +103,8 @@ func TestFleetAgentsFindMovedNodeActorsAtOnce(t *testing.T) {
 // by the members etcd lists: Proto.Actor's rendezvous hash.
 func (r *rig) ownerOf(kind, id string) string {
 	r.t.Helper()
-	c := r.etcd()
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.Get(ctx, memberRecords, clientv3.WithPrefix())
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	var members []*cluster.Member
-	for _, kv := range resp.Kvs {
+	for _, kv := range r.memberRecordKVs() {
 		m := &cluster.Member{}
 		if err := proto.Unmarshal(kv.Value, m); err != nil {
 			r.t.Fatal(err)
