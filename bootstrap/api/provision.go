@@ -201,11 +201,12 @@ func (s *service) volumeFacts(changes []controller.Change) (map[cloud.VolumeID]v
 	return out, nil
 }
 
-// disksOf reads the disk of each of vols, its uncommitted tag too.
+// disksOf reads the disk of each of vols, its uncommitted tag too: in one
+// call of a DiskReader, else (or where the cloud says it cannot) one by
+// one.
 func (s *service) disksOf(vols []store.VolumeSpec) ([]disk, error) {
 	out := make([]disk, len(vols))
-	dr, ok := s.nodes.(DiskReader)
-	if !ok {
+	oneByOne := func() ([]disk, error) {
 		forEach(len(vols), func(i int) {
 			d := s.diskOf(vols[i])
 			d.uncommitted = d.exists && s.nodes.Uncommitted(vols[i].ID)
@@ -213,11 +214,18 @@ func (s *service) disksOf(vols []store.VolumeSpec) ([]disk, error) {
 		})
 		return out, nil
 	}
+	dr, ok := s.nodes.(DiskReader)
+	if !ok {
+		return oneByOne()
+	}
 	ids := make([]cloud.VolumeID, len(vols))
 	for i, v := range vols {
 		ids[i] = v.ID
 	}
 	got, err := dr.Disks(ids)
+	if errors.Is(err, errors.ErrUnsupported) { // a cloud service from before Disks
+		return oneByOne()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the cloud's disks: %w", err)
 	}

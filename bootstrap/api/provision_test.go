@@ -323,6 +323,29 @@ func TestApplyReadsDisksOneByOneWithoutDiskReader(t *testing.T) {
 	}
 }
 
+// A cloud service from before Disks (its Disks unsupported): the apply
+// asks disk by disk, with the same outcome.
+func TestApplyReadsDisksOneByOneFromAnOlderCloud(t *testing.T) {
+	f := newFixture(t)
+	if err := f.cloud.CreateVolumeUncommitted("left", cloud.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	rec := f.recording(f.cloud)
+	rec.disksUnsupported = true
+	if _, err := rec.svc.Apply(f.ctx(""), applyReq(vol("left", "ReadWriteMany"), vol("a", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if rec.disksCalls != 1 || rec.perDisk.Load() == 0 {
+		t.Fatalf("%d Disks calls, %d Volume or Uncommitted calls; want one refused and then some", rec.disksCalls, rec.perDisk.Load())
+	}
+	f.wantDisk("left", cloud.MultiNode)
+	for _, id := range []cloud.VolumeID{"left", "a"} {
+		if f.cloud.Uncommitted(id) {
+			t.Errorf("disk %s still tagged uncommitted", id)
+		}
+	}
+}
+
 // oneByOne hides recordingNodes' Disks (Nodes only).
 type oneByOne struct{ Nodes }
 
@@ -341,13 +364,18 @@ type recordingNodes struct {
 	insts      []cloud.InstanceID
 	batches    [][]cloud.VolumeID // CreateVolumesUncommitted, then CommitVolumes calls
 	disksCalls int                // Disks calls
-	perDisk    atomic.Int64       // Volume and Uncommitted calls
+	// disksUnsupported: Disks answers as a cloud service from before it.
+	disksUnsupported bool
+	perDisk          atomic.Int64 // Volume and Uncommitted calls
 }
 
 func (r *recordingNodes) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error) {
 	r.mu.Lock()
 	r.disksCalls++
 	r.mu.Unlock()
+	if r.disksUnsupported {
+		return nil, fmt.Errorf("%w: no Disks here", errors.ErrUnsupported)
+	}
 	return r.Cloud.Disks(ids)
 }
 

@@ -58,7 +58,9 @@ type Nodes interface {
 // DiskReader is implemented by a Nodes that describes many disks in one
 // call (sim.Cloud, and cloud/remote.Client as one request per 10,000): an
 // apply of a fleet's volumes otherwise asks a remote cloud about each
-// disk twice (Volume, Uncommitted), 32 at a time.
+// disk twice (Volume, Uncommitted), 32 at a time. An error wrapping
+// errors.ErrUnsupported (a cloud service from before Disks) makes the
+// apply ask disk by disk.
 type DiskReader interface {
 	Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error)
 }

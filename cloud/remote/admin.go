@@ -7,11 +7,15 @@ package remote
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -261,14 +265,22 @@ const disksPerCall = 10000
 
 // Disks is sim.Cloud.Disks, disksPerCall at a time. Unlike Volume and
 // Uncommitted, a failed call is an error: an apply must not plan from a
-// cloud it could not read.
+// cloud it could not read. A cloud service from before Disks answers
+// Unimplemented: the error then wraps errors.ErrUnsupported, and the
+// caller asks disk by disk (a rolling upgrade).
 func (c *Client) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error) {
 	out := make(map[cloud.VolumeID]sim.Disk, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), disksPerCall)
+		var raw error
 		r, err := adminCall(c, "disks", func(ctx context.Context, o ...grpc.CallOption) (*messages.SimDisksResponse, error) {
-			return c.admin.Disks(ctx, &messages.SimVolumesRequest{VolumeIds: strs(ids[:n])}, o...)
+			r, err := c.admin.Disks(ctx, &messages.SimVolumesRequest{VolumeIds: strs(ids[:n])}, o...)
+			raw = err
+			return r, err
 		})
+		if status.Code(raw) == codes.Unimplemented {
+			return nil, fmt.Errorf("%w: the cloud service does not serve Disks (an older tether cloud serve): %w", errors.ErrUnsupported, err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -253,6 +253,12 @@ func TestAdminMatchesSim(t *testing.T) {
 // as having had no effect.
 func TestAdminNotServed(t *testing.T) {
 	r := newRig(t, sim.Config{})
+	// A server without the method (here without the admin side at all,
+	// as a cloud service from before Disks lacks that one) answers
+	// Unimplemented: Disks says so, for its caller to ask disk by disk.
+	if _, err := r.cl.Disks([]cloud.VolumeID{"a"}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Disks on a plain Serve: %v, want one wrapping errors.ErrUnsupported", err)
+	}
 	err := r.cl.Terminate("i-1")
 	if !errors.Is(err, cloud.ErrTerminal) || errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("Terminate on a plain Serve: %v, want one wrapping cloud.ErrTerminal", err)
