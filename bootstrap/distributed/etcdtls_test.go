@@ -2,7 +2,7 @@ package distributed_test
 
 import (
 	"context"
-	"github.com/tether/tether/actors/store"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/bootstrap/distributed"
 	"github.com/tether/tether/cloud"
@@ -56,4 +57,20 @@ func TestFleetEtcdOverMutualTLS(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--etcd-tls-ca") {
 		t.Errorf("a plain-text store on a TLS-only etcd: %v, want an error naming --etcd-tls-ca", err)
 	}
+
+	// An agent started with the flags forgotten, as by hand: it meets
+	// the membership before any store, and says the same.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "agent", "--node", "n9", "--data-dir", t.TempDir(),
+		"--etcd", strings.TrimPrefix(eps[0], "https://"), "--cloud", r.f.CloudAddr()).CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "--etcd-tls-ca") {
+		t.Errorf("an agent without --etcd-tls-* on a TLS-only etcd: %v, output ends %q; want it to exit naming --etcd-tls-ca", err, lastLine(string(out)))
+	}
+}
+
+// lastLine is s's last non-empty line.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }

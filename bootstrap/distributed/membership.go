@@ -272,6 +272,12 @@ func (p *membership) startWatch(ctx context.Context) error {
 func (p *membership) list(ctx context.Context) (map[string]*cluster.Member, int64, error) {
 	resp, err := p.client.Get(ctx, p.prefix, clientv3.WithPrefix())
 	if err != nil {
+		if p.tls == nil && errors.Is(err, context.DeadlineExceeded) {
+			// An etcd that serves only TLS never completes a plain-text
+			// handshake: it looks like one that does not answer (as the
+			// store says when it opens).
+			err = fmt.Errorf("%w (if etcd serves TLS only, dial it with its CA and a client certificate: --etcd-tls-ca, --etcd-tls-cert, --etcd-tls-key)", err)
+		}
 		return nil, 0, fmt.Errorf("cluster: listing members: %w", err)
 	}
 	out := map[string]*cluster.Member{}
