@@ -177,7 +177,9 @@ func TestHeldBudget(t *testing.T) {
 			must(t, e.m.Unstage(gm))
 		}
 		e.wantState(t, gm, Absent, "")
-		if got := openFDs(t); got != fds {
+		// Fewer is no error: other tests' garbage trees give their
+		// descriptors back (finalizers) at any moment.
+		if got := openFDs(t); got > fds {
 			t.Errorf("%d descriptors open, was %d: want none held", got, fds)
 		}
 		// Nothing held: each stage and unstage opens mounts/ by its path
