@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -45,7 +46,7 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 		}
 		self, g := a.self, a.cfg.Guard
 		a.wakeAt = f.At
-		a.wake = a.cfg.Clock.AfterFunc(f.At.Sub(a.cfg.Clock.Now()), func() { g.Send(self, &messages.Wake{}) })
+		a.wake = clock.At(a.cfg.Clock, f.At, func() { g.Send(self, &messages.Wake{}) })
 	default:
 		panic(fmt.Sprintf("node: unknown agent effect %T", eff))
 	}

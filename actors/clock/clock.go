@@ -24,6 +24,26 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
+// Absolute is a Clock that schedules at a point in time, not after a
+// duration.
+type Absolute interface {
+	AfterFuncAt(at time.Time, f func()) Timer
+}
+
+// At calls f once the clock reads at (at once if it already does). Use it,
+// not AfterFunc(at.Sub(c.Now())), for a deadline computed earlier: on a
+// Fake advanced by another goroutine between the Now and the AfterFunc,
+// the duration would be added to the new time, and the timer would fire
+// late by the advance (an actor's wake-up after a six-minute advance came
+// six minutes late, and a test waited for a force detach that never came).
+// A clock that is not Absolute gets the duration from its own Now.
+func At(c Clock, at time.Time, f func()) Timer {
+	if a, ok := c.(Absolute); ok {
+		return a.AfterFuncAt(at, f)
+	}
+	return c.AfterFunc(at.Sub(c.Now()), f)
+}
+
 // Real returns the clock backed by package time.
 func Real() Clock { return realClock{} }
 

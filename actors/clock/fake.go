@@ -46,8 +46,25 @@ func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	if d < 0 {
 		d = 0
 	}
+	return f.scheduleLocked(f.now.Add(d), fn)
+}
+
+var _ Absolute = (*Fake)(nil)
+
+// AfterFuncAt schedules fn to run once the clock reads at; an at not after
+// Now is due at Now, as AfterFunc with d <= 0 is.
+func (f *Fake) AfterFuncAt(at time.Time, fn func()) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if at.Before(f.now) {
+		at = f.now
+	}
+	return f.scheduleLocked(at, fn)
+}
+
+func (f *Fake) scheduleLocked(deadline time.Time, fn func()) Timer {
 	f.seq++
-	t := &fakeTimer{clock: f, deadline: f.now.Add(d), seq: f.seq, fn: fn}
+	t := &fakeTimer{clock: f, deadline: deadline, seq: f.seq, fn: fn}
 	heap.Push(&f.timers, t)
 	f.notifyLocked()
 	return t

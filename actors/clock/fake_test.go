@@ -289,3 +289,50 @@ func TestReal(t *testing.T) {
 		t.Fatal("Stop of a pending real timer returned false")
 	}
 }
+
+// TestAtKeepsItsDeadlineWhileAnotherGoroutineAdvances: a deadline read
+// before an Advance by another goroutine still fires at that deadline.
+// With AfterFunc(at.Sub(now)), now read before the advance, it fired the
+// advance's length late.
+func TestAtKeepsItsDeadlineWhileAnotherGoroutineAdvances(t *testing.T) {
+	f := NewFake(epoch)
+	var r recorder
+	at := epoch.Add(10 * time.Second)
+	now := f.Now()             // the caller computes its deadline from this reading
+	f.Advance(7 * time.Second) // meanwhile another goroutine advances
+	At(f, at, r.fn(f, "at"))
+	f.AfterFunc(at.Sub(now), r.fn(f, "after")) // the racy way, for contrast
+	f.Advance(3 * time.Second)
+	if got, want := r.names(), []string{"at"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("fired %v at 10s, want %v", got, want)
+	}
+	f.Advance(7 * time.Second)
+	if got, want := r.at, []time.Duration{10 * time.Second, 17 * time.Second}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("fired at %v, want %v", got, want)
+	}
+}
+
+// TestAtInThePastIsDueNow: as AfterFunc with d <= 0, never from inside At.
+func TestAtInThePastIsDueNow(t *testing.T) {
+	f := NewFake(epoch)
+	f.Advance(time.Minute)
+	var r recorder
+	At(f, epoch, r.fn(f, "past"))
+	if got := r.names(); len(got) != 0 {
+		t.Fatalf("fired inside At: %v", got)
+	}
+	f.Advance(0)
+	if got, want := r.at, []time.Duration{time.Minute}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("fired at %v, want %v", got, want)
+	}
+}
+
+func TestAtOnAClockWithoutAfterFuncAt(t *testing.T) {
+	f := NewFake(epoch)
+	var r recorder
+	At(struct{ Clock }{f}, epoch.Add(5*time.Second), r.fn(f, "x"))
+	f.Advance(5 * time.Second)
+	if got, want := r.at, []time.Duration{5 * time.Second}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("fired at %v, want %v", got, want)
+	}
+}

@@ -195,8 +195,7 @@ func (tm *timer) wakeAt(e *env, self *actor.PID, at time.Time) {
 		tm.t.Stop()
 	}
 	tm.at = at
-	d := at.Sub(now)
-	tm.t = e.clock.AfterFunc(d, func() { e.guard.Send(self, wake) })
+	tm.t = clock.At(e.clock, at, func() { e.guard.Send(self, wake) })
 }
 
 // fired forgets the timer once its Wake arrived.

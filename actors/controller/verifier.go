@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/syncer"
 	"github.com/tether/tether/cloud"
 )
@@ -151,7 +152,7 @@ func (v *verifier) take() (batch []*verifyAsk, wait bool) {
 		if now := v.e.clock.Now(); now.Before(v.holdUntil) {
 			if !v.holdTimer {
 				v.holdTimer = true
-				v.e.clock.AfterFunc(v.holdUntil.Sub(now), v.poke)
+				clock.At(v.e.clock, v.holdUntil, v.poke)
 			}
 			return nil, true
 		}
