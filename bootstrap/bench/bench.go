@@ -58,8 +58,11 @@ type Config struct {
 	// (0: sim.DefaultAttachLimit). Validate wants it at least
 	// PeakPerNode(Volumes, Nodes).
 	AttachLimit int
-	// Mounter: "symlink" (default, no privileges) or "bind" (real bind
-	// mounts, root only; all agents share this host's mount table).
+	// Mounter: "symlink" (default, no privileges), "bind" (real bind
+	// mounts, root only; all agents share this host's mount table) or
+	// "memory" (an in-memory mount table per node, mount.Memory: every
+	// agent's logic runs, the kernel's mount work is left out, so the
+	// control plane is measured on its own).
 	Mounter string
 	// SyncPeriod of the controller (node loss is noticed by a sync pass).
 	SyncPeriod time.Duration
@@ -149,8 +152,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.CloudLatency < 0 || c.CloudLatency > 10*time.Second:
 		return fmt.Errorf("bench: --cloud-latency %s: want 0 to 10s", c.CloudLatency)
-	case c.Mounter != "symlink" && c.Mounter != "bind":
-		return fmt.Errorf("bench: --mounter %q: want symlink or bind", c.Mounter)
+	case c.Mounter != "symlink" && c.Mounter != "bind" && c.Mounter != "memory":
+		return fmt.Errorf("bench: --mounter %q: want symlink, bind or memory", c.Mounter)
 	case c.Mounter == "bind" && os.Geteuid() != 0:
 		return errors.New("bench: --mounter bind needs root (bind mounts)")
 	case c.SyncPeriod < time.Second:
@@ -176,6 +179,10 @@ type Phase struct {
 	CloudCalls map[string]int `json:"cloud_calls"`
 	// Fsyncs of the store and the cloud's state.
 	Fsyncs int64 `json:"fsyncs"`
+	// Mounts: the stages and publishes the agents asked their mounters
+	// for (repeats included). A restart that reconstructed every mount
+	// from what is on the machines asks for none.
+	Mounts int64 `json:"mounts"`
 	// BaselineRatio: Seconds over the time bare Proto.Actor takes to
 	// deliver Messages messages over as many actors as the fleet has.
 	BaselineRatio float64 `json:"baseline_ratio"`
@@ -222,7 +229,11 @@ type run struct {
 	client   *client
 	truth    *truth
 	messages atomic.Int64
+	mounts   atomic.Int64 // Phase.Mounts
 	nodes    []cloud.NodeName
+	// mem is the machines' mount tables with --mounter memory: they
+	// outlive a restart, as a machine's mounts do.
+	mem *mount.Memory
 	// syncsBefore: syncs of stopped incarnations (restart), so that a
 	// phase's fsyncs add up across it.
 	syncsBefore int64
@@ -241,6 +252,9 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	r := &run{cfg: cfg, dir: dir, machines: dir, truth: newTruth()}
+	if cfg.Mounter == "memory" {
+		r.mem = mount.NewMemory()
+	}
 	if cfg.MachinesDir != "" {
 		if r.machines, err = os.MkdirTemp(cfg.MachinesDir, "tether-bench-machines-"); err != nil {
 			return nil, errors.Join(fmt.Errorf("bench: --machines-dir: %w", err), os.RemoveAll(dir))
@@ -304,7 +318,7 @@ func (r *run) phase(ctx context.Context, name string, do func(context.Context) (
 	if r.cfg.Progress != nil {
 		fmt.Fprintf(r.cfg.Progress, "bench: %s...\n", name)
 	}
-	calls0, msgs0, syncs0 := r.e.Cloud.Calls(), r.messages.Load(), r.syncs()
+	calls0, msgs0, syncs0, mounts0 := r.e.Cloud.Calls(), r.messages.Load(), r.syncs(), r.mounts.Load()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PhaseTimeout)
 	defer cancel()
 	stop, err := r.profile(name)
@@ -321,7 +335,7 @@ func (r *run) phase(ctx context.Context, name string, do func(context.Context) (
 		return Phase{}, err
 	}
 	calls := r.e.Cloud.Calls() // the counters are durable: they carry over a restart
-	p := Phase{Name: name, Seconds: d.Seconds(), Messages: r.messages.Load() - msgs0, CloudCalls: map[string]int{}, Fsyncs: r.syncs() - syncs0, Note: note}
+	p := Phase{Name: name, Seconds: d.Seconds(), Messages: r.messages.Load() - msgs0, CloudCalls: map[string]int{}, Fsyncs: r.syncs() - syncs0, Mounts: r.mounts.Load() - mounts0, Note: note}
 	for m, n := range calls.Calls {
 		if dn := n - calls0.Calls[m]; dn > 0 {
 			p.CloudCalls[string(m)] = dn
@@ -354,12 +368,16 @@ func (r *run) start() error {
 	// which tether up does not pay.
 	count := dispatch.Mailbox(dispatch.CountReceived(&r.messages))
 	cfg.Controller.Mailbox, cfg.Agent.Mailbox = count, count
-	cfg.NewMounter = mount.NewSymlink
-	if r.cfg.Mounter == "bind" {
+	switch r.cfg.Mounter {
+	case "bind":
 		cfg.NewMounter = mount.NewBind
+	case "memory":
+		cfg.NewMounter = r.mem.Mounter
+	default:
+		cfg.NewMounter = mount.NewSymlink
 	}
 	cfg.WrapMounter = func(n cloud.NodeName, m mount.Mounter) mount.Mounter {
-		return tracked{Mounter: m, node: n, truth: r.truth}
+		return tracked{Mounter: m, node: n, truth: r.truth, mounts: &r.mounts}
 	}
 	e, err := bootstrap.StartEmbedded(cfg)
 	if err != nil {
@@ -415,6 +433,9 @@ func (r *run) stop() error {
 func (r *run) cleanup() error {
 	errs := []error{r.stop()}
 	nodes, _ := filepath.Glob(filepath.Join(r.machines, "nodes", "*"))
+	if r.mem != nil {
+		nodes = nil // nothing is mounted on disk; the tables go with the run
+	}
 	for _, nd := range nodes {
 		l, err := layout.New(nd)
 		if err != nil {

@@ -201,3 +201,50 @@ func TestRunMachinesApart(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMemoryMounter: with --mounter memory every phase runs the agents'
+// logic over the in-memory tables: nothing is mounted on disk, no mount
+// system call is made, and the restart finds every mount in the tables
+// (it asks for none), as it finds them on disk with the real mounters.
+func TestRunMemoryMounter(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
+	cfg := DefaultConfig()
+	cfg.Volumes, cfg.Nodes, cfg.SyncPeriod, cfg.PhaseTimeout, cfg.Mounter = 60, 6, time.Second, time.Minute, "memory"
+	cfg.Dir = t.TempDir()
+	checked := false
+	cfg.Progress = progressFunc(func(line string) {
+		if line != "bench: verify...\n" {
+			return
+		}
+		checked = true // after the fleet start: every volume mounted, in memory
+		if got, _ := filepath.Glob(filepath.Join(cfg.Dir, "*", "nodes", "*", "p*", "*")); len(got) != 0 {
+			t.Errorf("%d mount directories on disk (%s first), want none", len(got), got[0])
+		}
+	})
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !checked || res.Mounter != "memory" {
+		t.Fatalf("checked %v, mounter %q", checked, res.Mounter)
+	}
+	mounts := map[string]int64{}
+	for _, p := range res.Phases {
+		mounts[p.Name] = p.Mounts
+	}
+	// Each volume staged and published once (a retry would add some).
+	if mounts["fleet_start"] < int64(2*cfg.Volumes) || mounts["restart"] != 0 || mounts["churn"] < int64(2*cfg.Volumes/10) {
+		t.Errorf("mounts asked for by phase: %v; want at least 2 a volume at the fleet start, none at the restart, 2 a moved volume in the churn", mounts)
+	}
+	for op, n := range res.SyscallsPerOp {
+		if n != 0 {
+			t.Errorf("%s: %v system calls per operation, want 0 with the memory mounter", op, n)
+		}
+	}
+	if got := res.Phases[5].CloudCalls["detach"]; got != cfg.Volumes {
+		t.Errorf("teardown made %d detaches, want %d", got, cfg.Volumes)
+	}
+	if left, _ := os.ReadDir(cfg.Dir); len(left) > 0 {
+		t.Errorf("the run left %d entries in %s", len(left), cfg.Dir)
+	}
+}

@@ -363,11 +363,18 @@ func drop[K comparable, V any](m map[K]V, k K) map[K]V {
 // unpublishes to truth.
 type tracked struct {
 	mount.Mounter
-	node  cloud.NodeName
-	truth *truth
+	node   cloud.NodeName
+	truth  *truth
+	mounts *atomic.Int64 // stages and publishes asked for
+}
+
+func (m tracked) Stage(source, target string) error {
+	m.mounts.Add(1)
+	return m.Mounter.Stage(source, target)
 }
 
 func (m tracked) Publish(staged, target string, readOnly bool) error {
+	m.mounts.Add(1)
 	err := m.Mounter.Publish(staged, target, readOnly)
 	if err == nil {
 		m.truth.publish(m.node, target)
@@ -382,3 +389,7 @@ func (m tracked) Unpublish(target string) error {
 	}
 	return err
 }
+
+// Unwrap returns the tracked mounter (mount.Unwrapper): Scan reads a
+// memory table through it.
+func (m tracked) Unwrap() mount.Mounter { return m.Mounter }

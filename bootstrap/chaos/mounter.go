@@ -73,3 +73,6 @@ func (m *recMounter) shows(target string) bool {
 	st, _, err := m.Mounter.Inspect(target)
 	return err != nil || st == mount.Mounted
 }
+
+// Unwrap returns the recorded mounter (mount.Unwrapper).
+func (m *recMounter) Unwrap() mount.Mounter { return m.Mounter }

@@ -95,7 +95,7 @@ calls, CPU time and peak RSS, and lease lapses.`,
 	f.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes, each with its sim instance and node agent; with --distributed default "+distNodes+" (at most 500: an agent process each)")
 	f.DurationVar(&cfg.CloudLatency, "cloud-latency", 0, "latency added to every sim cloud call (0 to 10s)")
 	f.IntVar(&cfg.AttachLimit, "attach-limit", sim.DefaultAttachLimit, "volumes each sim instance may have attached (1 to 100000); a node holds its share of the volumes, and during churn the volumes moving onto it too (a shape that does not fit is refused, naming the limit it needs)")
-	f.StringVar(&cfg.Mounter, "mounter", cfg.Mounter, "symlink (no privileges) or bind (real bind mounts; root; every agent shares this host's mount table)")
+	f.StringVar(&cfg.Mounter, "mounter", cfg.Mounter, "symlink (no privileges), bind (real bind mounts; root; every agent shares this host's mount table) or memory (an in-memory mount table per node: the agents' logic without the kernel's mount work, for the control plane's figures)")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period")
 	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of each phase")
 	f.StringVar(&cfg.Dir, "dir", "", "where to make the temporary data directory (default: the system's)")

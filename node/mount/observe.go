@@ -50,3 +50,6 @@ func (o *observed) Unpublish(target string) error {
 func (o *observed) Inspect(target string) (State, string, error) { return o.mt.Inspect(target) }
 
 func (o *observed) Name() string { return o.mt.Name() }
+
+// Unwrap returns the observed mounter (Unwrapper).
+func (o *observed) Unwrap() Mounter { return o.mt }

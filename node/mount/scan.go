@@ -59,8 +59,15 @@ func Scan(l layout.Layout, m Mounter) (Found, error) {
 // bind mounter itself (not wrapped), every Inspect names its source from
 // one read of the mount table, made after ScanContext was called and
 // shared with other Scans asking at the same time; a wrapped one reads per
-// mounted target, as Inspect does.
+// mounted target, as Inspect does. Over a Memory mounter (wrapped or not,
+// see Unwrapper) it reads the table, not the disk.
 func ScanContext(ctx context.Context, l layout.Layout, m Mounter) (Found, error) {
+	if mm, ok := memoryOf(m); ok && mm.l.Root() == l.Root() {
+		f := mm.scan() // the table is what is mounted: nothing on disk to walk
+		slices.SortFunc(f.Entries, func(a, b Entry) int { return cmp.Compare(a.Path, b.Path) })
+		slices.Sort(f.Invalid)
+		return f, nil
+	}
 	inspect := m.Inspect
 	if si, ok := m.(sharedInspector); ok {
 		inspect = si.inspector() // before the walk: the table is read after Scan was called
