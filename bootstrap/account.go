@@ -106,7 +106,7 @@ func (s simAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error
 }
 
 func (s simAccount) Devices(n cloud.NodeName) node.Devices {
-	return node.SimDevices{Cloud: s.Cloud, Node: n}
+	return node.SimDevices{Cloud: s.Cloud, Node: n, Virtual: s.Cloud.VirtualContent()}
 }
 
 func (s simAccount) CallCounts() CallCounts {

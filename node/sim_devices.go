@@ -27,6 +27,11 @@ type SimCloud interface {
 type SimDevices struct {
 	Cloud SimCloud
 	Node  cloud.NodeName
+	// Virtual: the cloud names content directories without making them
+	// (sim.Config.VirtualContent), for a mounter that never reads its
+	// source (mount.Memory); the on-disk check is skipped, the others
+	// are not.
+	Virtual bool
 }
 
 // Source implements Devices. It holds nothing: a volume's content
@@ -42,6 +47,12 @@ func (d SimDevices) Source(_ context.Context, vol cloud.VolumeID, device string)
 	}
 	if got := cloud.VolumeID(filepath.Base(dir)); got != vol {
 		return "", noRelease, fmt.Errorf("device %s on node %s holds volume %s, not %s: %w", device, d.Node, got, vol, cloud.ErrNotFound)
+	}
+	if d.Virtual {
+		if filepath.Dir(dir) != filepath.Clean(d.Cloud.ContentDir()) {
+			return "", noRelease, fmt.Errorf("device %s on node %s: %s is not right in %s: %w", device, d.Node, dir, d.Cloud.ContentDir(), mount.ErrUnsafeSource)
+		}
+		return dir, noRelease, nil
 	}
 	if err := mount.CheckSourceIn(d.Cloud.ContentDir(), dir); err != nil {
 		return "", noRelease, fmt.Errorf("device %s on node %s: %w", device, d.Node, err)

@@ -60,3 +60,25 @@ type rootedAt struct {
 }
 
 func (r rootedAt) ContentDir() string { return r.root }
+
+// TestSimDevicesVirtual: a cloud that names contents without making them
+// is answered without a look at the disk, and still only for the volume
+// the device holds, right in the content root.
+func TestSimDevicesVirtual(t *testing.T) {
+	content := filepath.Join(t.TempDir(), "never-made")
+	ctx := context.Background()
+	d := SimDevices{Cloud: stubCloud{content: content}, Node: "n1", Virtual: true}
+	if got, err := sourceNow(ctx, d, "vol-a", "/dev/xvdba"); err != nil || got != filepath.Join(content, "vol-a") {
+		t.Errorf("Source = %q, %v; want vol-a's directory named", got, err)
+	}
+	if _, err := sourceNow(ctx, d, "vol-b", "/dev/xvdba"); !errors.Is(err, cloud.ErrNotFound) {
+		t.Errorf("Source of another volume at that device: %v, want not found", err)
+	}
+	elsewhere := SimDevices{Cloud: rootedAt{stubCloud{content: content}, t.TempDir()}, Node: "n1", Virtual: true}
+	if _, err := sourceNow(ctx, elsewhere, "vol-a", "/dev/xvdba"); !errors.Is(err, mount.ErrUnsafeSource) {
+		t.Errorf("Source outside the content root: %v, want mount.ErrUnsafeSource", err)
+	}
+	if _, err := sourceNow(ctx, SimDevices{Cloud: stubCloud{content: content}, Node: "n1"}, "vol-a", "/dev/xvdba"); err == nil {
+		t.Error("Source of a directory that does not exist, not virtual: accepted")
+	}
+}

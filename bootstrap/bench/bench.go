@@ -362,6 +362,9 @@ func (r *run) start() error {
 		cfg.Sim.ContentDir = filepath.Join(r.machines, "cloud")
 	}
 	cfg.Sim.Latency, cfg.Sim.AttachLimit = r.cfg.CloudLatency, r.cfg.AttachLimit
+	// The memory mounter never reads a source: the volumes' contents, the
+	// machines' disks, are named and not made, as their mounts are.
+	cfg.Sim.VirtualContent = r.mem != nil
 	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
 	// The mailboxes count the messages: a receiver middleware would give
 	// every actor Proto.Actor's per-actor extras and wrap every message,

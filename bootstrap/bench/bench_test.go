@@ -220,6 +220,12 @@ func TestRunMemoryMounter(t *testing.T) {
 		if got, _ := filepath.Glob(filepath.Join(cfg.Dir, "*", "nodes", "*", "p*", "*")); len(got) != 0 {
 			t.Errorf("%d mount directories on disk (%s first), want none", len(got), got[0])
 		}
+		if got, _ := filepath.Glob(filepath.Join(cfg.Dir, "*", "cloud", "v*")); len(got) != 0 {
+			t.Errorf("%d volume contents on disk (%s first), want none: the memory mounter never reads them", len(got), got[0])
+		}
+		if got, _ := filepath.Glob(filepath.Join(cfg.Dir, "*", "tether.db")); len(got) != 1 {
+			t.Errorf("%d stores on disk, want 1", len(got))
+		}
 	})
 	res, err := Run(context.Background(), cfg)
 	if err != nil {

@@ -88,7 +88,7 @@ func (c *Cloud) makeContents(ids []cloud.VolumeID) error {
 	fail := func(id cloud.VolumeID, err error) error {
 		return fmt.Errorf("sim: create volume %s: content directory: %w", id, err)
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 || c.virtual {
 		return nil
 	}
 	if err := os.MkdirAll(c.content, contentMode); err != nil {
@@ -117,12 +117,19 @@ func (c *Cloud) makeContents(ids []cloud.VolumeID) error {
 // lie, for nodes to check them against.
 func (c *Cloud) ContentDir() string { return c.content }
 
+// VirtualContent reports Config.VirtualContent: DeviceSource's answers
+// name directories that do not exist.
+func (c *Cloud) VirtualContent() bool { return c.virtual }
+
 // contentDir returns the content directory of a valid volume ID, checked:
 // the content root and the volume's directory are real directories, not
 // symlinks, and with every symlink above the root resolved the directory is
 // still right in the resolved root. A missing one wraps fs.ErrNotExist.
 func (c *Cloud) contentDir(id cloud.VolumeID) (string, error) {
 	dir := filepath.Join(c.content, string(id))
+	if c.virtual {
+		return dir, nil // named, never made (Config.VirtualContent)
+	}
 	if err := unsafeContent(realdir.In(c.content, dir)); err != nil {
 		return "", err
 	}

@@ -142,3 +142,28 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestVirtualContent: with VirtualContent the contents are named, never
+// made, and DeviceSource answers for attached volumes only, as without it.
+func TestVirtualContent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "content")
+	f := newFixture(t, Config{ContentDir: dir, VirtualContent: true})
+	if err := f.c.CreateVolumesUncommitted([]VolumeSpec{{ID: "v1", Mode: cloud.Exclusive}, {ID: "v2", Mode: cloud.Exclusive}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("content root: %v, want nothing made", err)
+	}
+	if !f.c.VirtualContent() {
+		t.Fatal("VirtualContent() = false")
+	}
+	dev := f.attach(t, "v1", f.i1)
+	if got, err := f.c.DeviceSource(f.i1, dev); err != nil || got != filepath.Join(dir, "v1") {
+		t.Fatalf("DeviceSource = %q, %v; want v1's directory named", got, err)
+	}
+	_, err := f.c.DeviceSource(f.i2, dev)
+	checkErr(t, err, cloud.KindNotFound, string(f.i2))
+	if New(Config{VirtualContent: true}).VirtualContent() {
+		t.Fatal("VirtualContent without a content root")
+	}
+}

@@ -64,6 +64,13 @@ type Config struct {
 	// node mounts (see DeviceSource). Empty: volumes have no content and
 	// nothing is written to disk.
 	ContentDir string
+	// VirtualContent, with ContentDir, names the content directories
+	// without making them: nothing is written under ContentDir, and
+	// DeviceSource answers <ContentDir>/<volume> unchecked. Only for a
+	// node mounter that never reads its source (mount.Memory, tether
+	// bench --mounter memory): the control plane measured without the
+	// machines' disks.
+	VirtualContent bool
 	// StatePath, when set, makes the cloud durable. It names the
 	// snapshot, a JSON file; the log of the changes since that snapshot is
 	// StatePath + ".log" (state.go). Open (and New) loads both, if they
@@ -105,6 +112,7 @@ type Cloud struct {
 	vols     map[cloud.VolumeID]*volume
 	obs      observers
 	content  string // Config.ContentDir made absolute; immutable after New
+	virtual  bool   // Config.VirtualContent (with a content root)
 	state    *store // nil without Config.StatePath; set by Open
 	dirty    dirty  // changed since the last commit (with state only)
 }
@@ -165,6 +173,7 @@ func newCloud(cfg Config) *Cloud {
 	}
 	c.bucket.reset(cfg.ThrottleRate, cfg.ThrottleBurst)
 	c.content = contentRoot(cfg.ContentDir)
+	c.virtual = cfg.VirtualContent && c.content != ""
 	return c
 }
 
