@@ -61,7 +61,7 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 	syncProps := actor.PropsFromProducer(func() actor.Actor { return newSyncActor(e) }, opts...)
 	e.lookup = &localLookup{
 		sys: sys, guard: e.guard, clock: cfg.Clock, respawn: cfg.Respawn, quiet: cfg.RespawnQuiet,
-		retiring: map[string]bool{}, deaths: map[string]*death{}, timers: map[string]clock.Timer{}, spawned: map[string]bool{},
+		retiring: map[string]bool{}, passive: map[string]bool{}, deaths: map[string]*death{}, timers: map[string]clock.Timer{}, spawned: map[string]bool{},
 		props: func(name string) *actor.Props {
 			switch {
 			case strings.HasPrefix(name, volumePrefix):
@@ -75,6 +75,7 @@ func New(sys *actor.ActorSystem, cfg Config, p cloud.Provider, st store.Store, r
 		onRespawn: cfg.OnRespawn,
 		observer:  cfg.Observer,
 	}
+	e.guard.SetDormancy(e.lookup)
 	return &Controller{env: e, cancel: cancel}
 }
 

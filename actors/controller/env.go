@@ -50,6 +50,10 @@ type Config struct {
 	OnRespawn func(name string, delay time.Duration)
 	// RetireAfter: an actor of a deleted volume, idle this long, stops.
 	RetireAfter time.Duration
+	// PassivateAfter: the actor of a settled volume, idle this long,
+	// stops to free its memory and comes back with the next message
+	// (passivate.go; local actors only). 0: never.
+	PassivateAfter time.Duration
 	// RestoreGrace bounds how long after Start node actors wait for the
 	// volume actors' restore before they judge heartbeats (liveness.go).
 	RestoreGrace time.Duration
@@ -91,6 +95,7 @@ func DefaultConfig() Config {
 		Respawn:         backoff.Policy{Initial: 500 * time.Millisecond, Factor: 2, Max: 2 * time.Minute},
 		RespawnQuiet:    5 * time.Minute,
 		RetireAfter:     30 * time.Second,
+		PassivateAfter:  time.Minute,
 		RestoreGrace:    5 * time.Minute,
 		Clock:           clock.Real(),
 		Log:             logrus.StandardLogger(),
@@ -127,7 +132,9 @@ type env struct {
 	// started: unix nanoseconds (on clock) when the restore of Start
 	// finished, 0 before; restore tracks it (liveness.go).
 	started atomic.Int64
-	restore restoreWatch
+	// liveVolumes counts the volume actors started and not stopped.
+	liveVolumes atomic.Int64
+	restore     restoreWatch
 	// cluster is set in distributed mode (cluster.go); agents then holds
 	// where each node's agent listens.
 	cluster *cluster.Cluster

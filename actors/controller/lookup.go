@@ -59,6 +59,8 @@ type localLookup struct {
 	guard     *spawn.Guard
 	closing   bool
 	retiring  map[string]bool
+	passive   map[string]bool // passivating (passivate)
+	dormant   sync.Map        // name -> true: passivated, nothing held (spawn.Dormancy)
 	deaths    map[string]*death
 	timers    map[string]clock.Timer
 	spawned   map[string]bool
@@ -129,11 +131,28 @@ func (l *localLookup) get(name string) *actor.PID {
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		panic("controller: spawn " + name + ": " + err.Error())
 	}
+	l.dormant.Delete(name)
 	l.mu.Lock()
 	l.spawned[name] = true
 	l.mu.Unlock()
 	return pid
 }
+
+var _ spawn.Dormancy = (*localLookup)(nil)
+
+// Dormant implements spawn.Dormancy: name's actor passivated and no
+// message was held for it.
+func (l *localLookup) Dormant(name string) bool {
+	_, ok := l.dormant.Load(name)
+	return ok
+}
+
+// Sleep implements spawn.Dormancy.
+func (l *localLookup) Sleep(name string) { l.dormant.Store(name, true) }
+
+// Revive implements spawn.Dormancy: the next message spawns the actor
+// again (unless shutting down: get sends to dead letters then).
+func (l *localLookup) Revive(name string) { l.get(name) }
 
 // names lists every actor name spawned so far.
 func (l *localLookup) names() []string {
@@ -153,11 +172,43 @@ func (l *localLookup) retire(name string) {
 	l.retiring[name] = true
 }
 
+// passivate marks name as stopping to free its memory (a settled volume:
+// passivate.go); false if it may not (a cluster's activations, or
+// shutting down). From now on the guard holds every message sent to it
+// (spawn.Guard.Retire) for the next actor of that name.
+func (l *localLookup) passivate(name string) bool {
+	if l.resolve != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return false
+	}
+	l.passive[name] = true
+	l.guard.Retire(name)
+	return true
+}
+
 // stopped is called by an actor when it has stopped. Unless it was retired
-// or the lookup is closing, it is spawned again after a growing delay and
-// woken up.
+// or passivated, or the lookup is closing, it is spawned again after a
+// growing delay and woken up. A passivated one comes back at once if a
+// message was held for it meanwhile, with that message.
 func (l *localLookup) stopped(name string) {
 	l.mu.Lock()
+	if l.passive[name] {
+		delete(l.passive, name)
+		closing := l.closing
+		l.mu.Unlock()
+		spawn := func() (*actor.PID, error) { return l.guard.SpawnLocked(l.props(name), name) }
+		if closing {
+			spawn = nil
+		}
+		if _, err := l.guard.Release(name, spawn); err != nil && !errors.Is(err, actor.ErrNameExists) {
+			panic("controller: spawn " + name + ": " + err.Error())
+		}
+		return
+	}
 	defer l.mu.Unlock()
 	retired := l.retiring[name]
 	delete(l.retiring, name)

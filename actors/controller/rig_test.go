@@ -78,6 +78,9 @@ func newRigListing(t *testing.T, wrap func(*store.Memory) store.Store, listing c
 	r := &rig{t: t, clk: clock.NewFake(start), store: store.NewMemory(), rec: events.NewRecorder(200)}
 	cfg := DefaultConfig()
 	cfg.Volume.Backoff.Jitter = 0
+	// The rig's tests count calls and timers of live actors over long
+	// advances of the clock; passivation has its own (passivate_test.go).
+	cfg.PassivateAfter = 0
 	cfg.Clock = r.clk
 	cfg.Supervisor.Clock = r.clk
 	cfg.Supervisor.Policy = backoff.Policy{Initial: 500 * time.Millisecond, Factor: 2, Max: 2 * time.Minute}

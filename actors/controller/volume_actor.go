@@ -43,6 +43,12 @@ type volumeActor struct {
 	// its intents are written only while no newer incarnation, here or on
 	// another member, has claimed the volume.
 	epoch uint64
+	// passiveAt: when this settled actor stops if it hears nothing
+	// before (passivate.go); passivating: it decided to.
+	passiveAt   time.Time
+	passivating bool
+	// statusAsks: GetVolumeStatus senders answered once restored.
+	statusAsks []*actor.PID
 }
 
 // named gives the actor its identity, from its name (see the shared Props
@@ -53,18 +59,43 @@ func (a *volumeActor) named(ctx actor.Context) {
 }
 
 func (a *volumeActor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *actor.Started:
+		a.env.liveVolumes.Add(1)
 		a.named(ctx)
 		a.onStarted(ctx)
-	case *actor.Restarting, *actor.Stopping:
+	case *actor.Restarting:
+		a.env.liveVolumes.Add(-1) // Started comes again
+		a.shutdown()
+	case *actor.Stopping:
 		a.shutdown()
 	case *actor.Stopped:
+		a.env.liveVolumes.Add(-1)
 		a.env.volumeSettled(a.id)
 		a.env.lookup.stopped(volumePrefix + string(a.id))
+	default:
+		if a.passivating {
+			a.handBack(ctx)
+			return
+		}
+		a.receive(ctx)
+	}
+}
+
+// receive handles the messages of a live incarnation.
+func (a *volumeActor) receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
 	case *messages.Crash:
 		panic("volume " + string(a.id) + ": crash requested: " + m.Reason)
 	case *messages.GetVolumeStatus:
+		if a.restoring && ctx.Sender() != nil && a.env.started.Load() != 0 {
+			// Answered once rebuilt: a volume woken from passivation by
+			// this very question knows nothing before. (During the
+			// controller's own restore the answer comes at once, saying
+			// not Restored: that restore may wait minutes for agents.)
+			a.statusAsks = append(a.statusAsks, ctx.Sender())
+			return
+		}
 		ctx.Respond(a.status())
 	case *messages.VolumeRestored:
 		a.onRestored(ctx, m)
@@ -75,6 +106,8 @@ func (a *volumeActor) Receive(ctx actor.Context) {
 		}
 		a.handle(ctx, m)
 		a.maybeRetire(ctx)
+		_, woke := m.(*messages.Wake)
+		a.maybePassivate(ctx, woke)
 	}
 }
 
@@ -288,7 +321,13 @@ func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) 
 	for _, q := range queued {
 		a.handle(ctx, q)
 	}
+	asks := a.statusAsks
+	a.statusAsks = nil
+	for _, to := range asks {
+		ctx.Send(to, a.status())
+	}
 	a.maybeRetire(ctx)
+	a.maybePassivate(ctx, false)
 }
 
 func (a *volumeActor) status() *messages.VolumeStatus {

@@ -21,15 +21,25 @@ import (
 // Guard serialises spawns of named actors against sends to them.
 type Guard struct {
 	sys    *actor.ActorSystem
-	shards [shards]sync.RWMutex
+	shards [shards]shard
+	dorm   Dormancy // SetDormancy
+}
+
+// shard is the lock of the names that hash to it, with the messages held
+// for those of them that are stopping on purpose (Retire).
+type shard struct {
+	sync.RWMutex
+	// held is written under the write lock only; each entry's lists
+	// under its own mutex (senders hold the read lock).
+	held map[string]*held
 }
 
 // shards is how many locks a Guard has.
 const shards = 64
 
-// lock returns the lock of the actor named id (a PID's Id: the name a root
+// lock returns the shard of the actor named id (a PID's Id: the name a root
 // spawn gave it).
-func (g *Guard) lock(id string) *sync.RWMutex {
+func (g *Guard) lock(id string) *shard {
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(id); i++ {
 		h ^= uint32(id[i])
@@ -58,30 +68,57 @@ func (g *Guard) Exists(name string) bool {
 	return ok
 }
 
-// Send sends msg to pid (never blocks on the receiver).
+// Send sends msg to pid (never blocks on the receiver). To a local actor
+// that is retiring (Retire) it is held for the next one; to a dormant
+// one (SetDormancy) it wakes it first.
 func (g *Guard) Send(pid *actor.PID, msg any) {
-	mu := g.lock(pid.Id)
-	mu.RLock()
-	defer mu.RUnlock()
-	g.sys.Root.Send(pid, msg)
+	g.deliver(pid, msg, nil, func() { g.sys.Root.Send(pid, msg) })
 }
 
 // SendFrom sends msg to pid with sender as its sender, so that the
-// receiver learns where to answer (across processes, an address).
+// receiver learns where to answer (across processes, an address). To a
+// retiring or dormant local actor it goes as Send's does.
 func (g *Guard) SendFrom(pid *actor.PID, msg any, sender *actor.PID) {
-	mu := g.lock(pid.Id)
-	mu.RLock()
-	defer mu.RUnlock()
-	g.sys.Root.RequestWithCustomSender(pid, msg, sender)
+	g.deliver(pid, msg, sender, func() { g.sys.Root.RequestWithCustomSender(pid, msg, sender) })
 }
 
 // Request sends msg to pid and returns the future of its answer; the wait
-// for the answer happens outside the guard.
+// for the answer happens outside the guard. To a retiring local actor the
+// request is held, as Send holds, and the future answered by the next one.
 func (g *Guard) Request(pid *actor.PID, msg any, timeout time.Duration) *actor.Future {
-	mu := g.lock(pid.Id)
-	mu.RLock()
-	defer mu.RUnlock()
-	return g.sys.Root.RequestFuture(pid, msg, timeout)
+	var f *actor.Future
+	g.deliver(pid, msg, nil, func() {
+		if f == nil {
+			f = g.sys.Root.RequestFuture(pid, msg, timeout)
+		}
+	}, func() *actor.PID { f = actor.NewFuture(g.sys, timeout); return f.PID() })
+	return f
+}
+
+// deliver runs send under pid's lock, unless the actor is retiring (the
+// message is held, with sender, or with the PID answer gives, for a
+// request) or dormant (woken first, then sent).
+func (g *Guard) deliver(pid *actor.PID, msg any, sender *actor.PID, send func(), answer ...func() *actor.PID) {
+	for woke := false; ; woke = true {
+		s := g.lock(pid.Id)
+		s.RLock()
+		if s.retiring(g, pid) {
+			if len(answer) > 0 {
+				sender = answer[0]()
+			}
+			s.hold(g, pid, msg, sender)
+			s.RUnlock()
+			return
+		}
+		if !woke && g.dormant(pid) {
+			s.RUnlock()
+			g.dorm.Revive(pid.Id)
+			continue
+		}
+		send()
+		s.RUnlock()
+		return
+	}
 }
 
 // Stop stops pid at once (a system message: queued messages are skipped).

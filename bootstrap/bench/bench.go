@@ -207,7 +207,11 @@ type Result struct {
 	// less the live heap before it, over the volumes: controller, agents,
 	// store and sim cloud together.
 	HeapBytesPerVolume float64 `json:"heap_bytes_per_volume"`
-	PeakRSSBytes       int64   `json:"peak_rss_bytes"`
+	// VolumeActorsAtRest: the volume actors still live when the heap was
+	// measured, after the settled ones passivated (benchPassivateAfter;
+	// waited for up to restWait).
+	VolumeActorsAtRest int64 `json:"volume_actors_at_rest"`
+	PeakRSSBytes       int64 `json:"peak_rss_bytes"`
 	// SyscallsPerOp: the system calls the agents' mounters made per
 	// operation ("stage", "publish", "unpublish", "unstage"), averaged
 	// over the run's operations (mount.Syscalls; 0 for one that never
@@ -290,6 +294,7 @@ func Run(ctx context.Context, cfg Config) (res *Result, err error) {
 		}
 		r.res.Phases = append(r.res.Phases, p)
 		if s.name == "fleet_start" {
+			r.res.VolumeActorsAtRest = r.rest(ctx)
 			r.res.HeapBytesPerVolume = float64(int64(heapstat.Live())-int64(heapBefore)) / float64(cfg.Volumes)
 			if err := writeHeapProfile(cfg.HeapProfile); err != nil {
 				return nil, err
@@ -366,6 +371,7 @@ func (r *run) start() error {
 	// machines' disks, are named and not made, as their mounts are.
 	cfg.Sim.VirtualContent = r.mem != nil
 	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
+	cfg.Controller.PassivateAfter = benchPassivateAfter
 	// The mailboxes count the messages: a receiver middleware would give
 	// every actor Proto.Actor's per-actor extras and wrap every message,
 	// which tether up does not pay.
@@ -546,4 +552,32 @@ func peakRSS() int64 {
 		return 0
 	}
 	return int64(ru.Maxrss) * 1024 // kilobytes on Linux
+}
+
+// benchPassivateAfter is the controller's PassivateAfter in the bench
+// (tether up: a minute), so that the heap is measured at rest within
+// seconds of the fleet start; restWait bounds that wait.
+const (
+	benchPassivateAfter = 2 * time.Second
+	restWait            = 30 * time.Second
+)
+
+// rest waits, outside the phases' timing, until no volume actor is live
+// (every settled one passivated) or restWait passed, and returns how many
+// still are.
+func (r *run) rest(ctx context.Context) int64 {
+	deadline := time.Now().Add(restWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n := r.e.Ctl().LiveVolumeActors()
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		select {
+		case <-ctx.Done():
+			return n
+		case <-tick.C:
+		}
+	}
 }

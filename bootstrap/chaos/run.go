@@ -106,6 +106,8 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 	cc := &ec.Controller
 	cc.SyncPeriod, cc.CloudTimeout = syncPeriod, cloudTimout
 	cc.Volume.Backoff, cc.Respawn, cc.RetireAfter = opBackoff, opBackoff, 2*time.Second
+	// Settled volumes passivate within the run, and wake under the faults.
+	cc.PassivateAfter = 2 * time.Second
 	cc.Volume.PrepareTimeout = 5 * time.Second
 	cc.Supervisor.Policy, cc.Supervisor.Quiet = opBackoff, 10*time.Second
 	cc.Supervisor.OnRestart = func(*actor.PID, int, time.Duration, interface{}) { restarts.Add(1) }
