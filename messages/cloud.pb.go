@@ -115,6 +115,95 @@ func (x *InstanceIDResponse) GetInstanceId() string {
 	return ""
 }
 
+type InstanceIDsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nodes         []string               `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstanceIDsRequest) Reset() {
+	*x = InstanceIDsRequest{}
+	mi := &file_cloud_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstanceIDsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstanceIDsRequest) ProtoMessage() {}
+
+func (x *InstanceIDsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cloud_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstanceIDsRequest.ProtoReflect.Descriptor instead.
+func (*InstanceIDsRequest) Descriptor() ([]byte, []int) {
+	return file_cloud_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *InstanceIDsRequest) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// instances: node -> instance ID, for the nodes an instance backs.
+type InstanceIDsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Instances     map[string]string      `protobuf:"bytes,1,rep,name=instances,proto3" json:"instances,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstanceIDsResponse) Reset() {
+	*x = InstanceIDsResponse{}
+	mi := &file_cloud_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstanceIDsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstanceIDsResponse) ProtoMessage() {}
+
+func (x *InstanceIDsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cloud_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstanceIDsResponse.ProtoReflect.Descriptor instead.
+func (*InstanceIDsResponse) Descriptor() ([]byte, []int) {
+	return file_cloud_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InstanceIDsResponse) GetInstances() map[string]string {
+	if x != nil {
+		return x.Instances
+	}
+	return nil
+}
+
 type CloudAttachRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
@@ -125,7 +214,7 @@ type CloudAttachRequest struct {
 
 func (x *CloudAttachRequest) Reset() {
 	*x = CloudAttachRequest{}
-	mi := &file_cloud_proto_msgTypes[2]
+	mi := &file_cloud_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -137,7 +226,7 @@ func (x *CloudAttachRequest) String() string {
 func (*CloudAttachRequest) ProtoMessage() {}
 
 func (x *CloudAttachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[2]
+	mi := &file_cloud_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -150,7 +239,7 @@ func (x *CloudAttachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudAttachRequest.ProtoReflect.Descriptor instead.
 func (*CloudAttachRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{2}
+	return file_cloud_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CloudAttachRequest) GetVolumeId() string {
@@ -176,7 +265,7 @@ type CloudAttachResponse struct {
 
 func (x *CloudAttachResponse) Reset() {
 	*x = CloudAttachResponse{}
-	mi := &file_cloud_proto_msgTypes[3]
+	mi := &file_cloud_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +277,7 @@ func (x *CloudAttachResponse) String() string {
 func (*CloudAttachResponse) ProtoMessage() {}
 
 func (x *CloudAttachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[3]
+	mi := &file_cloud_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +290,7 @@ func (x *CloudAttachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudAttachResponse.ProtoReflect.Descriptor instead.
 func (*CloudAttachResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{3}
+	return file_cloud_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CloudAttachResponse) GetDevicePath() string {
@@ -221,7 +310,7 @@ type CloudDetachRequest struct {
 
 func (x *CloudDetachRequest) Reset() {
 	*x = CloudDetachRequest{}
-	mi := &file_cloud_proto_msgTypes[4]
+	mi := &file_cloud_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +322,7 @@ func (x *CloudDetachRequest) String() string {
 func (*CloudDetachRequest) ProtoMessage() {}
 
 func (x *CloudDetachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[4]
+	mi := &file_cloud_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +335,7 @@ func (x *CloudDetachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudDetachRequest.ProtoReflect.Descriptor instead.
 func (*CloudDetachRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{4}
+	return file_cloud_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CloudDetachRequest) GetVolumeId() string {
@@ -271,7 +360,7 @@ type CloudDetachResponse struct {
 
 func (x *CloudDetachResponse) Reset() {
 	*x = CloudDetachResponse{}
-	mi := &file_cloud_proto_msgTypes[5]
+	mi := &file_cloud_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -283,7 +372,7 @@ func (x *CloudDetachResponse) String() string {
 func (*CloudDetachResponse) ProtoMessage() {}
 
 func (x *CloudDetachResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[5]
+	mi := &file_cloud_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -296,7 +385,7 @@ func (x *CloudDetachResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudDetachResponse.ProtoReflect.Descriptor instead.
 func (*CloudDetachResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{5}
+	return file_cloud_proto_rawDescGZIP(), []int{7}
 }
 
 type VolumeIDs struct {
@@ -308,7 +397,7 @@ type VolumeIDs struct {
 
 func (x *VolumeIDs) Reset() {
 	*x = VolumeIDs{}
-	mi := &file_cloud_proto_msgTypes[6]
+	mi := &file_cloud_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -320,7 +409,7 @@ func (x *VolumeIDs) String() string {
 func (*VolumeIDs) ProtoMessage() {}
 
 func (x *VolumeIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[6]
+	mi := &file_cloud_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -333,7 +422,7 @@ func (x *VolumeIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeIDs.ProtoReflect.Descriptor instead.
 func (*VolumeIDs) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{6}
+	return file_cloud_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VolumeIDs) GetVolumeIds() []string {
@@ -353,7 +442,7 @@ type VolumesAreAttachedRequest struct {
 
 func (x *VolumesAreAttachedRequest) Reset() {
 	*x = VolumesAreAttachedRequest{}
-	mi := &file_cloud_proto_msgTypes[7]
+	mi := &file_cloud_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -365,7 +454,7 @@ func (x *VolumesAreAttachedRequest) String() string {
 func (*VolumesAreAttachedRequest) ProtoMessage() {}
 
 func (x *VolumesAreAttachedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[7]
+	mi := &file_cloud_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -378,7 +467,7 @@ func (x *VolumesAreAttachedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumesAreAttachedRequest.ProtoReflect.Descriptor instead.
 func (*VolumesAreAttachedRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{7}
+	return file_cloud_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VolumesAreAttachedRequest) GetQuery() map[string]*VolumeIDs {
@@ -398,7 +487,7 @@ type AttachedFlags struct {
 
 func (x *AttachedFlags) Reset() {
 	*x = AttachedFlags{}
-	mi := &file_cloud_proto_msgTypes[8]
+	mi := &file_cloud_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +499,7 @@ func (x *AttachedFlags) String() string {
 func (*AttachedFlags) ProtoMessage() {}
 
 func (x *AttachedFlags) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[8]
+	mi := &file_cloud_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +512,7 @@ func (x *AttachedFlags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachedFlags.ProtoReflect.Descriptor instead.
 func (*AttachedFlags) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{8}
+	return file_cloud_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AttachedFlags) GetAttached() map[string]bool {
@@ -443,7 +532,7 @@ type VolumesAreAttachedResponse struct {
 
 func (x *VolumesAreAttachedResponse) Reset() {
 	*x = VolumesAreAttachedResponse{}
-	mi := &file_cloud_proto_msgTypes[9]
+	mi := &file_cloud_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +544,7 @@ func (x *VolumesAreAttachedResponse) String() string {
 func (*VolumesAreAttachedResponse) ProtoMessage() {}
 
 func (x *VolumesAreAttachedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[9]
+	mi := &file_cloud_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +557,7 @@ func (x *VolumesAreAttachedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumesAreAttachedResponse.ProtoReflect.Descriptor instead.
 func (*VolumesAreAttachedResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{9}
+	return file_cloud_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *VolumesAreAttachedResponse) GetInstances() map[string]*AttachedFlags {
@@ -487,7 +576,7 @@ type InstanceVolumesRequest struct {
 
 func (x *InstanceVolumesRequest) Reset() {
 	*x = InstanceVolumesRequest{}
-	mi := &file_cloud_proto_msgTypes[10]
+	mi := &file_cloud_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +588,7 @@ func (x *InstanceVolumesRequest) String() string {
 func (*InstanceVolumesRequest) ProtoMessage() {}
 
 func (x *InstanceVolumesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[10]
+	mi := &file_cloud_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +601,7 @@ func (x *InstanceVolumesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceVolumesRequest.ProtoReflect.Descriptor instead.
 func (*InstanceVolumesRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{10}
+	return file_cloud_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InstanceVolumesRequest) GetInstanceIds() []string {
@@ -532,7 +621,7 @@ type DevicePaths struct {
 
 func (x *DevicePaths) Reset() {
 	*x = DevicePaths{}
-	mi := &file_cloud_proto_msgTypes[11]
+	mi := &file_cloud_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +633,7 @@ func (x *DevicePaths) String() string {
 func (*DevicePaths) ProtoMessage() {}
 
 func (x *DevicePaths) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[11]
+	mi := &file_cloud_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +646,7 @@ func (x *DevicePaths) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DevicePaths.ProtoReflect.Descriptor instead.
 func (*DevicePaths) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{11}
+	return file_cloud_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DevicePaths) GetDevices() map[string]string {
@@ -578,7 +667,7 @@ type InstanceVolumesResponse struct {
 
 func (x *InstanceVolumesResponse) Reset() {
 	*x = InstanceVolumesResponse{}
-	mi := &file_cloud_proto_msgTypes[12]
+	mi := &file_cloud_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +679,7 @@ func (x *InstanceVolumesResponse) String() string {
 func (*InstanceVolumesResponse) ProtoMessage() {}
 
 func (x *InstanceVolumesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[12]
+	mi := &file_cloud_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +692,7 @@ func (x *InstanceVolumesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceVolumesResponse.ProtoReflect.Descriptor instead.
 func (*InstanceVolumesResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{12}
+	return file_cloud_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InstanceVolumesResponse) GetInstances() map[string]*DevicePaths {
@@ -621,7 +710,7 @@ type BatchSizeRequest struct {
 
 func (x *BatchSizeRequest) Reset() {
 	*x = BatchSizeRequest{}
-	mi := &file_cloud_proto_msgTypes[13]
+	mi := &file_cloud_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +722,7 @@ func (x *BatchSizeRequest) String() string {
 func (*BatchSizeRequest) ProtoMessage() {}
 
 func (x *BatchSizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[13]
+	mi := &file_cloud_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +735,7 @@ func (x *BatchSizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchSizeRequest.ProtoReflect.Descriptor instead.
 func (*BatchSizeRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{13}
+	return file_cloud_proto_rawDescGZIP(), []int{15}
 }
 
 type BatchSizeResponse struct {
@@ -658,7 +747,7 @@ type BatchSizeResponse struct {
 
 func (x *BatchSizeResponse) Reset() {
 	*x = BatchSizeResponse{}
-	mi := &file_cloud_proto_msgTypes[14]
+	mi := &file_cloud_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +759,7 @@ func (x *BatchSizeResponse) String() string {
 func (*BatchSizeResponse) ProtoMessage() {}
 
 func (x *BatchSizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[14]
+	mi := &file_cloud_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +772,7 @@ func (x *BatchSizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchSizeResponse.ProtoReflect.Descriptor instead.
 func (*BatchSizeResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{14}
+	return file_cloud_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BatchSizeResponse) GetBatchSize() int32 {
@@ -708,7 +797,7 @@ type CloudError struct {
 
 func (x *CloudError) Reset() {
 	*x = CloudError{}
-	mi := &file_cloud_proto_msgTypes[15]
+	mi := &file_cloud_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +809,7 @@ func (x *CloudError) String() string {
 func (*CloudError) ProtoMessage() {}
 
 func (x *CloudError) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[15]
+	mi := &file_cloud_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +822,7 @@ func (x *CloudError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudError.ProtoReflect.Descriptor instead.
 func (*CloudError) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{15}
+	return file_cloud_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CloudError) GetKind() int32 {
@@ -759,7 +848,7 @@ type SimDone struct {
 
 func (x *SimDone) Reset() {
 	*x = SimDone{}
-	mi := &file_cloud_proto_msgTypes[16]
+	mi := &file_cloud_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +860,7 @@ func (x *SimDone) String() string {
 func (*SimDone) ProtoMessage() {}
 
 func (x *SimDone) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[16]
+	mi := &file_cloud_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +873,7 @@ func (x *SimDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDone.ProtoReflect.Descriptor instead.
 func (*SimDone) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{16}
+	return file_cloud_proto_rawDescGZIP(), []int{18}
 }
 
 type SimNodeRequest struct {
@@ -796,7 +885,7 @@ type SimNodeRequest struct {
 
 func (x *SimNodeRequest) Reset() {
 	*x = SimNodeRequest{}
-	mi := &file_cloud_proto_msgTypes[17]
+	mi := &file_cloud_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +897,7 @@ func (x *SimNodeRequest) String() string {
 func (*SimNodeRequest) ProtoMessage() {}
 
 func (x *SimNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[17]
+	mi := &file_cloud_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +910,7 @@ func (x *SimNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimNodeRequest.ProtoReflect.Descriptor instead.
 func (*SimNodeRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{17}
+	return file_cloud_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SimNodeRequest) GetNode() string {
@@ -840,7 +929,7 @@ type SimInstanceRequest struct {
 
 func (x *SimInstanceRequest) Reset() {
 	*x = SimInstanceRequest{}
-	mi := &file_cloud_proto_msgTypes[18]
+	mi := &file_cloud_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +941,7 @@ func (x *SimInstanceRequest) String() string {
 func (*SimInstanceRequest) ProtoMessage() {}
 
 func (x *SimInstanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[18]
+	mi := &file_cloud_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +954,7 @@ func (x *SimInstanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimInstanceRequest.ProtoReflect.Descriptor instead.
 func (*SimInstanceRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{18}
+	return file_cloud_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SimInstanceRequest) GetInstanceId() string {
@@ -885,7 +974,7 @@ type SimConsoleDetachRequest struct {
 
 func (x *SimConsoleDetachRequest) Reset() {
 	*x = SimConsoleDetachRequest{}
-	mi := &file_cloud_proto_msgTypes[19]
+	mi := &file_cloud_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +986,7 @@ func (x *SimConsoleDetachRequest) String() string {
 func (*SimConsoleDetachRequest) ProtoMessage() {}
 
 func (x *SimConsoleDetachRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[19]
+	mi := &file_cloud_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +999,7 @@ func (x *SimConsoleDetachRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimConsoleDetachRequest.ProtoReflect.Descriptor instead.
 func (*SimConsoleDetachRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{19}
+	return file_cloud_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SimConsoleDetachRequest) GetVolumeId() string {
@@ -936,7 +1025,7 @@ type SimVolumeRequest struct {
 
 func (x *SimVolumeRequest) Reset() {
 	*x = SimVolumeRequest{}
-	mi := &file_cloud_proto_msgTypes[20]
+	mi := &file_cloud_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -948,7 +1037,7 @@ func (x *SimVolumeRequest) String() string {
 func (*SimVolumeRequest) ProtoMessage() {}
 
 func (x *SimVolumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[20]
+	mi := &file_cloud_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -961,7 +1050,7 @@ func (x *SimVolumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeRequest.ProtoReflect.Descriptor instead.
 func (*SimVolumeRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{20}
+	return file_cloud_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SimVolumeRequest) GetVolumeId() string {
@@ -980,7 +1069,7 @@ type SimVolumesRequest struct {
 
 func (x *SimVolumesRequest) Reset() {
 	*x = SimVolumesRequest{}
-	mi := &file_cloud_proto_msgTypes[21]
+	mi := &file_cloud_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1081,7 @@ func (x *SimVolumesRequest) String() string {
 func (*SimVolumesRequest) ProtoMessage() {}
 
 func (x *SimVolumesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[21]
+	mi := &file_cloud_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1094,7 @@ func (x *SimVolumesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumesRequest.ProtoReflect.Descriptor instead.
 func (*SimVolumesRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{21}
+	return file_cloud_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SimVolumesRequest) GetVolumeIds() []string {
@@ -1025,7 +1114,7 @@ type SimInstanceOfResponse struct {
 
 func (x *SimInstanceOfResponse) Reset() {
 	*x = SimInstanceOfResponse{}
-	mi := &file_cloud_proto_msgTypes[22]
+	mi := &file_cloud_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1126,7 @@ func (x *SimInstanceOfResponse) String() string {
 func (*SimInstanceOfResponse) ProtoMessage() {}
 
 func (x *SimInstanceOfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[22]
+	mi := &file_cloud_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1139,7 @@ func (x *SimInstanceOfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimInstanceOfResponse.ProtoReflect.Descriptor instead.
 func (*SimInstanceOfResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{22}
+	return file_cloud_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SimInstanceOfResponse) GetInstanceId() string {
@@ -1076,7 +1165,7 @@ type SimRunningResponse struct {
 
 func (x *SimRunningResponse) Reset() {
 	*x = SimRunningResponse{}
-	mi := &file_cloud_proto_msgTypes[23]
+	mi := &file_cloud_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1177,7 @@ func (x *SimRunningResponse) String() string {
 func (*SimRunningResponse) ProtoMessage() {}
 
 func (x *SimRunningResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[23]
+	mi := &file_cloud_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1190,7 @@ func (x *SimRunningResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimRunningResponse.ProtoReflect.Descriptor instead.
 func (*SimRunningResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{23}
+	return file_cloud_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SimRunningResponse) GetRunning() bool {
@@ -1120,7 +1209,7 @@ type SimAddInstanceResponse struct {
 
 func (x *SimAddInstanceResponse) Reset() {
 	*x = SimAddInstanceResponse{}
-	mi := &file_cloud_proto_msgTypes[24]
+	mi := &file_cloud_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1221,7 @@ func (x *SimAddInstanceResponse) String() string {
 func (*SimAddInstanceResponse) ProtoMessage() {}
 
 func (x *SimAddInstanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[24]
+	mi := &file_cloud_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1234,7 @@ func (x *SimAddInstanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAddInstanceResponse.ProtoReflect.Descriptor instead.
 func (*SimAddInstanceResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{24}
+	return file_cloud_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SimAddInstanceResponse) GetInstanceId() string {
@@ -1165,7 +1254,7 @@ type SimVolumeSpec struct {
 
 func (x *SimVolumeSpec) Reset() {
 	*x = SimVolumeSpec{}
-	mi := &file_cloud_proto_msgTypes[25]
+	mi := &file_cloud_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1266,7 @@ func (x *SimVolumeSpec) String() string {
 func (*SimVolumeSpec) ProtoMessage() {}
 
 func (x *SimVolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[25]
+	mi := &file_cloud_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1279,7 @@ func (x *SimVolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeSpec.ProtoReflect.Descriptor instead.
 func (*SimVolumeSpec) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{25}
+	return file_cloud_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SimVolumeSpec) GetVolumeId() string {
@@ -1216,7 +1305,7 @@ type SimCreateVolumesRequest struct {
 
 func (x *SimCreateVolumesRequest) Reset() {
 	*x = SimCreateVolumesRequest{}
-	mi := &file_cloud_proto_msgTypes[26]
+	mi := &file_cloud_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1317,7 @@ func (x *SimCreateVolumesRequest) String() string {
 func (*SimCreateVolumesRequest) ProtoMessage() {}
 
 func (x *SimCreateVolumesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[26]
+	mi := &file_cloud_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1330,7 @@ func (x *SimCreateVolumesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimCreateVolumesRequest.ProtoReflect.Descriptor instead.
 func (*SimCreateVolumesRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{26}
+	return file_cloud_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SimCreateVolumesRequest) GetVolumes() []*SimVolumeSpec {
@@ -1260,7 +1349,7 @@ type SimUncommittedResponse struct {
 
 func (x *SimUncommittedResponse) Reset() {
 	*x = SimUncommittedResponse{}
-	mi := &file_cloud_proto_msgTypes[27]
+	mi := &file_cloud_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1361,7 @@ func (x *SimUncommittedResponse) String() string {
 func (*SimUncommittedResponse) ProtoMessage() {}
 
 func (x *SimUncommittedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[27]
+	mi := &file_cloud_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1374,7 @@ func (x *SimUncommittedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimUncommittedResponse.ProtoReflect.Descriptor instead.
 func (*SimUncommittedResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{27}
+	return file_cloud_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SimUncommittedResponse) GetUncommitted() bool {
@@ -1309,7 +1398,7 @@ type SimDisk struct {
 
 func (x *SimDisk) Reset() {
 	*x = SimDisk{}
-	mi := &file_cloud_proto_msgTypes[28]
+	mi := &file_cloud_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1321,7 +1410,7 @@ func (x *SimDisk) String() string {
 func (*SimDisk) ProtoMessage() {}
 
 func (x *SimDisk) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[28]
+	mi := &file_cloud_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1334,7 +1423,7 @@ func (x *SimDisk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDisk.ProtoReflect.Descriptor instead.
 func (*SimDisk) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{28}
+	return file_cloud_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SimDisk) GetVolumeId() string {
@@ -1381,7 +1470,7 @@ type SimDisksResponse struct {
 
 func (x *SimDisksResponse) Reset() {
 	*x = SimDisksResponse{}
-	mi := &file_cloud_proto_msgTypes[29]
+	mi := &file_cloud_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1482,7 @@ func (x *SimDisksResponse) String() string {
 func (*SimDisksResponse) ProtoMessage() {}
 
 func (x *SimDisksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[29]
+	mi := &file_cloud_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1495,7 @@ func (x *SimDisksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDisksResponse.ProtoReflect.Descriptor instead.
 func (*SimDisksResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{29}
+	return file_cloud_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SimDisksResponse) GetDisks() []*SimDisk {
@@ -1427,7 +1516,7 @@ type SimVolumeResponse struct {
 
 func (x *SimVolumeResponse) Reset() {
 	*x = SimVolumeResponse{}
-	mi := &file_cloud_proto_msgTypes[30]
+	mi := &file_cloud_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1528,7 @@ func (x *SimVolumeResponse) String() string {
 func (*SimVolumeResponse) ProtoMessage() {}
 
 func (x *SimVolumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[30]
+	mi := &file_cloud_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1541,7 @@ func (x *SimVolumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimVolumeResponse.ProtoReflect.Descriptor instead.
 func (*SimVolumeResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{30}
+	return file_cloud_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SimVolumeResponse) GetFound() bool {
@@ -1486,7 +1575,7 @@ type SimDeviceSourceRequest struct {
 
 func (x *SimDeviceSourceRequest) Reset() {
 	*x = SimDeviceSourceRequest{}
-	mi := &file_cloud_proto_msgTypes[31]
+	mi := &file_cloud_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1587,7 @@ func (x *SimDeviceSourceRequest) String() string {
 func (*SimDeviceSourceRequest) ProtoMessage() {}
 
 func (x *SimDeviceSourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[31]
+	mi := &file_cloud_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1600,7 @@ func (x *SimDeviceSourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDeviceSourceRequest.ProtoReflect.Descriptor instead.
 func (*SimDeviceSourceRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{31}
+	return file_cloud_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SimDeviceSourceRequest) GetInstanceId() string {
@@ -1537,7 +1626,7 @@ type SimDeviceSourceResponse struct {
 
 func (x *SimDeviceSourceResponse) Reset() {
 	*x = SimDeviceSourceResponse{}
-	mi := &file_cloud_proto_msgTypes[32]
+	mi := &file_cloud_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1638,7 @@ func (x *SimDeviceSourceResponse) String() string {
 func (*SimDeviceSourceResponse) ProtoMessage() {}
 
 func (x *SimDeviceSourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[32]
+	mi := &file_cloud_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1651,7 @@ func (x *SimDeviceSourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimDeviceSourceResponse.ProtoReflect.Descriptor instead.
 func (*SimDeviceSourceResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{32}
+	return file_cloud_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SimDeviceSourceResponse) GetDir() string {
@@ -1580,7 +1669,7 @@ type SimContentDirRequest struct {
 
 func (x *SimContentDirRequest) Reset() {
 	*x = SimContentDirRequest{}
-	mi := &file_cloud_proto_msgTypes[33]
+	mi := &file_cloud_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1681,7 @@ func (x *SimContentDirRequest) String() string {
 func (*SimContentDirRequest) ProtoMessage() {}
 
 func (x *SimContentDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[33]
+	mi := &file_cloud_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1694,7 @@ func (x *SimContentDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimContentDirRequest.ProtoReflect.Descriptor instead.
 func (*SimContentDirRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{33}
+	return file_cloud_proto_rawDescGZIP(), []int{35}
 }
 
 type SimContentDirResponse struct {
@@ -1617,7 +1706,7 @@ type SimContentDirResponse struct {
 
 func (x *SimContentDirResponse) Reset() {
 	*x = SimContentDirResponse{}
-	mi := &file_cloud_proto_msgTypes[34]
+	mi := &file_cloud_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1718,7 @@ func (x *SimContentDirResponse) String() string {
 func (*SimContentDirResponse) ProtoMessage() {}
 
 func (x *SimContentDirResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[34]
+	mi := &file_cloud_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1731,7 @@ func (x *SimContentDirResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimContentDirResponse.ProtoReflect.Descriptor instead.
 func (*SimContentDirResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{34}
+	return file_cloud_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SimContentDirResponse) GetDir() string {
@@ -1660,7 +1749,7 @@ type SimAttachmentsRequest struct {
 
 func (x *SimAttachmentsRequest) Reset() {
 	*x = SimAttachmentsRequest{}
-	mi := &file_cloud_proto_msgTypes[35]
+	mi := &file_cloud_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1761,7 @@ func (x *SimAttachmentsRequest) String() string {
 func (*SimAttachmentsRequest) ProtoMessage() {}
 
 func (x *SimAttachmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[35]
+	mi := &file_cloud_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1774,7 @@ func (x *SimAttachmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAttachmentsRequest.ProtoReflect.Descriptor instead.
 func (*SimAttachmentsRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{35}
+	return file_cloud_proto_rawDescGZIP(), []int{37}
 }
 
 type InstanceIDs struct {
@@ -1697,7 +1786,7 @@ type InstanceIDs struct {
 
 func (x *InstanceIDs) Reset() {
 	*x = InstanceIDs{}
-	mi := &file_cloud_proto_msgTypes[36]
+	mi := &file_cloud_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1798,7 @@ func (x *InstanceIDs) String() string {
 func (*InstanceIDs) ProtoMessage() {}
 
 func (x *InstanceIDs) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[36]
+	mi := &file_cloud_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1811,7 @@ func (x *InstanceIDs) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceIDs.ProtoReflect.Descriptor instead.
 func (*InstanceIDs) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{36}
+	return file_cloud_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *InstanceIDs) GetInstanceIds() []string {
@@ -1743,7 +1832,7 @@ type SimAttachmentsResponse struct {
 
 func (x *SimAttachmentsResponse) Reset() {
 	*x = SimAttachmentsResponse{}
-	mi := &file_cloud_proto_msgTypes[37]
+	mi := &file_cloud_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1844,7 @@ func (x *SimAttachmentsResponse) String() string {
 func (*SimAttachmentsResponse) ProtoMessage() {}
 
 func (x *SimAttachmentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[37]
+	mi := &file_cloud_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1857,7 @@ func (x *SimAttachmentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SimAttachmentsResponse.ProtoReflect.Descriptor instead.
 func (*SimAttachmentsResponse) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{37}
+	return file_cloud_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SimAttachmentsResponse) GetVolumes() map[string]*InstanceIDs {
@@ -1786,7 +1875,7 @@ type CloudWatchRequest struct {
 
 func (x *CloudWatchRequest) Reset() {
 	*x = CloudWatchRequest{}
-	mi := &file_cloud_proto_msgTypes[38]
+	mi := &file_cloud_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1887,7 @@ func (x *CloudWatchRequest) String() string {
 func (*CloudWatchRequest) ProtoMessage() {}
 
 func (x *CloudWatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[38]
+	mi := &file_cloud_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1900,7 @@ func (x *CloudWatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudWatchRequest.ProtoReflect.Descriptor instead.
 func (*CloudWatchRequest) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{38}
+	return file_cloud_proto_rawDescGZIP(), []int{40}
 }
 
 // CloudChange is one message of a Watch stream. seq numbers the messages
@@ -1841,7 +1930,7 @@ type CloudChange struct {
 
 func (x *CloudChange) Reset() {
 	*x = CloudChange{}
-	mi := &file_cloud_proto_msgTypes[39]
+	mi := &file_cloud_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1942,7 @@ func (x *CloudChange) String() string {
 func (*CloudChange) ProtoMessage() {}
 
 func (x *CloudChange) ProtoReflect() protoreflect.Message {
-	mi := &file_cloud_proto_msgTypes[39]
+	mi := &file_cloud_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1955,7 @@ func (x *CloudChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloudChange.ProtoReflect.Descriptor instead.
 func (*CloudChange) Descriptor() ([]byte, []int) {
-	return file_cloud_proto_rawDescGZIP(), []int{39}
+	return file_cloud_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CloudChange) GetSeq() uint64 {
@@ -1948,7 +2037,14 @@ const file_cloud_proto_rawDesc = "" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"5\n" +
 	"\x12InstanceIDResponse\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
-	"instanceId\"R\n" +
+	"instanceId\"*\n" +
+	"\x12InstanceIDsRequest\x12\x14\n" +
+	"\x05nodes\x18\x01 \x03(\tR\x05nodes\"\xa6\x01\n" +
+	"\x13InstanceIDsResponse\x12Q\n" +
+	"\tinstances\x18\x01 \x03(\v23.tether.messages.InstanceIDsResponse.InstancesEntryR\tinstances\x1a<\n" +
+	"\x0eInstancesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
 	"\x12CloudAttachRequest\x12\x1b\n" +
 	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -2076,7 +2172,7 @@ const file_cloud_proto_rawDesc = "" +
 	"\x04mode\x18\b \x01(\x0e2\x1b.tether.messages.AccessModeR\x04mode\x12\x1a\n" +
 	"\battached\x18\t \x01(\bR\battached\x12\x16\n" +
 	"\x06reason\x18\n" +
-	" \x01(\tR\x06reason2\xb1\x04\n" +
+	" \x01(\tR\x06reason2\x8b\x05\n" +
 	"\x05Cloud\x12U\n" +
 	"\n" +
 	"InstanceID\x12\".tether.messages.InstanceIDRequest\x1a#.tether.messages.InstanceIDResponse\x12S\n" +
@@ -2084,7 +2180,8 @@ const file_cloud_proto_rawDesc = "" +
 	"\x06Detach\x12#.tether.messages.CloudDetachRequest\x1a$.tether.messages.CloudDetachResponse\x12m\n" +
 	"\x12VolumesAreAttached\x12*.tether.messages.VolumesAreAttachedRequest\x1a+.tether.messages.VolumesAreAttachedResponse\x12d\n" +
 	"\x0fInstanceVolumes\x12'.tether.messages.InstanceVolumesRequest\x1a(.tether.messages.InstanceVolumesResponse\x12R\n" +
-	"\tBatchSize\x12!.tether.messages.BatchSizeRequest\x1a\".tether.messages.BatchSizeResponse2\xfa\v\n" +
+	"\tBatchSize\x12!.tether.messages.BatchSizeRequest\x1a\".tether.messages.BatchSizeResponse\x12X\n" +
+	"\vInstanceIDs\x12#.tether.messages.InstanceIDsRequest\x1a$.tether.messages.InstanceIDsResponse2\xfa\v\n" +
 	"\bSimAdmin\x12U\n" +
 	"\n" +
 	"InstanceOf\x12\x1f.tether.messages.SimNodeRequest\x1a&.tether.messages.SimInstanceOfResponse\x12S\n" +
@@ -2119,126 +2216,132 @@ func file_cloud_proto_rawDescGZIP() []byte {
 	return file_cloud_proto_rawDescData
 }
 
-var file_cloud_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_cloud_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_cloud_proto_goTypes = []any{
 	(*InstanceIDRequest)(nil),          // 0: tether.messages.InstanceIDRequest
 	(*InstanceIDResponse)(nil),         // 1: tether.messages.InstanceIDResponse
-	(*CloudAttachRequest)(nil),         // 2: tether.messages.CloudAttachRequest
-	(*CloudAttachResponse)(nil),        // 3: tether.messages.CloudAttachResponse
-	(*CloudDetachRequest)(nil),         // 4: tether.messages.CloudDetachRequest
-	(*CloudDetachResponse)(nil),        // 5: tether.messages.CloudDetachResponse
-	(*VolumeIDs)(nil),                  // 6: tether.messages.VolumeIDs
-	(*VolumesAreAttachedRequest)(nil),  // 7: tether.messages.VolumesAreAttachedRequest
-	(*AttachedFlags)(nil),              // 8: tether.messages.AttachedFlags
-	(*VolumesAreAttachedResponse)(nil), // 9: tether.messages.VolumesAreAttachedResponse
-	(*InstanceVolumesRequest)(nil),     // 10: tether.messages.InstanceVolumesRequest
-	(*DevicePaths)(nil),                // 11: tether.messages.DevicePaths
-	(*InstanceVolumesResponse)(nil),    // 12: tether.messages.InstanceVolumesResponse
-	(*BatchSizeRequest)(nil),           // 13: tether.messages.BatchSizeRequest
-	(*BatchSizeResponse)(nil),          // 14: tether.messages.BatchSizeResponse
-	(*CloudError)(nil),                 // 15: tether.messages.CloudError
-	(*SimDone)(nil),                    // 16: tether.messages.SimDone
-	(*SimNodeRequest)(nil),             // 17: tether.messages.SimNodeRequest
-	(*SimInstanceRequest)(nil),         // 18: tether.messages.SimInstanceRequest
-	(*SimConsoleDetachRequest)(nil),    // 19: tether.messages.SimConsoleDetachRequest
-	(*SimVolumeRequest)(nil),           // 20: tether.messages.SimVolumeRequest
-	(*SimVolumesRequest)(nil),          // 21: tether.messages.SimVolumesRequest
-	(*SimInstanceOfResponse)(nil),      // 22: tether.messages.SimInstanceOfResponse
-	(*SimRunningResponse)(nil),         // 23: tether.messages.SimRunningResponse
-	(*SimAddInstanceResponse)(nil),     // 24: tether.messages.SimAddInstanceResponse
-	(*SimVolumeSpec)(nil),              // 25: tether.messages.SimVolumeSpec
-	(*SimCreateVolumesRequest)(nil),    // 26: tether.messages.SimCreateVolumesRequest
-	(*SimUncommittedResponse)(nil),     // 27: tether.messages.SimUncommittedResponse
-	(*SimDisk)(nil),                    // 28: tether.messages.SimDisk
-	(*SimDisksResponse)(nil),           // 29: tether.messages.SimDisksResponse
-	(*SimVolumeResponse)(nil),          // 30: tether.messages.SimVolumeResponse
-	(*SimDeviceSourceRequest)(nil),     // 31: tether.messages.SimDeviceSourceRequest
-	(*SimDeviceSourceResponse)(nil),    // 32: tether.messages.SimDeviceSourceResponse
-	(*SimContentDirRequest)(nil),       // 33: tether.messages.SimContentDirRequest
-	(*SimContentDirResponse)(nil),      // 34: tether.messages.SimContentDirResponse
-	(*SimAttachmentsRequest)(nil),      // 35: tether.messages.SimAttachmentsRequest
-	(*InstanceIDs)(nil),                // 36: tether.messages.InstanceIDs
-	(*SimAttachmentsResponse)(nil),     // 37: tether.messages.SimAttachmentsResponse
-	(*CloudWatchRequest)(nil),          // 38: tether.messages.CloudWatchRequest
-	(*CloudChange)(nil),                // 39: tether.messages.CloudChange
-	nil,                                // 40: tether.messages.VolumesAreAttachedRequest.QueryEntry
-	nil,                                // 41: tether.messages.AttachedFlags.AttachedEntry
-	nil,                                // 42: tether.messages.VolumesAreAttachedResponse.InstancesEntry
-	nil,                                // 43: tether.messages.DevicePaths.DevicesEntry
-	nil,                                // 44: tether.messages.InstanceVolumesResponse.InstancesEntry
-	nil,                                // 45: tether.messages.SimAttachmentsResponse.VolumesEntry
-	(AccessMode)(0),                    // 46: tether.messages.AccessMode
+	(*InstanceIDsRequest)(nil),         // 2: tether.messages.InstanceIDsRequest
+	(*InstanceIDsResponse)(nil),        // 3: tether.messages.InstanceIDsResponse
+	(*CloudAttachRequest)(nil),         // 4: tether.messages.CloudAttachRequest
+	(*CloudAttachResponse)(nil),        // 5: tether.messages.CloudAttachResponse
+	(*CloudDetachRequest)(nil),         // 6: tether.messages.CloudDetachRequest
+	(*CloudDetachResponse)(nil),        // 7: tether.messages.CloudDetachResponse
+	(*VolumeIDs)(nil),                  // 8: tether.messages.VolumeIDs
+	(*VolumesAreAttachedRequest)(nil),  // 9: tether.messages.VolumesAreAttachedRequest
+	(*AttachedFlags)(nil),              // 10: tether.messages.AttachedFlags
+	(*VolumesAreAttachedResponse)(nil), // 11: tether.messages.VolumesAreAttachedResponse
+	(*InstanceVolumesRequest)(nil),     // 12: tether.messages.InstanceVolumesRequest
+	(*DevicePaths)(nil),                // 13: tether.messages.DevicePaths
+	(*InstanceVolumesResponse)(nil),    // 14: tether.messages.InstanceVolumesResponse
+	(*BatchSizeRequest)(nil),           // 15: tether.messages.BatchSizeRequest
+	(*BatchSizeResponse)(nil),          // 16: tether.messages.BatchSizeResponse
+	(*CloudError)(nil),                 // 17: tether.messages.CloudError
+	(*SimDone)(nil),                    // 18: tether.messages.SimDone
+	(*SimNodeRequest)(nil),             // 19: tether.messages.SimNodeRequest
+	(*SimInstanceRequest)(nil),         // 20: tether.messages.SimInstanceRequest
+	(*SimConsoleDetachRequest)(nil),    // 21: tether.messages.SimConsoleDetachRequest
+	(*SimVolumeRequest)(nil),           // 22: tether.messages.SimVolumeRequest
+	(*SimVolumesRequest)(nil),          // 23: tether.messages.SimVolumesRequest
+	(*SimInstanceOfResponse)(nil),      // 24: tether.messages.SimInstanceOfResponse
+	(*SimRunningResponse)(nil),         // 25: tether.messages.SimRunningResponse
+	(*SimAddInstanceResponse)(nil),     // 26: tether.messages.SimAddInstanceResponse
+	(*SimVolumeSpec)(nil),              // 27: tether.messages.SimVolumeSpec
+	(*SimCreateVolumesRequest)(nil),    // 28: tether.messages.SimCreateVolumesRequest
+	(*SimUncommittedResponse)(nil),     // 29: tether.messages.SimUncommittedResponse
+	(*SimDisk)(nil),                    // 30: tether.messages.SimDisk
+	(*SimDisksResponse)(nil),           // 31: tether.messages.SimDisksResponse
+	(*SimVolumeResponse)(nil),          // 32: tether.messages.SimVolumeResponse
+	(*SimDeviceSourceRequest)(nil),     // 33: tether.messages.SimDeviceSourceRequest
+	(*SimDeviceSourceResponse)(nil),    // 34: tether.messages.SimDeviceSourceResponse
+	(*SimContentDirRequest)(nil),       // 35: tether.messages.SimContentDirRequest
+	(*SimContentDirResponse)(nil),      // 36: tether.messages.SimContentDirResponse
+	(*SimAttachmentsRequest)(nil),      // 37: tether.messages.SimAttachmentsRequest
+	(*InstanceIDs)(nil),                // 38: tether.messages.InstanceIDs
+	(*SimAttachmentsResponse)(nil),     // 39: tether.messages.SimAttachmentsResponse
+	(*CloudWatchRequest)(nil),          // 40: tether.messages.CloudWatchRequest
+	(*CloudChange)(nil),                // 41: tether.messages.CloudChange
+	nil,                                // 42: tether.messages.InstanceIDsResponse.InstancesEntry
+	nil,                                // 43: tether.messages.VolumesAreAttachedRequest.QueryEntry
+	nil,                                // 44: tether.messages.AttachedFlags.AttachedEntry
+	nil,                                // 45: tether.messages.VolumesAreAttachedResponse.InstancesEntry
+	nil,                                // 46: tether.messages.DevicePaths.DevicesEntry
+	nil,                                // 47: tether.messages.InstanceVolumesResponse.InstancesEntry
+	nil,                                // 48: tether.messages.SimAttachmentsResponse.VolumesEntry
+	(AccessMode)(0),                    // 49: tether.messages.AccessMode
 }
 var file_cloud_proto_depIdxs = []int32{
-	40, // 0: tether.messages.VolumesAreAttachedRequest.query:type_name -> tether.messages.VolumesAreAttachedRequest.QueryEntry
-	41, // 1: tether.messages.AttachedFlags.attached:type_name -> tether.messages.AttachedFlags.AttachedEntry
-	42, // 2: tether.messages.VolumesAreAttachedResponse.instances:type_name -> tether.messages.VolumesAreAttachedResponse.InstancesEntry
-	43, // 3: tether.messages.DevicePaths.devices:type_name -> tether.messages.DevicePaths.DevicesEntry
-	44, // 4: tether.messages.InstanceVolumesResponse.instances:type_name -> tether.messages.InstanceVolumesResponse.InstancesEntry
-	46, // 5: tether.messages.SimVolumeSpec.mode:type_name -> tether.messages.AccessMode
-	25, // 6: tether.messages.SimCreateVolumesRequest.volumes:type_name -> tether.messages.SimVolumeSpec
-	46, // 7: tether.messages.SimDisk.mode:type_name -> tether.messages.AccessMode
-	28, // 8: tether.messages.SimDisksResponse.disks:type_name -> tether.messages.SimDisk
-	46, // 9: tether.messages.SimVolumeResponse.mode:type_name -> tether.messages.AccessMode
-	45, // 10: tether.messages.SimAttachmentsResponse.volumes:type_name -> tether.messages.SimAttachmentsResponse.VolumesEntry
-	46, // 11: tether.messages.CloudChange.mode:type_name -> tether.messages.AccessMode
-	6,  // 12: tether.messages.VolumesAreAttachedRequest.QueryEntry.value:type_name -> tether.messages.VolumeIDs
-	8,  // 13: tether.messages.VolumesAreAttachedResponse.InstancesEntry.value:type_name -> tether.messages.AttachedFlags
-	11, // 14: tether.messages.InstanceVolumesResponse.InstancesEntry.value:type_name -> tether.messages.DevicePaths
-	36, // 15: tether.messages.SimAttachmentsResponse.VolumesEntry.value:type_name -> tether.messages.InstanceIDs
-	0,  // 16: tether.messages.Cloud.InstanceID:input_type -> tether.messages.InstanceIDRequest
-	2,  // 17: tether.messages.Cloud.Attach:input_type -> tether.messages.CloudAttachRequest
-	4,  // 18: tether.messages.Cloud.Detach:input_type -> tether.messages.CloudDetachRequest
-	7,  // 19: tether.messages.Cloud.VolumesAreAttached:input_type -> tether.messages.VolumesAreAttachedRequest
-	10, // 20: tether.messages.Cloud.InstanceVolumes:input_type -> tether.messages.InstanceVolumesRequest
-	13, // 21: tether.messages.Cloud.BatchSize:input_type -> tether.messages.BatchSizeRequest
-	17, // 22: tether.messages.SimAdmin.InstanceOf:input_type -> tether.messages.SimNodeRequest
-	18, // 23: tether.messages.SimAdmin.Running:input_type -> tether.messages.SimInstanceRequest
-	18, // 24: tether.messages.SimAdmin.Terminate:input_type -> tether.messages.SimInstanceRequest
-	18, // 25: tether.messages.SimAdmin.Start:input_type -> tether.messages.SimInstanceRequest
-	18, // 26: tether.messages.SimAdmin.Delete:input_type -> tether.messages.SimInstanceRequest
-	19, // 27: tether.messages.SimAdmin.ConsoleDetach:input_type -> tether.messages.SimConsoleDetachRequest
-	17, // 28: tether.messages.SimAdmin.AddInstanceChecked:input_type -> tether.messages.SimNodeRequest
-	26, // 29: tether.messages.SimAdmin.CreateVolumesUncommitted:input_type -> tether.messages.SimCreateVolumesRequest
-	21, // 30: tether.messages.SimAdmin.CommitVolumes:input_type -> tether.messages.SimVolumesRequest
-	20, // 31: tether.messages.SimAdmin.CommitVolume:input_type -> tether.messages.SimVolumeRequest
-	20, // 32: tether.messages.SimAdmin.Uncommitted:input_type -> tether.messages.SimVolumeRequest
-	20, // 33: tether.messages.SimAdmin.Volume:input_type -> tether.messages.SimVolumeRequest
-	21, // 34: tether.messages.SimAdmin.Disks:input_type -> tether.messages.SimVolumesRequest
-	20, // 35: tether.messages.SimAdmin.DeleteVolume:input_type -> tether.messages.SimVolumeRequest
-	31, // 36: tether.messages.SimAdmin.DeviceSource:input_type -> tether.messages.SimDeviceSourceRequest
-	33, // 37: tether.messages.SimAdmin.ContentDir:input_type -> tether.messages.SimContentDirRequest
-	35, // 38: tether.messages.SimAdmin.Attachments:input_type -> tether.messages.SimAttachmentsRequest
-	38, // 39: tether.messages.SimAdmin.Watch:input_type -> tether.messages.CloudWatchRequest
-	1,  // 40: tether.messages.Cloud.InstanceID:output_type -> tether.messages.InstanceIDResponse
-	3,  // 41: tether.messages.Cloud.Attach:output_type -> tether.messages.CloudAttachResponse
-	5,  // 42: tether.messages.Cloud.Detach:output_type -> tether.messages.CloudDetachResponse
-	9,  // 43: tether.messages.Cloud.VolumesAreAttached:output_type -> tether.messages.VolumesAreAttachedResponse
-	12, // 44: tether.messages.Cloud.InstanceVolumes:output_type -> tether.messages.InstanceVolumesResponse
-	14, // 45: tether.messages.Cloud.BatchSize:output_type -> tether.messages.BatchSizeResponse
-	22, // 46: tether.messages.SimAdmin.InstanceOf:output_type -> tether.messages.SimInstanceOfResponse
-	23, // 47: tether.messages.SimAdmin.Running:output_type -> tether.messages.SimRunningResponse
-	16, // 48: tether.messages.SimAdmin.Terminate:output_type -> tether.messages.SimDone
-	16, // 49: tether.messages.SimAdmin.Start:output_type -> tether.messages.SimDone
-	16, // 50: tether.messages.SimAdmin.Delete:output_type -> tether.messages.SimDone
-	16, // 51: tether.messages.SimAdmin.ConsoleDetach:output_type -> tether.messages.SimDone
-	24, // 52: tether.messages.SimAdmin.AddInstanceChecked:output_type -> tether.messages.SimAddInstanceResponse
-	16, // 53: tether.messages.SimAdmin.CreateVolumesUncommitted:output_type -> tether.messages.SimDone
-	16, // 54: tether.messages.SimAdmin.CommitVolumes:output_type -> tether.messages.SimDone
-	16, // 55: tether.messages.SimAdmin.CommitVolume:output_type -> tether.messages.SimDone
-	27, // 56: tether.messages.SimAdmin.Uncommitted:output_type -> tether.messages.SimUncommittedResponse
-	30, // 57: tether.messages.SimAdmin.Volume:output_type -> tether.messages.SimVolumeResponse
-	29, // 58: tether.messages.SimAdmin.Disks:output_type -> tether.messages.SimDisksResponse
-	16, // 59: tether.messages.SimAdmin.DeleteVolume:output_type -> tether.messages.SimDone
-	32, // 60: tether.messages.SimAdmin.DeviceSource:output_type -> tether.messages.SimDeviceSourceResponse
-	34, // 61: tether.messages.SimAdmin.ContentDir:output_type -> tether.messages.SimContentDirResponse
-	37, // 62: tether.messages.SimAdmin.Attachments:output_type -> tether.messages.SimAttachmentsResponse
-	39, // 63: tether.messages.SimAdmin.Watch:output_type -> tether.messages.CloudChange
-	40, // [40:64] is the sub-list for method output_type
-	16, // [16:40] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	42, // 0: tether.messages.InstanceIDsResponse.instances:type_name -> tether.messages.InstanceIDsResponse.InstancesEntry
+	43, // 1: tether.messages.VolumesAreAttachedRequest.query:type_name -> tether.messages.VolumesAreAttachedRequest.QueryEntry
+	44, // 2: tether.messages.AttachedFlags.attached:type_name -> tether.messages.AttachedFlags.AttachedEntry
+	45, // 3: tether.messages.VolumesAreAttachedResponse.instances:type_name -> tether.messages.VolumesAreAttachedResponse.InstancesEntry
+	46, // 4: tether.messages.DevicePaths.devices:type_name -> tether.messages.DevicePaths.DevicesEntry
+	47, // 5: tether.messages.InstanceVolumesResponse.instances:type_name -> tether.messages.InstanceVolumesResponse.InstancesEntry
+	49, // 6: tether.messages.SimVolumeSpec.mode:type_name -> tether.messages.AccessMode
+	27, // 7: tether.messages.SimCreateVolumesRequest.volumes:type_name -> tether.messages.SimVolumeSpec
+	49, // 8: tether.messages.SimDisk.mode:type_name -> tether.messages.AccessMode
+	30, // 9: tether.messages.SimDisksResponse.disks:type_name -> tether.messages.SimDisk
+	49, // 10: tether.messages.SimVolumeResponse.mode:type_name -> tether.messages.AccessMode
+	48, // 11: tether.messages.SimAttachmentsResponse.volumes:type_name -> tether.messages.SimAttachmentsResponse.VolumesEntry
+	49, // 12: tether.messages.CloudChange.mode:type_name -> tether.messages.AccessMode
+	8,  // 13: tether.messages.VolumesAreAttachedRequest.QueryEntry.value:type_name -> tether.messages.VolumeIDs
+	10, // 14: tether.messages.VolumesAreAttachedResponse.InstancesEntry.value:type_name -> tether.messages.AttachedFlags
+	13, // 15: tether.messages.InstanceVolumesResponse.InstancesEntry.value:type_name -> tether.messages.DevicePaths
+	38, // 16: tether.messages.SimAttachmentsResponse.VolumesEntry.value:type_name -> tether.messages.InstanceIDs
+	0,  // 17: tether.messages.Cloud.InstanceID:input_type -> tether.messages.InstanceIDRequest
+	4,  // 18: tether.messages.Cloud.Attach:input_type -> tether.messages.CloudAttachRequest
+	6,  // 19: tether.messages.Cloud.Detach:input_type -> tether.messages.CloudDetachRequest
+	9,  // 20: tether.messages.Cloud.VolumesAreAttached:input_type -> tether.messages.VolumesAreAttachedRequest
+	12, // 21: tether.messages.Cloud.InstanceVolumes:input_type -> tether.messages.InstanceVolumesRequest
+	15, // 22: tether.messages.Cloud.BatchSize:input_type -> tether.messages.BatchSizeRequest
+	2,  // 23: tether.messages.Cloud.InstanceIDs:input_type -> tether.messages.InstanceIDsRequest
+	19, // 24: tether.messages.SimAdmin.InstanceOf:input_type -> tether.messages.SimNodeRequest
+	20, // 25: tether.messages.SimAdmin.Running:input_type -> tether.messages.SimInstanceRequest
+	20, // 26: tether.messages.SimAdmin.Terminate:input_type -> tether.messages.SimInstanceRequest
+	20, // 27: tether.messages.SimAdmin.Start:input_type -> tether.messages.SimInstanceRequest
+	20, // 28: tether.messages.SimAdmin.Delete:input_type -> tether.messages.SimInstanceRequest
+	21, // 29: tether.messages.SimAdmin.ConsoleDetach:input_type -> tether.messages.SimConsoleDetachRequest
+	19, // 30: tether.messages.SimAdmin.AddInstanceChecked:input_type -> tether.messages.SimNodeRequest
+	28, // 31: tether.messages.SimAdmin.CreateVolumesUncommitted:input_type -> tether.messages.SimCreateVolumesRequest
+	23, // 32: tether.messages.SimAdmin.CommitVolumes:input_type -> tether.messages.SimVolumesRequest
+	22, // 33: tether.messages.SimAdmin.CommitVolume:input_type -> tether.messages.SimVolumeRequest
+	22, // 34: tether.messages.SimAdmin.Uncommitted:input_type -> tether.messages.SimVolumeRequest
+	22, // 35: tether.messages.SimAdmin.Volume:input_type -> tether.messages.SimVolumeRequest
+	23, // 36: tether.messages.SimAdmin.Disks:input_type -> tether.messages.SimVolumesRequest
+	22, // 37: tether.messages.SimAdmin.DeleteVolume:input_type -> tether.messages.SimVolumeRequest
+	33, // 38: tether.messages.SimAdmin.DeviceSource:input_type -> tether.messages.SimDeviceSourceRequest
+	35, // 39: tether.messages.SimAdmin.ContentDir:input_type -> tether.messages.SimContentDirRequest
+	37, // 40: tether.messages.SimAdmin.Attachments:input_type -> tether.messages.SimAttachmentsRequest
+	40, // 41: tether.messages.SimAdmin.Watch:input_type -> tether.messages.CloudWatchRequest
+	1,  // 42: tether.messages.Cloud.InstanceID:output_type -> tether.messages.InstanceIDResponse
+	5,  // 43: tether.messages.Cloud.Attach:output_type -> tether.messages.CloudAttachResponse
+	7,  // 44: tether.messages.Cloud.Detach:output_type -> tether.messages.CloudDetachResponse
+	11, // 45: tether.messages.Cloud.VolumesAreAttached:output_type -> tether.messages.VolumesAreAttachedResponse
+	14, // 46: tether.messages.Cloud.InstanceVolumes:output_type -> tether.messages.InstanceVolumesResponse
+	16, // 47: tether.messages.Cloud.BatchSize:output_type -> tether.messages.BatchSizeResponse
+	3,  // 48: tether.messages.Cloud.InstanceIDs:output_type -> tether.messages.InstanceIDsResponse
+	24, // 49: tether.messages.SimAdmin.InstanceOf:output_type -> tether.messages.SimInstanceOfResponse
+	25, // 50: tether.messages.SimAdmin.Running:output_type -> tether.messages.SimRunningResponse
+	18, // 51: tether.messages.SimAdmin.Terminate:output_type -> tether.messages.SimDone
+	18, // 52: tether.messages.SimAdmin.Start:output_type -> tether.messages.SimDone
+	18, // 53: tether.messages.SimAdmin.Delete:output_type -> tether.messages.SimDone
+	18, // 54: tether.messages.SimAdmin.ConsoleDetach:output_type -> tether.messages.SimDone
+	26, // 55: tether.messages.SimAdmin.AddInstanceChecked:output_type -> tether.messages.SimAddInstanceResponse
+	18, // 56: tether.messages.SimAdmin.CreateVolumesUncommitted:output_type -> tether.messages.SimDone
+	18, // 57: tether.messages.SimAdmin.CommitVolumes:output_type -> tether.messages.SimDone
+	18, // 58: tether.messages.SimAdmin.CommitVolume:output_type -> tether.messages.SimDone
+	29, // 59: tether.messages.SimAdmin.Uncommitted:output_type -> tether.messages.SimUncommittedResponse
+	32, // 60: tether.messages.SimAdmin.Volume:output_type -> tether.messages.SimVolumeResponse
+	31, // 61: tether.messages.SimAdmin.Disks:output_type -> tether.messages.SimDisksResponse
+	18, // 62: tether.messages.SimAdmin.DeleteVolume:output_type -> tether.messages.SimDone
+	34, // 63: tether.messages.SimAdmin.DeviceSource:output_type -> tether.messages.SimDeviceSourceResponse
+	36, // 64: tether.messages.SimAdmin.ContentDir:output_type -> tether.messages.SimContentDirResponse
+	39, // 65: tether.messages.SimAdmin.Attachments:output_type -> tether.messages.SimAttachmentsResponse
+	41, // 66: tether.messages.SimAdmin.Watch:output_type -> tether.messages.CloudChange
+	42, // [42:67] is the sub-list for method output_type
+	17, // [17:42] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_cloud_proto_init() }
@@ -2253,7 +2356,7 @@ func file_cloud_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cloud_proto_rawDesc), len(file_cloud_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -31,6 +31,7 @@ const (
 	Cloud_VolumesAreAttached_FullMethodName = "/tether.messages.Cloud/VolumesAreAttached"
 	Cloud_InstanceVolumes_FullMethodName    = "/tether.messages.Cloud/InstanceVolumes"
 	Cloud_BatchSize_FullMethodName          = "/tether.messages.Cloud/BatchSize"
+	Cloud_InstanceIDs_FullMethodName        = "/tether.messages.Cloud/InstanceIDs"
 )
 
 // CloudClient is the client API for Cloud service.
@@ -44,6 +45,9 @@ type CloudClient interface {
 	InstanceVolumes(ctx context.Context, in *InstanceVolumesRequest, opts ...grpc.CallOption) (*InstanceVolumesResponse, error)
 	// BatchSize is not a cloud call: clients ask it once and keep it.
 	BatchSize(ctx context.Context, in *BatchSizeRequest, opts ...grpc.CallOption) (*BatchSizeResponse, error)
+	// InstanceIDs resolves at most BatchSize nodes in one call
+	// (cloud.InstanceResolver); a node no instance backs is absent.
+	InstanceIDs(ctx context.Context, in *InstanceIDsRequest, opts ...grpc.CallOption) (*InstanceIDsResponse, error)
 }
 
 type cloudClient struct {
@@ -114,6 +118,16 @@ func (c *cloudClient) BatchSize(ctx context.Context, in *BatchSizeRequest, opts 
 	return out, nil
 }
 
+func (c *cloudClient) InstanceIDs(ctx context.Context, in *InstanceIDsRequest, opts ...grpc.CallOption) (*InstanceIDsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InstanceIDsResponse)
+	err := c.cc.Invoke(ctx, Cloud_InstanceIDs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CloudServer is the server API for Cloud service.
 // All implementations must embed UnimplementedCloudServer
 // for forward compatibility.
@@ -125,6 +139,9 @@ type CloudServer interface {
 	InstanceVolumes(context.Context, *InstanceVolumesRequest) (*InstanceVolumesResponse, error)
 	// BatchSize is not a cloud call: clients ask it once and keep it.
 	BatchSize(context.Context, *BatchSizeRequest) (*BatchSizeResponse, error)
+	// InstanceIDs resolves at most BatchSize nodes in one call
+	// (cloud.InstanceResolver); a node no instance backs is absent.
+	InstanceIDs(context.Context, *InstanceIDsRequest) (*InstanceIDsResponse, error)
 	mustEmbedUnimplementedCloudServer()
 }
 
@@ -152,6 +169,9 @@ func (UnimplementedCloudServer) InstanceVolumes(context.Context, *InstanceVolume
 }
 func (UnimplementedCloudServer) BatchSize(context.Context, *BatchSizeRequest) (*BatchSizeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method BatchSize not implemented")
+}
+func (UnimplementedCloudServer) InstanceIDs(context.Context, *InstanceIDsRequest) (*InstanceIDsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method InstanceIDs not implemented")
 }
 func (UnimplementedCloudServer) mustEmbedUnimplementedCloudServer() {}
 func (UnimplementedCloudServer) testEmbeddedByValue()               {}
@@ -282,6 +302,24 @@ func _Cloud_BatchSize_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cloud_InstanceIDs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InstanceIDsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CloudServer).InstanceIDs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cloud_InstanceIDs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CloudServer).InstanceIDs(ctx, req.(*InstanceIDsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cloud_ServiceDesc is the grpc.ServiceDesc for Cloud service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -312,6 +350,10 @@ var Cloud_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "BatchSize",
 			Handler:    _Cloud_BatchSize_Handler,
+		},
+		{
+			MethodName: "InstanceIDs",
+			Handler:    _Cloud_InstanceIDs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

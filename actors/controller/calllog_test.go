@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/cloud"
@@ -16,8 +17,10 @@ import (
 // made), so that tests can say which instances the controller called.
 type callLog struct {
 	cloud.Provider
-	mu    sync.Mutex
-	insts []cloud.InstanceID
+	// batched: InstanceIDs resolves in batches (else Unsupported).
+	batched atomic.Bool
+	mu      sync.Mutex
+	insts   []cloud.InstanceID
 	// gate, if set, holds every Attach until it is closed (or the call's
 	// context ends); attaching and peak count the attaches held at once.
 	gate            chan struct{}
@@ -139,6 +142,15 @@ func (l *callLog) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID)
 		return nil, err
 	}
 	return l.Provider.InstanceVolumes(ctx, insts)
+}
+
+// InstanceIDs resolves in batches once batched is set; before, it says
+// it cannot (cloud.Unsupported), as a cloud without the call does.
+func (l *callLog) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	if !l.batched.Load() {
+		return nil, cloud.Unsupported("instance_ids")
+	}
+	return cloud.ResolveInstances(ctx, l.Provider, nodes)
 }
 
 // listings is how many InstanceVolumes calls run now.

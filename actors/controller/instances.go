@@ -2,7 +2,10 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tether/tether/cloud"
 )
@@ -17,6 +20,8 @@ type instances struct {
 	mu    sync.Mutex
 	m     map[cloud.NodeName]cloud.InstanceID
 	locks map[cloud.NodeName]*sync.Mutex
+	// noBatch: the cloud said it cannot resolve in batches.
+	noBatch atomic.Bool
 }
 
 func newInstances(p cloud.Provider) *instances {
@@ -83,8 +88,13 @@ type resolved struct {
 	err  error // cloud.KindNotFound: no instance backs the node
 }
 
-// resolveAll resolves nodes concurrently (cached ones at once).
+// resolveAll resolves nodes: cached ones at once, the others in ONE call
+// per batch where the cloud resolves in batches (cloud.InstanceResolver),
+// else concurrently, one call per node.
 func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[cloud.NodeName]resolved {
+	if out, ok := c.resolveBatched(ctx, nodes); ok {
+		return out
+	}
 	out := make(map[cloud.NodeName]resolved, len(nodes))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -102,4 +112,47 @@ func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[
 	}
 	wg.Wait()
 	return out
+}
+
+// resolveBatched is resolveAll through cloud.InstanceResolver; false if
+// the cloud has none (then it never asks again).
+func (c *instances) resolveBatched(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]resolved, bool) {
+	r, ok := c.cloud.(cloud.InstanceResolver)
+	if !ok || c.noBatch.Load() {
+		return nil, false
+	}
+	out := make(map[cloud.NodeName]resolved, len(nodes))
+	var miss []cloud.NodeName
+	c.mu.Lock()
+	for _, n := range nodes {
+		if id, ok := c.m[n]; ok {
+			out[n] = resolved{inst: id}
+		} else {
+			miss = append(miss, n)
+		}
+	}
+	c.mu.Unlock()
+	batch := max(1, c.cloud.BatchSize())
+	for i := 0; i < len(miss); i += batch {
+		part := miss[i:min(len(miss), i+batch)]
+		got, err := r.InstanceIDs(ctx, part)
+		if errors.Is(err, errors.ErrUnsupported) {
+			c.noBatch.Store(true)
+			return nil, false
+		}
+		c.mu.Lock()
+		for _, n := range part {
+			switch id, ok := got[n]; {
+			case err != nil:
+				out[n] = resolved{err: err}
+			case !ok:
+				out[n] = resolved{err: fmt.Errorf("instance_ids: no instance backs node %s: %w", n, cloud.ErrNotFound)}
+			default:
+				c.m[n] = id
+				out[n] = resolved{inst: id}
+			}
+		}
+		c.mu.Unlock()
+	}
+	return out, true
 }

@@ -14,6 +14,7 @@ const (
 	methodDetach             = "detach"
 	methodVolumesAreAttached = "volumes_are_attached"
 	methodInstanceVolumes    = "instance_volumes"
+	methodInstanceIDs        = "instance_ids"
 )
 
 // Result label values.
@@ -83,6 +84,18 @@ func (i *provider) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID
 	start := time.Now()
 	res, err := i.p.InstanceVolumes(ctx, insts)
 	i.record(methodInstanceVolumes, start, err)
+	return res, err
+}
+
+// InstanceIDs implements cloud.InstanceResolver: recorded if the wrapped
+// provider resolves in batches (else cloud.Unsupported, not a call).
+func (i *provider) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	if _, ok := i.p.(cloud.InstanceResolver); !ok {
+		return nil, cloud.Unsupported(methodInstanceIDs)
+	}
+	start := time.Now()
+	res, err := cloud.ResolveInstances(ctx, i.p, nodes)
+	i.record(methodInstanceIDs, start, err)
 	return res, err
 }
 

@@ -136,3 +136,31 @@ func TestMountOperationRecords(t *testing.T) {
 	var none *Metrics
 	none.MountOperation("stage", nil, time.Millisecond) // a nil Metrics records nothing, and does not panic
 }
+
+// resolvingProvider is fakeProvider with cloud.InstanceResolver.
+type resolvingProvider struct{ *fakeProvider }
+
+func (r resolvingProvider) InstanceIDs(context.Context, []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	r.calls++
+	return map[cloud.NodeName]cloud.InstanceID{"n1": "i-1"}, r.err
+}
+
+// InstanceIDs is recorded as instance_ids where the provider has it;
+// where it has not, it says so and records nothing.
+func TestInstrumentProviderInstanceIDs(t *testing.T) {
+	m := newMetrics(t)
+	p := InstrumentProvider(resolvingProvider{&fakeProvider{}}, m).(cloud.InstanceResolver)
+	if got, err := p.InstanceIDs(context.Background(), []cloud.NodeName{"n1"}); err != nil || got["n1"] != "i-1" {
+		t.Fatalf("InstanceIDs = %v, %v", got, err)
+	}
+	if got := counter(t, m, "tether_cloud_calls_total", labels{"method": "instance_ids", "result": "ok"}); got != 1 {
+		t.Fatalf("instance_ids calls recorded: %v, want 1", got)
+	}
+	q := InstrumentProvider(&fakeProvider{}, m).(cloud.InstanceResolver)
+	if _, err := q.InstanceIDs(context.Background(), []cloud.NodeName{"n1"}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("InstanceIDs over a provider without it: %v, want errors.ErrUnsupported", err)
+	}
+	if got := counter(t, m, "tether_cloud_calls_total", labels{"method": "instance_ids", "result": "ok"}); got != 1 {
+		t.Fatalf("instance_ids calls recorded: %v, want still 1", got)
+	}
+}

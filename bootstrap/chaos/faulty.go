@@ -183,6 +183,17 @@ func (f *Faulty) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.Ins
 	})
 }
 
+// InstanceIDs implements cloud.InstanceResolver, with the faults of
+// InstanceID, if the wrapped provider resolves in batches.
+func (f *Faulty) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	if _, ok := f.next.(cloud.InstanceResolver); !ok {
+		return nil, cloud.Unsupported("instance_ids")
+	}
+	return call(f, ctx, callOther, fmt.Sprintf("instance_ids of %d nodes", len(nodes)), func(ctx context.Context) (map[cloud.NodeName]cloud.InstanceID, error) {
+		return cloud.ResolveInstances(ctx, f.next, nodes)
+	})
+}
+
 // Attach implements cloud.Provider.
 func (f *Faulty) Attach(ctx context.Context, vol cloud.VolumeID, inst cloud.InstanceID) (string, error) {
 	return call(f, ctx, callChange, fmt.Sprintf("attach %s to %s", vol, inst), func(ctx context.Context) (string, error) {

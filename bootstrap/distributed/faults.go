@@ -143,6 +143,20 @@ func (c *faultyCloud) VolumesAreAttached(ctx context.Context, q map[cloud.Instan
 	return out, err
 }
 
+// InstanceIDs implements cloud.InstanceResolver if the wrapped provider
+// does, with the faults of a query.
+func (c *faultyCloud) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	if _, ok := c.Provider.(cloud.InstanceResolver); !ok {
+		return nil, cloud.Unsupported("instance_ids")
+	}
+	var out map[cloud.NodeName]cloud.InstanceID
+	err := c.call(ctx, "instance_ids", false, func(ctx context.Context) (err error) {
+		out, err = cloud.ResolveInstances(ctx, c.Provider, nodes)
+		return err
+	})
+	return out, err
+}
+
 func (c *faultyCloud) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
 	var out map[cloud.InstanceID]map[cloud.VolumeID]string
 	err := c.call(ctx, "instance_volumes", false, func(ctx context.Context) (err error) {

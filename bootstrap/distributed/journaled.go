@@ -257,6 +257,12 @@ func (c journalCloud) VolumesAreAttached(ctx context.Context, q map[cloud.Instan
 	return c.Provider.VolumesAreAttached(ctx, q)
 }
 
+// InstanceIDs implements cloud.InstanceResolver if the wrapped provider
+// does (a query: not journaled, as InstanceID is not).
+func (c journalCloud) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	return cloud.ResolveInstances(ctx, c.Provider, nodes)
+}
+
 func (c journalCloud) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) (map[cloud.InstanceID]map[cloud.VolumeID]string, error) {
 	c.record("instance_volumes", "", insts...)
 	return c.Provider.InstanceVolumes(ctx, insts)

@@ -168,6 +168,21 @@ func (l *limited) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID)
 	return l.p.InstanceVolumes(ctx, insts)
 }
 
+// InstanceIDs implements cloud.InstanceResolver: one turn for the batch,
+// if the wrapped provider resolves in batches (else cloud.Unsupported,
+// taking no turn).
+func (l *limited) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	if _, ok := l.p.(cloud.InstanceResolver); !ok {
+		return nil, cloud.Unsupported("instance_ids")
+	}
+	done, err := l.turn(ctx, "InstanceIDs")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return cloud.ResolveInstances(ctx, l.p, nodes)
+}
+
 func (l *limited) BatchSize() int { return l.p.BatchSize() }
 
 // Listing implements cloud.Lister: the wrapped provider's.

@@ -180,3 +180,33 @@ func TestValidateAndNoLimit(t *testing.T) {
 		t.Fatal("a limiter that limits nothing wraps the provider")
 	}
 }
+
+// resolving is fake with cloud.InstanceResolver.
+type resolving struct{ *fake }
+
+func (r resolving) InstanceIDs(_ context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	r.mu.Lock()
+	r.at = append(r.at, time.Now())
+	r.mu.Unlock()
+	out := map[cloud.NodeName]cloud.InstanceID{}
+	for _, n := range nodes {
+		out[n] = cloud.InstanceID("i-" + n)
+	}
+	return out, nil
+}
+
+// InstanceIDs takes one turn for a batch where the provider resolves in
+// batches; over one that cannot it says so (errors.ErrUnsupported) and
+// takes no turn.
+func TestInstanceIDsOneTurn(t *testing.T) {
+	f := &fake{}
+	p := Wrap(resolving{f}, Config{QPS: 1000, Burst: 1, MaxInFlight: 1}).(cloud.InstanceResolver)
+	got, err := p.InstanceIDs(context.Background(), []cloud.NodeName{"a", "b", "c"})
+	if err != nil || len(got) != 3 || got["b"] != "i-b" || len(f.calls()) != 1 {
+		t.Fatalf("InstanceIDs = %v, %v after %d calls; want 3 nodes in 1 call", got, err, len(f.calls()))
+	}
+	q := Wrap(&fake{}, Config{QPS: 1000, Burst: 1}).(cloud.InstanceResolver)
+	if _, err := q.InstanceIDs(context.Background(), []cloud.NodeName{"a"}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("InstanceIDs over a provider without it: %v, want errors.ErrUnsupported", err)
+	}
+}

@@ -2,10 +2,13 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
@@ -98,6 +101,31 @@ func (c *Client) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.Ins
 		return "", err
 	}
 	return cloud.InstanceID(r.GetInstanceId()), nil
+}
+
+var _ cloud.InstanceResolver = (*Client)(nil)
+
+// InstanceIDs implements cloud.InstanceResolver. A cloud service whose
+// provider has none, or from before the call, answers Unimplemented:
+// errors.ErrUnsupported then, and the caller resolves node by node.
+func (c *Client) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	var raw error
+	r, err := call(ctx, "instance_ids", func(ctx context.Context) (*messages.InstanceIDsResponse, error) {
+		r, err := c.rpc.InstanceIDs(ctx, &messages.InstanceIDsRequest{Nodes: strs(nodes)})
+		raw = err
+		return r, err
+	})
+	if status.Code(raw) == codes.Unimplemented {
+		return nil, fmt.Errorf("%w: the cloud service does not resolve nodes in batches: %w", errors.ErrUnsupported, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[cloud.NodeName]cloud.InstanceID, len(r.GetInstances()))
+	for n, id := range r.GetInstances() {
+		out[cloud.NodeName(n)] = cloud.InstanceID(id)
+	}
+	return out, nil
 }
 
 // Attach implements cloud.Provider.

@@ -108,6 +108,38 @@ func TestMethodsMatchSim(t *testing.T) {
 	if m, ok := devs[i2]; !ok || len(m) != 0 {
 		t.Errorf("InstanceVolumes[%s] = %v, %v; want present and empty", i2, m, ok)
 	}
+	nodes := []cloud.NodeName{"n1", "n2", "n3", "n-unknown"}
+	ids, err := r.cl.InstanceIDs(ctx, nodes)
+	wantIDs, _ := r.sim.InstanceIDs(ctx, nodes)
+	if err != nil || !reflect.DeepEqual(ids, wantIDs) || len(ids) != 2 {
+		t.Errorf("InstanceIDs = %v, %v; the sim says %v (n1 and n2; n3's instance was deleted)", ids, err, wantIDs)
+	}
+	if _, err := r.cl.InstanceIDs(ctx, []cloud.NodeName{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"}); cloud.Classify(err) != cloud.KindTerminal {
+		t.Errorf("InstanceIDs of more nodes than the batch: %v, want terminal", err)
+	}
+}
+
+// nodeByNode is a provider that resolves node by node only.
+type nodeByNode struct{ cloud.Provider }
+
+// TestInstanceIDsNotServed: a cloud service whose provider resolves node
+// by node answers Unimplemented, which the client reports as
+// errors.ErrUnsupported (the controller then asks node by node).
+func TestInstanceIDsNotServed(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Serve(lis, nodeByNode{sim.New(sim.Config{})})
+	t.Cleanup(srv.Stop)
+	cl, err := Dial(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	if _, err := cl.InstanceIDs(t.Context(), []cloud.NodeName{"n1"}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("InstanceIDs from a provider without it: %v, want errors.ErrUnsupported", err)
+	}
 }
 
 // TestInjectedErrorsRoundTrip: every kind the sim injects comes back with

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -142,6 +144,28 @@ func (s *service) InstanceVolumes(ctx context.Context, r *messages.InstanceVolum
 			m[string(v)] = dev
 		}
 		out.Instances[string(inst)] = &messages.DevicePaths{Devices: m}
+	}
+	return out, nil
+}
+
+// InstanceIDs serves cloud.InstanceResolver; a provider without it
+// answers Unimplemented, and the client resolves node by node.
+func (s *service) InstanceIDs(ctx context.Context, r *messages.InstanceIDsRequest) (*messages.InstanceIDsResponse, error) {
+	res, ok := s.p.(cloud.InstanceResolver)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the provider resolves node by node")
+	}
+	nodes := make([]cloud.NodeName, len(r.GetNodes()))
+	for i, n := range r.GetNodes() {
+		nodes[i] = cloud.NodeName(n)
+	}
+	ans, err := res.InstanceIDs(ctx, nodes)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &messages.InstanceIDsResponse{Instances: make(map[string]string, len(ans))}
+	for n, id := range ans {
+		out.Instances[string(n)] = string(id)
 	}
 	return out, nil
 }

@@ -30,6 +30,31 @@ func (c *Cloud) InstanceID(ctx context.Context, node cloud.NodeName) (cloud.Inst
 	return id, nil
 }
 
+var _ cloud.InstanceResolver = (*Cloud)(nil)
+
+// InstanceIDs implements cloud.InstanceResolver: one call, counted as
+// MethodInstanceIDs, for at most BatchSize nodes; a node no instance
+// backs is absent.
+func (c *Cloud) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]cloud.InstanceID, error) {
+	var out map[cloud.NodeName]cloud.InstanceID
+	err := c.do(ctx, MethodInstanceIDs, fmt.Sprintf("of %d nodes", len(nodes)), func() error {
+		if len(nodes) > c.batch {
+			return fmt.Errorf("sim: %s: %d nodes exceed the batch size of %d: %w", MethodInstanceIDs, len(nodes), c.batch, cloud.ErrTerminal)
+		}
+		out = make(map[cloud.NodeName]cloud.InstanceID, len(nodes))
+		for _, n := range nodes {
+			if in, ok := c.nodes[n]; ok {
+				out[n] = in.id
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Attach implements cloud.Provider. Checks, in order: unknown volume or
 // instance (cloud.ErrNotFound); stopped instance (cloud.ErrRetryable,
 // "instance not running"); already attached to inst (success, same device

@@ -207,3 +207,27 @@ func TestIdempotentCounters(t *testing.T) {
 		t.Errorf("counters %+v", c)
 	}
 }
+
+// TestInstanceIDs: one counted call resolves a batch of nodes; nodes no
+// instance backs are absent; more than BatchSize is refused; injected
+// faults apply to it as to any call.
+func TestInstanceIDs(t *testing.T) {
+	f := newFixture(t, Config{BatchSize: 3})
+	ctx := context.Background()
+	if err := f.c.Delete(f.i3); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.c.InstanceIDs(ctx, []cloud.NodeName{"n1", "n2", "n3"})
+	want := map[cloud.NodeName]cloud.InstanceID{"n1": f.i1, "n2": f.i2}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("InstanceIDs = %v, %v; want %v", got, err, want)
+	}
+	if n := f.c.Calls().Calls; n[MethodInstanceIDs] != 1 || n[MethodInstanceID] != 0 {
+		t.Fatalf("calls %v, want one instance_ids and no instance_id", n)
+	}
+	_, err = f.c.InstanceIDs(ctx, []cloud.NodeName{"n1", "n2", "n3", "n4"})
+	checkErr(t, err, cloud.KindTerminal, "batch size")
+	f.c.FailNext(MethodInstanceIDs, 1, cloud.KindRetryable)
+	_, err = f.c.InstanceIDs(ctx, []cloud.NodeName{"n1"})
+	checkErr(t, err, cloud.KindRetryable, string(MethodInstanceIDs))
+}

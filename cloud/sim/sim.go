@@ -22,6 +22,7 @@ const (
 	MethodDetach             Method = "detach"
 	MethodVolumesAreAttached Method = "volumes_are_attached"
 	MethodInstanceVolumes    Method = "instance_volumes"
+	MethodInstanceIDs        Method = "instance_ids"
 )
 
 // Defaults applied by New to zero (or negative) Config fields.
