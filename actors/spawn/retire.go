@@ -74,12 +74,17 @@ type Dormancy interface {
 	Revive(name string)
 }
 
-// SetDormancy sets the dormancy the guard consults (before any send).
-func (g *Guard) SetDormancy(d Dormancy) { g.dorm = d }
+type dormancy struct{ d Dormancy }
+
+// SetDormancy sets the dormancy the guard consults (the latest set wins:
+// a controller started again on the same actor system replaces its
+// predecessor's).
+func (g *Guard) SetDormancy(d Dormancy) { g.dorm.Store(&dormancy{d}) }
 
 // dormant: pid names a dormant local name with no actor registered.
 func (g *Guard) dormant(pid *actor.PID) bool {
-	if g.dorm == nil || !g.local(pid) || !g.dorm.Dormant(pid.Id) {
+	dm := g.dorm.Load()
+	if dm == nil || !g.local(pid) || !dm.d.Dormant(pid.Id) {
 		return false
 	}
 	_, ok := g.sys.ProcessRegistry.GetLocal(pid.Id)
@@ -163,8 +168,8 @@ func (g *Guard) Release(name string, spawn func() (*actor.PID, error)) (int, err
 		return len(msgs), nil
 	}
 	if len(msgs) == 0 {
-		if g.dorm != nil {
-			g.dorm.Sleep(name) // before the lock is released: a send sees held or dormant
+		if dm := g.dorm.Load(); dm != nil {
+			dm.d.Sleep(name) // before the lock is released: a send sees held or dormant
 		}
 		return 0, nil
 	}

@@ -13,6 +13,7 @@ package spawn
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,7 +23,7 @@ import (
 type Guard struct {
 	sys    *actor.ActorSystem
 	shards [shards]shard
-	dorm   Dormancy // SetDormancy
+	dorm   atomic.Pointer[dormancy] // SetDormancy; a new controller sets its own while sends go on
 }
 
 // shard is the lock of the names that hash to it, with the messages held
@@ -112,7 +113,7 @@ func (g *Guard) deliver(pid *actor.PID, msg any, sender *actor.PID, send func(),
 		}
 		if !woke && g.dormant(pid) {
 			s.RUnlock()
-			g.dorm.Revive(pid.Id)
+			g.dorm.Load().d.Revive(pid.Id)
 			continue
 		}
 		send()
