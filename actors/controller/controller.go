@@ -183,8 +183,14 @@ func (c *Controller) Stop(timeout time.Duration) error {
 // SyncNow starts a verification pass at once.
 func (c *Controller) SyncNow() { c.env.guard.Send(c.env.lookup.Sync(), &messages.SyncNow{}) }
 
-// VolumeStatus asks a volume actor for its state.
+// VolumeStatus asks a volume actor for its state. A dormant volume (its
+// actor passivated, settled, and nothing has woken it since) is answered
+// from the store without waking it: settled means attached exactly where
+// the store says, so a listing of a resting fleet wakes nothing.
 func (c *Controller) VolumeStatus(id cloud.VolumeID, timeout time.Duration) (*messages.VolumeStatus, error) {
+	if st, ok, err := c.dormantStatus(id); ok || err != nil {
+		return st, err
+	}
 	res, err := c.env.guard.Request(c.env.lookup.Volume(id), &messages.GetVolumeStatus{}, timeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("controller: status of volume %q: %w", id, err)

@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/tether/tether/actors/volume"
+	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
 
@@ -59,3 +62,30 @@ func (a *volumeActor) handBack(ctx actor.Context) {
 // LiveVolumeActors is how many volume actors run now: with passivation, a
 // fleet at rest keeps only those with work.
 func (c *Controller) LiveVolumeActors() int64 { return c.env.liveVolumes.Load() }
+
+// dormantStatus is VolumeStatus of a dormant volume, from the store; false
+// if the volume is not dormant (its actor answers).
+func (c *Controller) dormantStatus(id cloud.VolumeID) (*messages.VolumeStatus, bool, error) {
+	l, name := c.env.lookup, volumePrefix+string(id)
+	if !l.Dormant(name) || l.guard.Exists(name) {
+		return nil, false, nil
+	}
+	snap, err := ReadVolume(c.env.store, id)
+	if err != nil {
+		return nil, false, fmt.Errorf("controller: status of volume %q: %w", id, err)
+	}
+	r := snap.Restored
+	st := &messages.VolumeStatus{VolumeId: string(id), ObjectUid: snap.ObjectUID, AccessMode: modeToProto(r.Mode), Restored: true}
+	for _, n := range r.Desired {
+		st.DesiredNodes = append(st.DesiredNodes, string(n))
+	}
+	for _, n := range sortedKeys(r.Nodes) {
+		if r.Nodes[n].InUse {
+			st.NodesInUse = append(st.NodesInUse, string(n))
+		}
+	}
+	for _, n := range sortedKeys(r.Listed) {
+		st.Attachments = append(st.Attachments, &messages.VolumeAttachment{Node: string(n), State: volume.Attached.String(), DevicePath: r.Listed[n]})
+	}
+	return st, true, nil
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/messages"
 )
 
 func (r *rig) live(vol cloud.VolumeID) bool {
@@ -44,9 +45,16 @@ func TestSettledVolumesPassivateAndWake(t *testing.T) {
 		t.Fatalf("LiveVolumeActors = %d, want 1 (v3)", got)
 	}
 
-	// A question wakes v1: it answers once rebuilt, attached.
-	if got := r.volState("v1", "n1"); got != "Attached" {
-		t.Fatalf("woken v1: state %q on n1, want Attached", got)
+	// A question about a dormant volume is answered from the store,
+	// waking nothing.
+	if got := r.volState("v1", "n1"); got != "Attached" || r.live("v1") {
+		t.Fatalf("dormant v1: state %q on n1, live %v; want Attached, answered without waking", got, r.live("v1"))
+	}
+	// A message wakes it; a question it gets while rebuilding is answered
+	// once rebuilt.
+	r.ctl.env.guard.Send(r.pid(volumePrefix+"v1"), &messages.Wake{})
+	if got := r.volState("v1", "n1"); got != "Attached" || !r.live("v1") {
+		t.Fatalf("woken v1: state %q on n1, live %v; want Attached and live", got, r.live("v1"))
 	}
 	// Its timer is armed after it answered: advance until it fires.
 	r.eventually("v1 passivated again", func() bool {
