@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -174,6 +175,13 @@ func (g *Guard) Release(name string, spawn func() (*actor.PID, error)) (int, err
 		return 0, nil
 	}
 	pid, err := spawn()
+	if errors.Is(err, actor.ErrNameExists) {
+		// A sender's lookup found the name free (the old actor's
+		// registration is gone before its Stopped runs) and spawned the
+		// next actor itself. It has received nothing yet: every send was
+		// held. The held messages go to it, first.
+		pid, err = actor.NewPID(g.sys.Address(), name), nil
+	}
 	if err != nil {
 		return len(msgs), err
 	}

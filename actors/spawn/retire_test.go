@@ -116,6 +116,14 @@ func TestRetireLosesNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := 0; n < each; n++ {
+				if s%2 == 1 && !g.Exists(name) {
+					// As the controller's lookup does: spawn on first use,
+					// also in the moment between the old actor's
+					// deregistration and its Release.
+					if _, err := g.Spawn(base.props(), name); err != nil && err != actor.ErrNameExists {
+						t.Error(err)
+					}
+				}
 				g.Send(pid, seqMsg{sender: s, n: n})
 				if n%100 == 99 {
 					if _, err := g.Request(pid, ask{}, 10*time.Second).Result(); err != nil {
@@ -228,5 +236,48 @@ func TestRetiredNameSleepsAndRevives(t *testing.T) {
 	defer base.log.mu.Unlock()
 	if got := base.log.got[0]; len(got) != 3 || dorm.revives.Load() != 2 || base.incs.Load() != 3 {
 		t.Fatalf("received %v, %d revives, %d incarnations; want 0 1 2 over 3 incarnations, 2 revived", got, dorm.revives.Load(), base.incs.Load())
+	}
+}
+
+// TestReleaseToAnActorSpawnedMeanwhile: once the retiring actor's name is
+// free, a sender's lookup may spawn the next actor before Release runs.
+// Release then hands the held messages to that one, first.
+func TestReleaseToAnActorSpawnedMeanwhile(t *testing.T) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(slogrus.DiscardLoggerFactory()))
+	defer sys.Shutdown()
+	g := New(sys)
+	got := make(chan int, 10)
+	props := actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(seqMsg); ok {
+			got <- m.n
+		}
+	})
+	old, err := g.Spawn(props, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Retire("x")
+	g.Send(old, seqMsg{n: 1}) // held
+	if err := g.StopFuture(old).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Spawn(props, "x"); err != nil { // a lookup found the name free
+		t.Fatal(err)
+	}
+	g.Send(old, seqMsg{n: 2}) // still held: Release has not run
+	n, err := g.Release("x", func() (*actor.PID, error) { return g.SpawnLocked(props, "x") })
+	if err != nil || n != 2 {
+		t.Fatalf("Release = %d, %v; want 2 held, no error", n, err)
+	}
+	g.Send(old, seqMsg{n: 3})
+	for want := 1; want <= 3; want++ {
+		select {
+		case n := <-got:
+			if n != want {
+				t.Fatalf("received %d, want %d", n, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("message %d never arrived", want)
+		}
 	}
 }

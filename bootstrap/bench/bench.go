@@ -68,6 +68,9 @@ type Config struct {
 	SyncPeriod time.Duration
 	// PhaseTimeout bounds each phase.
 	PhaseTimeout time.Duration
+	// PassivateAfter is the controller's (controller.Config): settled
+	// volumes' actors stop after this long idle; 0 never.
+	PassivateAfter time.Duration
 	// Dir, if set, is where the temporary data directory is made.
 	Dir string
 	// MachinesDir, if set, is where the simulated machines' disks are
@@ -93,7 +96,7 @@ type Config struct {
 
 // DefaultConfig is the acceptance run: 10,000 volumes over 1,000 nodes.
 func DefaultConfig() Config {
-	return Config{Volumes: 10000, Nodes: 1000, Mounter: "symlink", SyncPeriod: 5 * time.Second, PhaseTimeout: 10 * time.Minute}
+	return Config{Volumes: 10000, Nodes: 1000, Mounter: "symlink", SyncPeriod: 5 * time.Second, PhaseTimeout: 10 * time.Minute, PassivateAfter: 2 * time.Second}
 }
 
 // MaxAttachLimit bounds Config.AttachLimit (--attach-limit).
@@ -158,6 +161,8 @@ func (c Config) Validate() error {
 		return errors.New("bench: --mounter bind needs root (bind mounts)")
 	case c.SyncPeriod < time.Second:
 		return fmt.Errorf("bench: --sync-period %s: want at least 1s", c.SyncPeriod)
+	case c.PassivateAfter < 0:
+		return fmt.Errorf("bench: --passivate-after %s: want 0 (never) or more", c.PassivateAfter)
 	case c.PhaseTimeout <= 0:
 		return fmt.Errorf("bench: --phase-timeout %s: want more than 0", c.PhaseTimeout)
 	case c.ProfilePhase != "" && !slices.Contains(phaseNames, c.ProfilePhase):
@@ -208,7 +213,7 @@ type Result struct {
 	// store and sim cloud together.
 	HeapBytesPerVolume float64 `json:"heap_bytes_per_volume"`
 	// VolumeActorsAtRest: the volume actors still live when the heap was
-	// measured, after the settled ones passivated (benchPassivateAfter;
+	// measured, after the settled ones passivated (Config.PassivateAfter;
 	// waited for up to restWait).
 	VolumeActorsAtRest int64 `json:"volume_actors_at_rest"`
 	PeakRSSBytes       int64 `json:"peak_rss_bytes"`
@@ -371,7 +376,7 @@ func (r *run) start() error {
 	// machines' disks, are named and not made, as their mounts are.
 	cfg.Sim.VirtualContent = r.mem != nil
 	cfg.Controller.SyncPeriod = r.cfg.SyncPeriod
-	cfg.Controller.PassivateAfter = benchPassivateAfter
+	cfg.Controller.PassivateAfter = r.cfg.PassivateAfter
 	// The mailboxes count the messages: a receiver middleware would give
 	// every actor Proto.Actor's per-actor extras and wrap every message,
 	// which tether up does not pay.
@@ -554,18 +559,17 @@ func peakRSS() int64 {
 	return int64(ru.Maxrss) * 1024 // kilobytes on Linux
 }
 
-// benchPassivateAfter is the controller's PassivateAfter in the bench
-// (tether up: a minute), so that the heap is measured at rest within
-// seconds of the fleet start; restWait bounds that wait.
-const (
-	benchPassivateAfter = 2 * time.Second
-	restWait            = 30 * time.Second
-)
+// restWait bounds the wait for rest before the heap is measured (the
+// bench's PassivateAfter is 2 s by default, tether up's a minute).
+const restWait = 30 * time.Second
 
 // rest waits, outside the phases' timing, until no volume actor is live
 // (every settled one passivated) or restWait passed, and returns how many
 // still are.
 func (r *run) rest(ctx context.Context) int64 {
+	if r.cfg.PassivateAfter == 0 {
+		return r.e.Ctl().LiveVolumeActors() // nothing passivates
+	}
 	deadline := time.Now().Add(restWait)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()

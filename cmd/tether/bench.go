@@ -98,6 +98,7 @@ calls, CPU time and peak RSS, and lease lapses.`,
 	f.StringVar(&cfg.Mounter, "mounter", cfg.Mounter, "symlink (no privileges), bind (real bind mounts; root; every agent shares this host's mount table) or memory (an in-memory mount table per node: the agents' logic without the kernel's mount work, for the control plane's figures)")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period")
 	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of each phase")
+	f.DurationVar(&cfg.PassivateAfter, "passivate-after", cfg.PassivateAfter, "settled volumes' actors stop after this long idle (tether up: 1m); 0 never")
 	f.StringVar(&cfg.Dir, "dir", "", "where to make the temporary data directory (default: the system's)")
 	f.StringVar(&cfg.MachinesDir, "machines-dir", "", "where to make the simulated machines' disks (each node's mounts, the sim volumes' contents), apart from the store and the cloud's state, as on a real fleet (default: inside the data directory)")
 	f.BoolVar(&asJSON, "json", false, `print one JSON object: {"phases":[{"name","seconds","messages","cloud_calls","fsyncs","baseline_ratio"}],"heap_bytes_per_volume","peak_rss_bytes",...}`)
