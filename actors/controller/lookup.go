@@ -204,7 +204,7 @@ func (l *localLookup) stopped(name string) {
 		if closing {
 			spawn = nil
 		}
-		if _, err := l.guard.Release(name, spawn); err != nil && !errors.Is(err, actor.ErrNameExists) {
+		if _, err := l.guard.Release(name, spawn); err != nil {
 			panic("controller: spawn " + name + ": " + err.Error())
 		}
 		return

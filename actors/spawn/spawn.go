@@ -88,11 +88,9 @@ func (g *Guard) SendFrom(pid *actor.PID, msg any, sender *actor.PID) {
 // request is held, as Send holds, and the future answered by the next one.
 func (g *Guard) Request(pid *actor.PID, msg any, timeout time.Duration) *actor.Future {
 	var f *actor.Future
-	g.deliver(pid, msg, nil, func() {
-		if f == nil {
-			f = g.sys.Root.RequestFuture(pid, msg, timeout)
-		}
-	}, func() *actor.PID { f = actor.NewFuture(g.sys, timeout); return f.PID() })
+	g.deliver(pid, msg, nil,
+		func() { f = g.sys.Root.RequestFuture(pid, msg, timeout) },
+		func() *actor.PID { f = actor.NewFuture(g.sys, timeout); return f.PID() })
 	return f
 }
 
