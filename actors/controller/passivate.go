@@ -75,17 +75,11 @@ func (c *Controller) dormantStatus(id cloud.VolumeID) (*messages.VolumeStatus, b
 		return nil, false, fmt.Errorf("controller: status of volume %q: %w", id, err)
 	}
 	r := snap.Restored
-	st := &messages.VolumeStatus{VolumeId: string(id), ObjectUid: snap.ObjectUID, AccessMode: modeToProto(r.Mode), Restored: true}
-	for _, n := range r.Desired {
-		st.DesiredNodes = append(st.DesiredNodes, string(n))
+	settled := volume.Status{Mode: r.Mode, Restored: true, Desired: r.Desired, Nodes: r.Nodes, Attachments: make(map[cloud.NodeName]volume.Attachment, len(r.Listed))}
+	for n, dev := range r.Listed {
+		settled.Attachments[n] = volume.Attachment{State: volume.Attached, DevicePath: dev}
 	}
-	for _, n := range sortedKeys(r.Nodes) {
-		if r.Nodes[n].InUse {
-			st.NodesInUse = append(st.NodesInUse, string(n))
-		}
-	}
-	for _, n := range sortedKeys(r.Listed) {
-		st.Attachments = append(st.Attachments, &messages.VolumeAttachment{Node: string(n), State: volume.Attached.String(), DevicePath: r.Listed[n]})
-	}
+	st := &messages.VolumeStatus{VolumeId: string(id), ObjectUid: snap.ObjectUID}
+	fillStatus(st, settled)
 	return st, true, nil
 }

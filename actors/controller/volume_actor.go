@@ -335,7 +335,12 @@ func (a *volumeActor) status() *messages.VolumeStatus {
 	if a.core == nil {
 		return st
 	}
-	s := a.core.Status()
+	fillStatus(st, a.core.Status())
+	return st
+}
+
+// fillStatus adds s, a volume's state, to st.
+func fillStatus(st *messages.VolumeStatus, s volume.Status) {
 	st.AccessMode = modeToProto(s.Mode)
 	st.Restored = s.Restored
 	for _, n := range s.Desired {
@@ -350,5 +355,4 @@ func (a *volumeActor) status() *messages.VolumeStatus {
 		at := s.Attachments[n]
 		st.Attachments = append(st.Attachments, &messages.VolumeAttachment{Node: string(n), State: at.State.String(), DevicePath: at.DevicePath})
 	}
-	return st
 }

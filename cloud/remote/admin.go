@@ -7,15 +7,11 @@ package remote
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
@@ -278,11 +274,8 @@ func (c *Client) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error
 			raw = err
 			return r, err
 		})
-		if status.Code(raw) == codes.Unimplemented {
-			return nil, fmt.Errorf("%w: the cloud service does not serve Disks (an older tether cloud serve): %w", errors.ErrUnsupported, err)
-		}
 		if err != nil {
-			return nil, err
+			return nil, unsupported(raw, err, "Disks (an older tether cloud serve)")
 		}
 		for _, d := range r.GetDisks() {
 			if d.GetFound() {

@@ -115,11 +115,8 @@ func (c *Client) InstanceIDs(ctx context.Context, nodes []cloud.NodeName) (map[c
 		raw = err
 		return r, err
 	})
-	if status.Code(raw) == codes.Unimplemented {
-		return nil, fmt.Errorf("%w: the cloud service does not resolve nodes in batches: %w", errors.ErrUnsupported, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, unsupported(raw, err, "InstanceIDs (its provider resolves node by node, or it is older)")
 	}
 	out := make(map[cloud.NodeName]cloud.InstanceID, len(r.GetInstances()))
 	for n, id := range r.GetInstances() {
@@ -195,4 +192,15 @@ func (c *Client) InstanceVolumes(ctx context.Context, insts []cloud.InstanceID) 
 		out[cloud.InstanceID(inst)] = m
 	}
 	return out, nil
+}
+
+// unsupported wraps err, the failure of a call whose raw gRPC error was
+// raw, with errors.ErrUnsupported when the server does not serve the call
+// (Unimplemented): the caller falls back to what it did before the call
+// existed.
+func unsupported(raw, err error, what string) error {
+	if status.Code(raw) == codes.Unimplemented {
+		return fmt.Errorf("%w: the cloud service does not serve %s: %w", errors.ErrUnsupported, what, err)
+	}
+	return err
 }
