@@ -20,12 +20,8 @@ import (
 // its predecessor's) is no round trip with that member, though answer
 // names who answered; an address nobody answers at is unreachable, within
 // the ping's bound.
-// TestPingAndAnswer starts Proto.Actor's remote in this process, and
-// remote.Start writes grpc's global logger: a gRPC connection that an
-// earlier test left reconnecting reads it meanwhile (a race -race
-// reported in CI). Its file's name sorts it before every other test of
-// the package, none of which starts a remote in process.
 func TestPingAndAnswer(t *testing.T) {
+	waitGRPCQuiet(t) // remote.Start writes gRPC's global logger
 	log := logrus.New()
 	log.SetLevel(logrus.PanicLevel)
 	rc, err := RemoteConfig{}.build(log)

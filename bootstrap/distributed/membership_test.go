@@ -105,6 +105,7 @@ func TestMembershipFollowsEtcd(t *testing.T) {
 		}
 	}
 
+	waitGRPCQuiet(t) // startCluster starts the remote, which writes gRPC's global logger
 	if err := startCluster(cl, false); err != nil {
 		t.Fatal(err)
 	}

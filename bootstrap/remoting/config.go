@@ -145,6 +145,7 @@ func Configure(c Config) (*remote.Config, error) {
 		server = append(server, grpc.Creds(creds.server))
 		dial = []grpc.DialOption{grpc.WithTransportCredentials(creds.client)}
 	}
+	dial = append(dial, grpc.WithChainStreamInterceptor(closeFailedConn))
 	opts := []remote.ConfigOption{remote.WithServerOptions(server...), remote.WithDialOptions(dial...)}
 	if c.Advertise != "" {
 		opts = append(opts, remote.WithAdvertisedHost(c.Advertise))

@@ -2,10 +2,12 @@ package remoting
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,7 +56,7 @@ type nodeSpec struct {
 // command is what a node is told to do. To is the address of the peer
 // node it concerns.
 type command struct {
-	Op   string // ping, send, watch, received, logs, events, quit
+	Op   string // ping, send, watch, received, logs, events, dialing, quit
 	To   string
 	Name string // ping: the heartbeat's node; send: what to send (see send)
 }
@@ -68,6 +70,7 @@ type reply struct {
 	Logs       []map[string]any // entries: "msg" and the fields, as strings
 	Connected  int32            // remote.EndpointConnectedEvents seen
 	Terminated int32            // remote.EndpointTerminatedEvents seen
+	Dialing    int              // dialing: gRPC client connections of the process trying to connect
 }
 
 // node is one actor system with remote started, an "echo" actor that
@@ -190,6 +193,8 @@ func (n *node) do(c command) reply {
 		return reply{Logs: logs(n.log)}
 	case "events":
 		return reply{Connected: n.connected.Load(), Terminated: n.terminated.Load()}
+	case "dialing":
+		return reply{Dialing: dialingConns()}
 	case "quit":
 		return reply{}
 	}
@@ -252,6 +257,29 @@ func (n *node) received() []string {
 			return out
 		}
 	}
+}
+
+// dialingConns counts the gRPC client connections of this process that
+// are trying to connect (or waiting to try again): each has one goroutine
+// that gRPC's balancer started (addrConn.connect), which ends once the
+// connection is up or closed.
+func dialingConns() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("created by google.golang.org/grpc.(*acBalancerWrapper).Connect")) {
+			count++
+		}
+	}
+	return count
 }
 
 func logs(h *logtest.Hook) []map[string]any {

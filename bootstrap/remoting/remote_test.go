@@ -2,9 +2,11 @@ package remoting
 
 import (
 	"context"
+	"net"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
@@ -170,5 +172,43 @@ func TestUnaryCallsRefused(t *testing.T) {
 	a.ping(b, "after")
 	if len(b.logs("refused an unimplemented call")) != 2 {
 		t.Error("the refused calls were not logged")
+	}
+}
+
+// A peer nobody answers at: Proto.Actor's endpoint writer dials it
+// MaxRetryCount times and gives up, and no connection of those tries is
+// left reconnecting in the background (the pinned Proto.Actor keeps only
+// its last connection to close; closeFailedConn closes the others).
+func TestFailedDialsLeaveNoConnection(t *testing.T) {
+	t.Parallel()
+	dead, err := net.Listen("tcp", loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := dead.Addr().String()
+	if err := dead.Close(); err != nil { // nobody listens there any more
+		t.Fatal(err)
+	}
+	a := spawn(t, nodeSpec{Config: Config{Addr: loopback}, MaxRetryCount: 3})
+	if r := a.do(command{Op: "ping", To: addr, Name: "nobody"}); r.Err == "" {
+		t.Fatalf("a dead address answered: %q", r.Answer)
+	}
+	// The writer gives up after its tries (2 s apart) and says so.
+	deadline := time.Now().Add(30 * time.Second)
+	for a.do(command{Op: "events"}).Terminated == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint to a dead address never terminated")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var n int
+	for {
+		if n = a.do(command{Op: "dialing"}).Dialing; n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d gRPC connections to the dead address still try to connect after the endpoint gave up", n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
