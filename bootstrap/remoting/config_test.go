@@ -65,9 +65,10 @@ func TestConfigureBeyondLoopback(t *testing.T) {
 		t.Errorf("listens on %s:%d advertising %q", rc.Host, rc.Port, rc.AdvertisedHost)
 	}
 	// Interceptors and credentials; credentials replacing remote's
-	// default plain-text dial option.
-	if len(rc.ServerOptions) != 3 || len(rc.DialOptions) != 1 {
-		t.Errorf("%d server options and %d dial options, want 3 and 1", len(rc.ServerOptions), len(rc.DialOptions))
+	// default plain-text dial option, and the interceptor that closes
+	// failed connections.
+	if len(rc.ServerOptions) != 3 || len(rc.DialOptions) != 2 {
+		t.Errorf("%d server options and %d dial options, want 3 and 2", len(rc.ServerOptions), len(rc.DialOptions))
 	}
 	rc, err = Configure(Config{Addr: "0.0.0.0:7946", AllowRemote: true, Advertise: "192.0.2.10:7946", TLS: tlsFiles(dir)})
 	if err != nil {
@@ -83,9 +84,10 @@ func TestConfigurePlain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Interceptors; plain credentials and the loopback-only dialer.
-	if len(rc.ServerOptions) != 2 || len(rc.DialOptions) != 2 {
-		t.Errorf("%d server options and %d dial options, want 2 and 2", len(rc.ServerOptions), len(rc.DialOptions))
+	// Interceptors; plain credentials, the loopback-only dialer and the
+	// interceptor that closes failed connections.
+	if len(rc.ServerOptions) != 2 || len(rc.DialOptions) != 3 {
+		t.Errorf("%d server options and %d dial options, want 2 and 3", len(rc.ServerOptions), len(rc.DialOptions))
 	}
 }
 
