@@ -112,6 +112,13 @@ func TestBoltAssignsUIDsToOldFiles(t *testing.T) {
 	if rev, _ := b.Revision(); rev != 0 {
 		t.Fatalf("Revision = %d, want 0: assigning UIDs changes no desired state", rev)
 	}
+	// Marked done: later opens do not scan again.
+	must(t, b.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyUIDs); len(v) != 8 {
+			t.Errorf("no mark of UIDs assigned after the open: %q", v)
+		}
+		return nil
+	}))
 	must(t, b.Close())
 	b = openBolt(t, path)
 	if again := uids(t, b); again != first {
