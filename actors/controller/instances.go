@@ -29,6 +29,12 @@ func newInstances(p cloud.Provider) *instances {
 }
 
 func (c *instances) resolve(ctx context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
+	id, _, err := c.resolveCached(ctx, node)
+	return id, err
+}
+
+// resolveCached is resolve, saying whether the answer came from the cache.
+func (c *instances) resolveCached(ctx context.Context, node cloud.NodeName) (cloud.InstanceID, bool, error) {
 	c.mu.Lock()
 	id, ok := c.m[node]
 	l := c.locks[node]
@@ -38,7 +44,7 @@ func (c *instances) resolve(ctx context.Context, node cloud.NodeName) (cloud.Ins
 	}
 	c.mu.Unlock()
 	if ok {
-		return id, nil
+		return id, true, nil
 	}
 	l.Lock()
 	defer l.Unlock()
@@ -46,16 +52,16 @@ func (c *instances) resolve(ctx context.Context, node cloud.NodeName) (cloud.Ins
 	id, ok = c.m[node]
 	c.mu.Unlock()
 	if ok {
-		return id, nil
+		return id, false, nil // another caller asked the cloud just now
 	}
 	id, err := c.cloud.InstanceID(ctx, node)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	c.mu.Lock()
 	c.m[node] = id
 	c.mu.Unlock()
-	return id, nil
+	return id, false, nil
 }
 
 // drop forgets node's entry if it still names inst (a gone instance).
@@ -86,6 +92,30 @@ const resolveConcurrency = 16
 type resolved struct {
 	inst cloud.InstanceID
 	err  error // cloud.KindNotFound: no instance backs the node
+	// cached: inst is from the cache, not from the cloud in this call. It
+	// may be stale: the node's machine may have been replaced since, and
+	// another member (or this one's attach) may already use the new one.
+	cached bool
+}
+
+// refresh resolves nodes again, from the cloud whatever the cache holds.
+//
+// A truth query that named a cached instance and heard "gone" or "not
+// attached" may have asked about the node's previous machine: after a
+// replace-instance, the node is backed by a new instance, and in a
+// cluster every member keeps a cache of its own, so another member may
+// have attached a volume to the new instance while this one still names
+// the old. "Nothing attached to that instance" is then not "nothing
+// attached to the node"; reported as the node's truth it made a volume
+// actor believe its attachment lost and attach elsewhere while the volume
+// was still attached (I1, found by chaos --distributed).
+func (c *instances) refresh(ctx context.Context, nodes []cloud.NodeName) map[cloud.NodeName]resolved {
+	c.mu.Lock()
+	for _, n := range nodes {
+		delete(c.m, n)
+	}
+	c.mu.Unlock()
+	return c.resolveAll(ctx, nodes)
 }
 
 // resolveAll resolves nodes: cached ones at once, the others in ONE call
@@ -104,9 +134,9 @@ func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			inst, err := c.resolve(ctx, n)
+			inst, cached, err := c.resolveCached(ctx, n)
 			mu.Lock()
-			out[n] = resolved{inst, err}
+			out[n] = resolved{inst: inst, err: err, cached: cached}
 			mu.Unlock()
 		}()
 	}
@@ -126,7 +156,7 @@ func (c *instances) resolveBatched(ctx context.Context, nodes []cloud.NodeName) 
 	c.mu.Lock()
 	for _, n := range nodes {
 		if id, ok := c.m[n]; ok {
-			out[n] = resolved{inst: id}
+			out[n] = resolved{inst: id, cached: true}
 		} else {
 			miss = append(miss, n)
 		}

@@ -190,7 +190,8 @@ func (a *syncActor) readSome(only []cloud.NodeName) ([]cloud.NodeName, error) {
 	return sortedKeys(a.believed), nil
 }
 
-// query runs on its own goroutine: one InstanceVolumes call for the batch.
+// query runs on its own goroutine: one InstanceVolumes call for the batch
+// (and one more for its nodes whose cached instance was gone).
 func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName) {
 	a.sem <- struct{}{}
 	defer func() { <-a.sem }()
@@ -198,51 +199,83 @@ func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName
 	res := &messages.SyncBatchFinished{Pass: pass, Actual: map[string]*messages.NodeVolumes{}, AsOfUnixNano: e.clock.Now().UnixNano()}
 	ctx, cancel := context.WithTimeout(c, e.cfg.CloudTimeout)
 	defer cancel()
-	byInst := map[cloud.InstanceID]cloud.NodeName{}
-	var insts []cloud.InstanceID
-	resolved := e.inst.resolveAll(ctx, batch)
-	for _, n := range batch {
-		inst, err := resolved[n].inst, resolved[n].err
-		switch {
-		case cloud.Classify(err) == cloud.KindNotFound:
-			res.Actual[string(n)] = &messages.NodeVolumes{} // no instance: nothing attached
-		case err != nil:
-			res.FailedNodes = append(res.FailedNodes, string(n))
-			res.Error = fmt.Sprintf("resolve node %q: %v", n, err)
-		default:
-			byInst[inst] = n
-			insts = append(insts, inst)
-		}
+	listBatch(ctx, e, batch, res)
+	if c.Err() != nil {
+		return // this incarnation is gone; see volumeActor.sendSelf
 	}
-	if len(insts) > 0 {
+	e.guard.Send(a.self, res)
+}
+
+// listBatch fills res with what the cloud has attached to each node of
+// batch: one InstanceVolumes call, and one more for the nodes whose
+// cached instance was gone, resolved afresh.
+func listBatch(ctx context.Context, e *env, batch []cloud.NodeName, res *messages.SyncBatchFinished) {
+	failed := func(n cloud.NodeName, err error) {
+		res.FailedNodes = append(res.FailedNodes, string(n))
+		res.Error = err.Error()
+	}
+	// ask resolves nodes (again, if refresh), lists their instances'
+	// volumes in one call, and returns the nodes whose cached instance
+	// was gone: they are asked once more, resolved afresh (a replaced
+	// machine's node has a new instance; instances.refresh says why).
+	ask := func(nodes []cloud.NodeName, refresh bool) (gone []cloud.NodeName) {
+		var resolved map[cloud.NodeName]resolved
+		if refresh {
+			resolved = e.inst.refresh(ctx, nodes)
+		} else {
+			resolved = e.inst.resolveAll(ctx, nodes)
+		}
+		byInst := map[cloud.InstanceID]cloud.NodeName{}
+		var insts []cloud.InstanceID
+		for _, n := range nodes {
+			inst, err := resolved[n].inst, resolved[n].err
+			switch {
+			case cloud.Classify(err) == cloud.KindNotFound:
+				res.Actual[string(n)] = &messages.NodeVolumes{} // no instance: nothing attached
+			case err != nil:
+				failed(n, fmt.Errorf("resolve node %q: %w", n, err))
+			default:
+				byInst[inst] = n
+				insts = append(insts, inst)
+			}
+		}
+		if len(insts) == 0 {
+			return nil
+		}
 		got, err := e.cloud.InstanceVolumes(ctx, insts)
 		for inst, n := range byInst {
 			if err != nil {
-				res.FailedNodes = append(res.FailedNodes, string(n))
+				failed(n, err)
 				e.inst.forget(n, err)
 				continue
 			}
-			nv := &messages.NodeVolumes{Volumes: map[string]string{}}
 			vols, exists := got[inst]
 			if !exists {
 				// The instance is gone (deleted, or its node replaced):
-				// nothing is attached to it, and the next call for n
-				// resolves n again instead of naming a dead instance.
+				// the next call for n resolves n again instead of naming
+				// a dead instance. Nothing is attached to it, but that
+				// says nothing of n if the instance came from the cache.
 				e.inst.drop(n, inst)
+				// An instance the cloud named in this pass is another
+				// matter: a volume attached to a later instance of n was
+				// attached by its actor after this pass began, and the
+				// pass's AsOf tells that actor the finding predates it.
+				if resolved[n].cached {
+					gone = append(gone, n)
+					continue
+				}
 			}
+			nv := &messages.NodeVolumes{Volumes: map[string]string{}}
 			for v, dev := range vols {
 				nv.Volumes[string(v)] = dev
 			}
 			res.Actual[string(n)] = nv
 		}
-		if err != nil {
-			res.Error = err.Error()
-		}
+		return gone
 	}
-	if c.Err() != nil {
-		return // this incarnation is gone; see volumeActor.sendSelf
+	if gone := ask(batch, false); len(gone) > 0 {
+		ask(gone, true)
 	}
-	e.guard.Send(a.self, res)
 }
 
 func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {

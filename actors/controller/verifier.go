@@ -242,36 +242,58 @@ func (v *verifier) verifyBatch(batch []cloud.NodeName, want map[cloud.NodeName]m
 	defer cancel()
 	got := map[cloud.NodeName]map[cloud.VolumeID]bool{}
 	bad := map[cloud.NodeName]error{}
-	query := map[cloud.InstanceID][]cloud.VolumeID{}
-	byInst := map[cloud.InstanceID]cloud.NodeName{}
-	insts := e.inst.resolveAll(ctx, batch)
-	for _, n := range batch {
-		inst, err := insts[n].inst, insts[n].err
-		switch {
-		case cloud.Classify(err) == cloud.KindNotFound:
-			got[n] = map[cloud.VolumeID]bool{} // no instance backs the node: nothing attached there
-			continue
-		case err != nil:
-			bad[n] = fmt.Errorf("resolve node %q: %w", n, err)
-			continue
+	// ask resolves nodes (again, if refresh) and asks the cloud about
+	// them in one call; it returns the nodes whose answer says a volume
+	// is not attached to a cached instance: the node may have a new
+	// instance by now (instances.refresh says why), so those are asked
+	// once more, resolved afresh.
+	ask := func(nodes []cloud.NodeName, refresh bool) (doubt []cloud.NodeName) {
+		var insts map[cloud.NodeName]resolved
+		if refresh {
+			insts = e.inst.refresh(ctx, nodes)
+		} else {
+			insts = e.inst.resolveAll(ctx, nodes)
 		}
-		query[inst] = sortedKeys(want[n])
-		byInst[inst] = n
+		query := map[cloud.InstanceID][]cloud.VolumeID{}
+		byInst := map[cloud.InstanceID]cloud.NodeName{}
+		for _, n := range nodes {
+			inst, err := insts[n].inst, insts[n].err
+			switch {
+			case cloud.Classify(err) == cloud.KindNotFound:
+				got[n] = map[cloud.VolumeID]bool{} // no instance backs the node: nothing attached there
+				continue
+			case err != nil:
+				bad[n] = fmt.Errorf("resolve node %q: %w", n, err)
+				continue
+			}
+			query[inst] = sortedKeys(want[n])
+			byInst[inst] = n
+		}
+		if len(query) == 0 {
+			return nil
+		}
+		res, err := e.cloud.VolumesAreAttached(ctx, query)
+		for inst, n := range byInst {
+			if err != nil {
+				bad[n] = err
+				continue
+			}
+			m := make(map[cloud.VolumeID]bool, len(query[inst]))
+			all := true
+			for _, vol := range query[inst] {
+				m[vol] = res[inst][vol]
+				all = all && m[vol]
+			}
+			if !all && insts[n].cached {
+				doubt = append(doubt, n)
+				continue
+			}
+			got[n] = m
+		}
+		return doubt
 	}
-	if len(query) == 0 {
-		return got, bad
-	}
-	res, err := e.cloud.VolumesAreAttached(ctx, query)
-	for inst, n := range byInst {
-		if err != nil {
-			bad[n] = err
-			continue
-		}
-		m := make(map[cloud.VolumeID]bool, len(query[inst]))
-		for _, vol := range query[inst] {
-			m[vol] = res[inst][vol]
-		}
-		got[n] = m
+	if doubt := ask(batch, false); len(doubt) > 0 {
+		ask(doubt, true)
 	}
 	return got, bad
 }
