@@ -98,7 +98,8 @@ type resolved struct {
 	cached bool
 }
 
-// refresh resolves nodes again, from the cloud whatever the cache holds.
+// resolveFresh is resolveAll, or, if fresh, resolveAll asking the cloud
+// whatever the cache holds.
 //
 // A truth query that named a cached instance and heard "gone" or "not
 // attached" may have asked about the node's previous machine: after a
@@ -108,21 +109,10 @@ type resolved struct {
 // the old. "Nothing attached to that instance" is then not "nothing
 // attached to the node"; reported as the node's truth it made a volume
 // actor believe its attachment lost and attach elsewhere while the volume
-// was still attached (I1, found by chaos --distributed).
-func (c *instances) refresh(ctx context.Context, nodes []cloud.NodeName) map[cloud.NodeName]resolved {
-	c.mu.Lock()
-	for _, n := range nodes {
-		delete(c.m, n)
-	}
-	c.mu.Unlock()
-	return c.resolveAll(ctx, nodes)
-}
-
-// resolveAll resolves nodes: cached ones at once, the others in ONE call
-// per batch where the cloud resolves in batches (cloud.InstanceResolver),
-// else concurrently, one call per node.
-func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[cloud.NodeName]resolved {
-	if out, ok := c.resolveBatched(ctx, nodes); ok {
+// was still attached (I1, found by chaos --distributed). Such nodes are
+// resolved afresh and asked again.
+func (c *instances) resolveFresh(ctx context.Context, nodes []cloud.NodeName, fresh bool) map[cloud.NodeName]resolved {
+	if out, ok := c.resolveBatched(ctx, nodes, fresh); ok {
 		return out
 	}
 	out := make(map[cloud.NodeName]resolved, len(nodes))
@@ -134,9 +124,14 @@ func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			inst, cached, err := c.resolveCached(ctx, n)
+			var r resolved
+			if fresh {
+				r.inst, r.err = c.fetch(ctx, n)
+			} else {
+				r.inst, r.cached, r.err = c.resolveCached(ctx, n)
+			}
 			mu.Lock()
-			out[n] = resolved{inst: inst, err: err, cached: cached}
+			out[n] = r
 			mu.Unlock()
 		}()
 	}
@@ -144,9 +139,32 @@ func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[
 	return out
 }
 
-// resolveBatched is resolveAll through cloud.InstanceResolver; false if
+// fetch asks the cloud for node's instance, whatever the cache holds, and
+// keeps the answer (the cache keeps what it had until then: others go on
+// using it meanwhile instead of asking too).
+func (c *instances) fetch(ctx context.Context, node cloud.NodeName) (cloud.InstanceID, error) {
+	id, err := c.cloud.InstanceID(ctx, node)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil:
+		c.m[node] = id
+	case cloud.Classify(err) == cloud.KindNotFound:
+		delete(c.m, node)
+	}
+	return id, err
+}
+
+// resolveAll resolves nodes: cached ones at once, the others in ONE call
+// per batch where the cloud resolves in batches (cloud.InstanceResolver),
+// else concurrently, one call per node.
+func (c *instances) resolveAll(ctx context.Context, nodes []cloud.NodeName) map[cloud.NodeName]resolved {
+	return c.resolveFresh(ctx, nodes, false)
+}
+
+// resolveBatched is resolveFresh through cloud.InstanceResolver; false if
 // the cloud has none (then it never asks again).
-func (c *instances) resolveBatched(ctx context.Context, nodes []cloud.NodeName) (map[cloud.NodeName]resolved, bool) {
+func (c *instances) resolveBatched(ctx context.Context, nodes []cloud.NodeName, fresh bool) (map[cloud.NodeName]resolved, bool) {
 	r, ok := c.cloud.(cloud.InstanceResolver)
 	if !ok || c.noBatch.Load() {
 		return nil, false
@@ -155,7 +173,7 @@ func (c *instances) resolveBatched(ctx context.Context, nodes []cloud.NodeName) 
 	var miss []cloud.NodeName
 	c.mu.Lock()
 	for _, n := range nodes {
-		if id, ok := c.m[n]; ok {
+		if id, ok := c.m[n]; ok && !fresh {
 			out[n] = resolved{inst: id, cached: true}
 		} else {
 			miss = append(miss, n)
@@ -176,6 +194,7 @@ func (c *instances) resolveBatched(ctx context.Context, nodes []cloud.NodeName) 
 			case err != nil:
 				out[n] = resolved{err: err}
 			case !ok:
+				delete(c.m, n)
 				out[n] = resolved{err: fmt.Errorf("instance_ids: no instance backs node %s: %w", n, cloud.ErrNotFound)}
 			default:
 				c.m[n] = id

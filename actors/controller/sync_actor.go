@@ -217,14 +217,9 @@ func listBatch(ctx context.Context, e *env, batch []cloud.NodeName, res *message
 	// ask resolves nodes (again, if refresh), lists their instances'
 	// volumes in one call, and returns the nodes whose cached instance
 	// was gone: they are asked once more, resolved afresh (a replaced
-	// machine's node has a new instance; instances.refresh says why).
+	// machine's node has a new instance; instances.resolveFresh says why).
 	ask := func(nodes []cloud.NodeName, refresh bool) (gone []cloud.NodeName) {
-		var resolved map[cloud.NodeName]resolved
-		if refresh {
-			resolved = e.inst.refresh(ctx, nodes)
-		} else {
-			resolved = e.inst.resolveAll(ctx, nodes)
-		}
+		resolved := e.inst.resolveFresh(ctx, nodes, refresh)
 		byInst := map[cloud.InstanceID]cloud.NodeName{}
 		var insts []cloud.InstanceID
 		for _, n := range nodes {

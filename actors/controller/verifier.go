@@ -245,15 +245,10 @@ func (v *verifier) verifyBatch(batch []cloud.NodeName, want map[cloud.NodeName]m
 	// ask resolves nodes (again, if refresh) and asks the cloud about
 	// them in one call; it returns the nodes whose answer says a volume
 	// is not attached to a cached instance: the node may have a new
-	// instance by now (instances.refresh says why), so those are asked
+	// instance by now (instances.resolveFresh says why), so those are asked
 	// once more, resolved afresh.
 	ask := func(nodes []cloud.NodeName, refresh bool) (doubt []cloud.NodeName) {
-		var insts map[cloud.NodeName]resolved
-		if refresh {
-			insts = e.inst.refresh(ctx, nodes)
-		} else {
-			insts = e.inst.resolveAll(ctx, nodes)
-		}
+		insts := e.inst.resolveFresh(ctx, nodes, refresh)
 		query := map[cloud.InstanceID][]cloud.VolumeID{}
 		byInst := map[cloud.InstanceID]cloud.NodeName{}
 		for _, n := range nodes {

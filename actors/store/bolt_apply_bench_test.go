@@ -14,18 +14,7 @@ import (
 func BenchmarkApplyWorkloads(b *testing.B) {
 	for _, v := range []int{10_000, 50_000} {
 		b.Run(fmt.Sprintf("V=%d", v), func(b *testing.B) {
-			nodes := v / 10
-			var ops []Op
-			for i := range nodes {
-				ops = append(ops, Op{PutNode: &NodeSpec{Name: cloud.NodeName(fmt.Sprintf("n%d", i+1))}})
-			}
-			for i := range v {
-				ops = append(ops, Op{PutVolume: &VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%06d", i))}})
-			}
-			for i := range v {
-				ops = append(ops, Op{PutWorkload: &Workload{UID: fmt.Sprintf("w%06d", i), Node: cloud.NodeName(fmt.Sprintf("n%d", i%nodes+1)),
-					Volumes: []cloud.VolumeID{cloud.VolumeID(fmt.Sprintf("v%06d", i))}}})
-			}
+			ops := fleetOps(v, v/10)
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
@@ -44,4 +33,21 @@ func BenchmarkApplyWorkloads(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*v), "ns/workload")
 		})
 	}
+}
+
+// fleetOps puts v volumes and v workloads (one volume each) over nodes
+// nodes, n1..n<nodes>, in one list: a fleet's first apply.
+func fleetOps(v, nodes int) []Op {
+	var ops []Op
+	for i := range nodes {
+		ops = append(ops, Op{PutNode: &NodeSpec{Name: cloud.NodeName(fmt.Sprintf("n%d", i+1))}})
+	}
+	for i := range v {
+		ops = append(ops, Op{PutVolume: &VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%06d", i))}})
+	}
+	for i := range v {
+		ops = append(ops, Op{PutWorkload: &Workload{UID: fmt.Sprintf("w%06d", i), Node: cloud.NodeName(fmt.Sprintf("n%d", i%nodes+1)),
+			Volumes: []cloud.VolumeID{cloud.VolumeID(fmt.Sprintf("v%06d", i))}}})
+	}
+	return ops
 }

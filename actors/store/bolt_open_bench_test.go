@@ -52,15 +52,7 @@ func fleetStore(b *testing.B, v int) string {
 		b.Fatal(err)
 	}
 	nodes := v / 10
-	var ops []Op
-	for i := range nodes {
-		ops = append(ops, Op{PutNode: &NodeSpec{Name: cloud.NodeName(fmt.Sprintf("n%d", i+1))}})
-	}
-	for i := range v {
-		ops = append(ops, Op{PutVolume: &VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%06d", i))}})
-		ops = append(ops, Op{PutWorkload: &Workload{UID: fmt.Sprintf("w%06d", i), Node: cloud.NodeName(fmt.Sprintf("n%d", i%nodes+1)),
-			Volumes: []cloud.VolumeID{cloud.VolumeID(fmt.Sprintf("v%06d", i))}}})
-	}
+	ops := fleetOps(v, nodes)
 	if err := st.Apply(ops); err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 )
 
 // A ping reaches the member itself at its address; another process
@@ -21,7 +22,7 @@ import (
 // names who answered; an address nobody answers at is unreachable, within
 // the ping's bound.
 func TestPingAndAnswer(t *testing.T) {
-	waitGRPCQuiet(t) // remote.Start writes gRPC's global logger
+	grpcstacks.WaitQuiet(t, 20*time.Second) // remote.Start writes gRPC's global logger
 	log := logrus.New()
 	log.SetLevel(logrus.PanicLevel)
 	rc, err := RemoteConfig{}.build(log)

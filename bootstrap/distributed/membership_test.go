@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
+	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 )
 
 // One real member on a real etcd; the other members are records written
@@ -105,7 +106,7 @@ func TestMembershipFollowsEtcd(t *testing.T) {
 		}
 	}
 
-	waitGRPCQuiet(t) // startCluster starts the remote, which writes gRPC's global logger
+	grpcstacks.WaitQuiet(t, 20*time.Second) // startCluster starts the remote, which writes gRPC's global logger
 	if err := startCluster(cl, false); err != nil {
 		t.Fatal(err)
 	}

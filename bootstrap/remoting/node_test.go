@@ -2,12 +2,10 @@ package remoting
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/tether/tether/actors/slogrus"
 	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 	"github.com/tether/tether/messages"
 )
 
@@ -194,7 +193,7 @@ func (n *node) do(c command) reply {
 	case "events":
 		return reply{Connected: n.connected.Load(), Terminated: n.terminated.Load()}
 	case "dialing":
-		return reply{Dialing: dialingConns()}
+		return reply{Dialing: grpcstacks.Dialing()}
 	case "quit":
 		return reply{}
 	}
@@ -257,29 +256,6 @@ func (n *node) received() []string {
 			return out
 		}
 	}
-}
-
-// dialingConns counts the gRPC client connections of this process that
-// are trying to connect (or waiting to try again): each has one goroutine
-// that gRPC's balancer started (addrConn.connect), which ends once the
-// connection is up or closed.
-func dialingConns() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("created by google.golang.org/grpc.(*acBalancerWrapper).Connect")) {
-			count++
-		}
-	}
-	return count
 }
 
 func logs(h *logtest.Hook) []map[string]any {
