@@ -9,9 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/clock"
+	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/agent"
@@ -82,7 +82,7 @@ type Config struct {
 	// counts).
 	Middleware []actor.ReceiverMiddleware
 	// Dispatcher, if set, runs the agent's mailbox (nil: Proto.Actor's
-	// default; see package actors/dispatch).
+	// default; see package actors/runtime/dispatch).
 	Dispatcher actor.Dispatcher
 	// Mailbox, if set, makes the agent's mailbox (nil: Proto.Actor's
 	// default; see dispatch.Mailbox).

@@ -7,8 +7,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/agent"

@@ -12,9 +12,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/heapstat"
-	"github.com/tether/tether/actors/slogrus"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/heapstat"
+	"github.com/tether/tether/actors/runtime/slogrus"
+	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/mount"

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/clock"
 )
 
 // beater sends the agent's heartbeat on its own timer chain, off the

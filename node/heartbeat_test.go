@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/clock"
 )
 
 // The beat runs on its own timers: every period, with nobody else doing

@@ -10,10 +10,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/heapstat"
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/clock"
+	"github.com/tether/tether/actors/runtime/heapstat"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

@@ -10,7 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/parallel"
+	"github.com/tether/tether/actors/runtime/parallel"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )

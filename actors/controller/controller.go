@@ -10,11 +10,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/clock"
+	"github.com/tether/tether/actors/runtime/spawn"
+	"github.com/tether/tether/actors/runtime/supervisor"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"

@@ -8,10 +8,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/tether/tether/actors/backoff"
-	"github.com/tether/tether/actors/clock"
-	"github.com/tether/tether/actors/parallel"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/backoff"
+	"github.com/tether/tether/actors/runtime/clock"
+	"github.com/tether/tether/actors/runtime/parallel"
+	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/cloud"
 )
 

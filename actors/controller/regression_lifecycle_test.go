@@ -7,9 +7,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/tether/tether/actors/clock"
-	"github.com/tether/tether/actors/slogrus"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/clock"
+	"github.com/tether/tether/actors/runtime/slogrus"
+	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

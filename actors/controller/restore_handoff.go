@@ -3,7 +3,7 @@ package controller
 import (
 	"sync"
 
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"

@@ -10,8 +10,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

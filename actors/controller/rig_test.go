@@ -12,10 +12,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.uber.org/goleak"
 
-	"github.com/tether/tether/actors/backoff"
-	"github.com/tether/tether/actors/clock"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/backoff"
+	"github.com/tether/tether/actors/runtime/clock"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/actors/syncer"
 	"github.com/tether/tether/cloud"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/actors/heapstat"
+	"github.com/tether/tether/actors/runtime/heapstat"
 )
 
 // What is read is what was recorded, as kept in its compact form.

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tether/tether/actors/backoff"
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/backoff"
+	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/cloud"
 )
 

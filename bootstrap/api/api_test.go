@@ -18,7 +18,7 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

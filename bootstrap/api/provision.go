@@ -31,7 +31,7 @@ import (
 	"slices"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/actors/parallel"
+	"github.com/tether/tether/actors/runtime/parallel"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

@@ -38,8 +38,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tether/tether/actors/dispatch"
-	"github.com/tether/tether/actors/heapstat"
+	"github.com/tether/tether/actors/runtime/dispatch"
+	"github.com/tether/tether/actors/runtime/heapstat"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	par "github.com/tether/tether/actors/parallel"
+	par "github.com/tether/tether/actors/runtime/parallel"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )

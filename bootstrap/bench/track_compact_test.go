@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tether/tether/actors/heapstat"
+	"github.com/tether/tether/actors/runtime/heapstat"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 )

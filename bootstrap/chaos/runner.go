@@ -129,7 +129,7 @@ func (r *runner) kill(how, name, kind string) {
 	r.rep.KillsByKind[kind+"/"+how]++
 	r.rep.Kills++
 	// Through the spawn guard: the actor may be being spawned right now
-	// (see actors/spawn).
+	// (see actors/runtime/spawn).
 	g := r.e.Ctl().Guard() // one guard per actor system, shared by every controller incarnation
 	pid := actor.NewPID(r.e.System.Address(), name)
 	switch how {

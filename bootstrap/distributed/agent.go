@@ -16,9 +16,9 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/spawn"
+	"github.com/tether/tether/actors/runtime/supervisor"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/actors/supervisor"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/journal"
 	"github.com/tether/tether/cloud"

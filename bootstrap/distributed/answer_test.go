@@ -12,7 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 )
 

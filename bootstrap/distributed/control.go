@@ -10,7 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/messages"
 )
 

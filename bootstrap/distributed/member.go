@@ -27,11 +27,11 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/metrics"
-	"github.com/tether/tether/actors/spawn"
+	"github.com/tether/tether/actors/runtime/backoff"
+	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/api"

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
 	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 )

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/bootstrap/remoting"

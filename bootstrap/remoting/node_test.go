@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 	"github.com/tether/tether/messages"

@@ -17,7 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/messages"
 )

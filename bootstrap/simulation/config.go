@@ -3,8 +3,8 @@ package simulation
 import (
 	"time"
 
-	"github.com/tether/tether/actors/backoff"
 	"github.com/tether/tether/actors/nodestatus"
+	"github.com/tether/tether/actors/runtime/backoff"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/node/agent"
 )

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether/tether/actors/backoff"
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/backoff"
+	"github.com/tether/tether/actors/runtime/clock"
 )
 
 // inflight is a mount call started and not yet returned.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/actors/heapstat"
+	"github.com/tether/tether/actors/runtime/heapstat"
 )
 
 // restFleet drives agents machines to rest, each with perNode volumes, one

@@ -29,7 +29,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tether/tether/actors/backoff"
+	"github.com/tether/tether/actors/runtime/backoff"
 	"github.com/tether/tether/cloud"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 )
 
 // Sends to a name race with spawns of that name; under the guard every

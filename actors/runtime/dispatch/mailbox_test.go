@@ -14,7 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/goleak"
 
-	"github.com/tether/tether/actors/slogrus"
+	"github.com/tether/tether/actors/runtime/slogrus"
 )
 
 // ignoreThrottle is the goroutine an actor system's dead letters leave

@@ -12,8 +12,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tether/tether/actors/backoff"
-	"github.com/tether/tether/actors/clock"
+	"github.com/tether/tether/actors/runtime/backoff"
+	"github.com/tether/tether/actors/runtime/clock"
 )
 
 // These tests drive HandleFailure directly with a fake Supervisor: no actor
