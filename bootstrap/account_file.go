@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // An account file is a cloud account's own small state (loop-account.json,

@@ -22,7 +22,7 @@ import (
 	"github.com/tether/tether/bootstrap/api"
 	"github.com/tether/tether/cloud"
 	cloudcsi "github.com/tether/tether/cloud/csi"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 const (

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/bootstrap/certs"
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // Files under the data directory that tell clients on this machine how to

@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/layout"
 )

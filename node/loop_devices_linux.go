@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/loopsys"
+	"github.com/tether/tether/cloud/files/loopsys"
 )
 
 // holdLoop opens the loop device at path and returns it held, with the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 // Change is one desired-state document of ApplyAll: exactly one field set.

@@ -7,13 +7,13 @@ import (
 	"strings"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 // CheckVolumeDriver checks the fields a volume hands its storage driver
 // (store.VolumeSpec.HasDriverFields) on their own: a Block volume has no
 // file system, so no fsType or mountOptions; the others follow
-// cloud/names' rules, and secretRef is a valid name (it becomes a file
+// cloud/files/names' rules, and secretRef is a valid name (it becomes a file
 // name under the data directory: nothing that could leave it passes).
 // The error wraps ErrInvalid and names the volume and the document's
 // field.

@@ -13,7 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // Errors of OpenBolt, matched with errors.Is. Each one's message names the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // Defaults applied by Open to zero (or negative) Config fields: the sim's.

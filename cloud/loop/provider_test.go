@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 var loopPath = regexp.MustCompile(`^/dev/loop[0-9]+$`)

@@ -11,7 +11,7 @@ import (
 	"slices"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 // kindInstance names instance IDs in name errors (names has no kind for

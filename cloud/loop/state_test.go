@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 // testWorld has running i1 (limit 2), stopped i2, running i3 (limit 1);

@@ -14,8 +14,8 @@ import (
 	"path/filepath"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/durable"
-	"github.com/tether/tether/cloud/realdir"
+	"github.com/tether/tether/cloud/files/durable"
+	"github.com/tether/tether/cloud/files/realdir"
 )
 
 const (

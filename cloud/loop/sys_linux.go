@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tether/tether/cloud/loopsys"
+	"github.com/tether/tether/cloud/files/loopsys"
 )
 
 const (

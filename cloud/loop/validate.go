@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 // devicePrefix is the prefix of every device path the cloud hands out.

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
 )

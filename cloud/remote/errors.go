@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
-	"github.com/tether/tether/cloud/realdir"
+	"github.com/tether/tether/cloud/files/names"
+	"github.com/tether/tether/cloud/files/realdir"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
 )

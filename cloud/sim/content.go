@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
-	"github.com/tether/tether/cloud/realdir"
+	"github.com/tether/tether/cloud/files/names"
+	"github.com/tether/tether/cloud/files/realdir"
 )
 
 // ErrUnsafeContent is wrapped by the errors of DeviceSource and of creating

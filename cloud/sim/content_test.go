@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 func newContentFixture(t *testing.T) (*fixture, string) {

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // logSuffix names the log after the snapshot: <StatePath>.log.

@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/durable"
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // StateFile, in the node's data directory, is the Mounter's record of

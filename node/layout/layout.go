@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tether/tether/cloud/names"
+	"github.com/tether/tether/cloud/files/names"
 )
 
 // Kinds of names, used in error messages (package names holds the rules).

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tether/tether/cloud/realdir"
+	"github.com/tether/tether/cloud/files/realdir"
 )
 
 // ErrUnsafeSource: a mount's source is a symlink, or is not a real
