@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"

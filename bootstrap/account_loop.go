@@ -8,7 +8,7 @@ package bootstrap
 //
 //   - the owner tag (identity.go);
 //   - the "uncommitted" tag of the disks an apply made before it committed
-//     (bootstrap/api's provisioning): a disk is tagged before it is
+//     (bootstrap/operator/api's provisioning): a disk is tagged before it is
 //     created and untagged after its apply committed, so a crash can only
 //     leave a tag on a disk that does not exist (harmless: Uncommitted
 //     reports a disk only) or on a disk that was never committed, never
@@ -32,7 +32,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/loop"
 	"github.com/tether/tether/cloud/sim"

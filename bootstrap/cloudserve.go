@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"
 )

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tether/tether/bootstrap/api"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/cloud/files/names"

@@ -14,7 +14,7 @@ import (
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 )

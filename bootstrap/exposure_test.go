@@ -22,8 +22,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/tether/tether/bootstrap/api"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/messages"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/api"
+	"github.com/tether/tether/bootstrap/operator/api"
 )
 
 // AddrFile, under the data directory, tells clients where the API listens.

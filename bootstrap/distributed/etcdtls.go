@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 )
 
 // EtcdTLS is how a member or an agent dials etcd over mutual TLS: the CA

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/certs"
 	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/cloud"
 )
 

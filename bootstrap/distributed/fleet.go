@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/tether/tether/actors/store/etcdserver"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/messages"

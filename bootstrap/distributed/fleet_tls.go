@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 )
 
 // A fleet over remote mutual TLS (FleetConfig.RemoteTLS), and the members

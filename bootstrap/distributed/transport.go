@@ -14,7 +14,7 @@ import (
 
 	"github.com/tether/tether/actors/runtime/slogrus"
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/bootstrap/remoting"
 	cloudremote "github.com/tether/tether/cloud/remote"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 )
 
 func TestCheck(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/tether/tether/actors/runtime/slogrus"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/bootstrap/remoting/grpcstacks"
 	"github.com/tether/tether/messages"
 )

@@ -18,7 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/tether/tether/actors/runtime/slogrus"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/messages"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/tether/tether/messages"
 )
 
-// simCloud is what other processes need of the sim cloud: bootstrap/api's
+// simCloud is what other processes need of the sim cloud: bootstrap/operator/api's
 // Nodes and node.SimDevices' cloud (copied: cloud/ imports neither). Both
 // the sim and the Client have it, with the same signatures.
 type simCloud interface {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 )
 
 // maxCertDays bounds --days: ten years, beyond which a forgotten test CA

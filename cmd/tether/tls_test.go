@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/certs"
+	"github.com/tether/tether/bootstrap/operator/certs"
 )
 
 // runBin runs the binary and returns its exit code and output.
