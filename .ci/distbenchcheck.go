@@ -11,7 +11,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/tether/tether/bootstrap/bench"
+	"github.com/tether/tether/bootstrap/verify/bench"
 )
 
 func main() {

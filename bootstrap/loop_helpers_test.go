@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tether/tether/bootstrap/datatest"
+	"github.com/tether/tether/bootstrap/verify/datatest"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
@@ -175,7 +175,7 @@ func waitServed(t *testing.T, e *Embedded, n cloud.NodeName, uid string, vol clo
 	return p
 }
 
-// The data-integrity checks (bootstrap/datatest).
+// The data-integrity checks (bootstrap/verify/datatest).
 var (
 	writeChecksummed = datatest.WriteChecksummed
 	verifyChecksums  = datatest.VerifyChecksums

@@ -100,7 +100,7 @@ func TestRegressionStaleVerifiedAfterDetachResurrects(t *testing.T) {
 	}
 }
 
-// Found by the simulation (bootstrap/simulation,
+// Found by the simulation (bootstrap/verify/simulation,
 // TestRegressionStaleDeviceAfterRestart): a node status listed a volume at
 // a device the volume
 // had lost (a ReportDetached whose write failed after the instance was

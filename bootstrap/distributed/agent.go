@@ -20,7 +20,7 @@ import (
 	"github.com/tether/tether/actors/runtime/supervisor"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/node"
@@ -66,7 +66,7 @@ type AgentConfig struct {
 	Backoff Backoff
 	// Journal, if set, is the file this agent records its mount
 	// operations, device resolutions and restarts into
-	// (bootstrap/journal), for tether chaos --distributed.
+	// (bootstrap/verify/journal), for tether chaos --distributed.
 	Journal string
 	// Control, if set, is read for chaos commands (Command) until it
 	// ends: kills of the agent actor.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap/bench"
+	"github.com/tether/tether/bootstrap/verify/bench"
 )
 
 // BenchmarkFleetStart runs one shape on both sides, as `tether bench

@@ -1,8 +1,8 @@
 package distributed
 
 // Journals (--journal): a member or an agent records what it does into a
-// journal (bootstrap/journal) at the points where the embedded chaos
-// checker records it in process (bootstrap/chaos: mounter.go, store.go,
+// journal (bootstrap/verify/journal) at the points where the embedded chaos
+// checker records it in process (bootstrap/verify/chaos: mounter.go, store.go,
 // devices.go), so that tether chaos --distributed judges the same
 // timeline across processes.
 
@@ -21,7 +21,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/mount"

@@ -34,8 +34,8 @@ import (
 	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/journal"
 	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	cloudremote "github.com/tether/tether/cloud/remote"
@@ -98,7 +98,7 @@ type MemberConfig struct {
 	Backoff Backoff
 	// Journal, if set, is the file this member records its join, node
 	// status writes, volume events, actor restarts and cloud calls into
-	// (bootstrap/journal), for tether chaos --distributed.
+	// (bootstrap/verify/journal), for tether chaos --distributed.
 	Journal string
 	// Control, if set, is read for chaos commands (Command) until it
 	// ends: actor kills, cloud and store faults.

@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether/tether/bootstrap/distributed"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )

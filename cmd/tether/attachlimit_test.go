@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tether/tether/bootstrap/bench"
+	"github.com/tether/tether/bootstrap/verify/bench"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"

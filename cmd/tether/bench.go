@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap/bench"
+	"github.com/tether/tether/bootstrap/verify/bench"
 	"github.com/tether/tether/cloud/sim"
 )
 

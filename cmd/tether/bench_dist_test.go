@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap/bench"
+	"github.com/tether/tether/bootstrap/verify/bench"
 )
 
 // tether bench --distributed at a tiny shape, as a user runs it (the

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/chaos"
+	"github.com/tether/tether/bootstrap/verify/chaos"
 )
 
 func chaosCommand() *cobra.Command {

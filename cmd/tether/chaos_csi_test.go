@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/chaos"
+	"github.com/tether/tether/bootstrap/verify/chaos"
 )
 
 // tether chaos --csi: embedded only, on no other cloud, within its

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap/chaos"
+	"github.com/tether/tether/bootstrap/verify/chaos"
 )
 
 // tether chaos --cloud loop: root only, embedded only, within the loop

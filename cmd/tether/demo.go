@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/demo"
+	"github.com/tether/tether/bootstrap/verify/demo"
 )
 
 func demoCommand() *cobra.Command {

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tether/tether/bootstrap/demo"
+	"github.com/tether/tether/bootstrap/verify/demo"
 )
 
 // tether demo --csi --json runs the scenario on the fake CSI driver and

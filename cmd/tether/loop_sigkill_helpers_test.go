@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/datatest"
+	"github.com/tether/tether/bootstrap/verify/datatest"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -165,7 +165,7 @@ func ext4UUID(t *testing.T, data string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// The data-integrity checks (bootstrap/datatest).
+// The data-integrity checks (bootstrap/verify/datatest).
 var (
 	writeChecksummed = datatest.WriteChecksummed
 	verifyChecksums  = datatest.VerifyChecksums

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap/distributed"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 )
 
 // The misconfigured member: a distributed run is over remote mutual TLS,

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/chaos"
+	"github.com/tether/tether/bootstrap/verify/chaos"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/mount"

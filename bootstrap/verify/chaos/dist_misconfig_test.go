@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap/distributed"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 )
 
 // The join gate's rule judges a misconfigured member on its own journal:

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap/distributed"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"

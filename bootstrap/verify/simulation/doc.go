@@ -133,8 +133,8 @@
 //
 // # Running
 //
-//	go test ./bootstrap/simulation -run TestSimulationSeeds -sim.seeds=1000
-//	go test ./bootstrap/simulation -run TestSimulationSeeds -sim.first=238 -sim.seeds=1 -sim.trace=/tmp/trace.txt
+//	go test ./bootstrap/verify/simulation -run TestSimulationSeeds -sim.seeds=1000
+//	go test ./bootstrap/verify/simulation -run TestSimulationSeeds -sim.first=238 -sim.seeds=1 -sim.trace=/tmp/trace.txt
 //
 // The second replays one seed and writes its full trace.
 package simulation

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tether/tether/actors/nodestatus"
-	"github.com/tether/tether/bootstrap/journal"
+	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"

@@ -6,7 +6,7 @@
 // clock, so records of several journals merge into one timeline by time.
 //
 // It owns the format and the kinds of records, never their meaning: the
-// chaos checker (bootstrap/chaos) judges them. It imports nothing of
+// chaos checker (bootstrap/verify/chaos) judges them. It imports nothing of
 // tether's.
 package journal
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/chaos"
+	"github.com/tether/tether/bootstrap/verify/chaos"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"
 )

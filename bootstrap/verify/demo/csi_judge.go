@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/tether/tether/bootstrap/chaos"
+	"github.com/tether/tether/bootstrap/verify/chaos"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 )
