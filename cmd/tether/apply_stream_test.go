@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/messages"
 )
 
@@ -23,10 +23,10 @@ import (
 // flags that reach it.
 func startTether(t testing.TB) []string {
 	t.Helper()
-	cfg := bootstrap.DefaultConfig()
+	cfg := process.DefaultConfig()
 	cfg.DataDir, cfg.Nodes, cfg.Durable = t.TempDir(), 0, true
 	cfg.LogOutput, cfg.LogLevel = io.Discard, "error"
-	e, err := bootstrap.StartEmbedded(cfg)
+	e, err := process.StartEmbedded(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/chaos"
 )
 
@@ -53,7 +53,7 @@ and whose plugins restart; the checkers judge the driver's own timeline.`,
 				return err
 			}
 			if csi {
-				cfg.Cloud = bootstrap.CloudCSI // after the checks of --cloud, whose variable it is
+				cfg.Cloud = process.CloudCSI // after the checks of --cloud, whose variable it is
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -123,7 +123,7 @@ func validateLoopChaos(fs *pflag.FlagSet, cfg *chaos.Config, dist bool) error {
 	if err := v.checkCloud(); err != nil {
 		return err
 	}
-	if cfg.Cloud != bootstrap.CloudLoop {
+	if cfg.Cloud != process.CloudLoop {
 		return nil
 	}
 	if dist {

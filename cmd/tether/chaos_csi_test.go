@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/chaos"
 )
 
@@ -56,7 +56,7 @@ func TestChaosCSIRunPrintsJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(line), &rep); err != nil {
 		t.Fatalf("exit %d; no JSON report on the last line: %v\n%s", code, err, out)
 	}
-	if code != 0 || rep.Cloud != bootstrap.CloudCSI || rep.Seed != 5 || rep.DriverCalls == 0 || !rep.Converged {
+	if code != 0 || rep.Cloud != process.CloudCSI || rep.Seed != 5 || rep.DriverCalls == 0 || !rep.Converged {
 		t.Fatalf("exit %d, cloud %q, seed %d, %d driver calls, converged %v; want exit 0 on csi with calls:\n%s", code, rep.Cloud, rep.Seed, rep.DriverCalls, rep.Converged, out)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/messages"
 )
 
@@ -71,7 +71,7 @@ func envFallback(cmd *cobra.Command) error {
 func (f *clientFlags) connect() (messages.TetherClient, func(), error) {
 	addr, token := f.addr, f.token
 	if addr == "" {
-		b, err := os.ReadFile(filepath.Join(f.dataDir, bootstrap.AddrFile))
+		b, err := os.ReadFile(filepath.Join(f.dataDir, process.AddrFile))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("no tether running with data directory %s (start one with: tether up --data-dir %s), or pass --addr", f.dataDir, f.dataDir)
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 func cloudCommand() *cobra.Command {
@@ -22,7 +22,7 @@ func cloudCommand() *cobra.Command {
 }
 
 func cloudServeCommand() *cobra.Command {
-	var cfg bootstrap.CloudConfig
+	var cfg process.CloudConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve one durable sim cloud over gRPC, for every tether process to share",
@@ -33,7 +33,7 @@ func cloudServeCommand() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return bootstrap.ServeCloud(ctx, cfg, cmd.OutOrStdout(), nil)
+			return process.ServeCloud(ctx, cfg, cmd.OutOrStdout(), nil)
 		},
 	}
 	f := cmd.Flags()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // Bounds of --loop-volume-size: mkfs.ext4 wants a few MiB for its journal;
@@ -27,8 +27,8 @@ var simOnlyFlags = []string{"sim-latency", "sim-throttle", "sim-attach-limit"}
 
 // cloudFlags adds --cloud and --loop-volume-size.
 func cloudFlags(f *pflag.FlagSet, kind *string, size *int64) {
-	*size = bootstrap.DefaultLoopVolumeSize
-	f.StringVar(kind, "cloud", bootstrap.CloudSim, "the cloud the nodes run on: sim (in memory) or loop (image files attached as real loop devices, formatted ext4 and mounted; root only)")
+	*size = process.DefaultLoopVolumeSize
+	f.StringVar(kind, "cloud", process.CloudSim, "the cloud the nodes run on: sim (in memory) or loop (image files attached as real loop devices, formatted ext4 and mounted; root only)")
 	f.Var((*byteSize)(size), "loop-volume-size", "size of each disk tether creates on --cloud loop: bytes, or with a unit KiB, MiB, GiB or TiB (a sparse image: it takes space as it is written)")
 }
 
@@ -38,11 +38,11 @@ func cloudFlags(f *pflag.FlagSet, kind *string, size *int64) {
 func (v *validator) checkCloud() error {
 	kind := v.fs.Lookup("cloud").Value.String()
 	switch kind {
-	case bootstrap.CloudSim:
+	case process.CloudSim:
 		if v.given("loop-volume-size") {
 			v.refuse("loop-volume-size", "applies to --cloud loop only")
 		}
-	case bootstrap.CloudLoop:
+	case process.CloudLoop:
 		for _, name := range simOnlyFlags {
 			if v.fs.Lookup(name) != nil && v.given(name) {
 				v.refuse(name, "applies to --cloud sim only (the loop cloud injects no latency, throttling or attach limit of its own)")

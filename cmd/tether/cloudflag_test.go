@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // asUID makes the commands see uid as their effective user until the test
@@ -123,7 +123,7 @@ func TestByteSize(t *testing.T) {
 			t.Errorf("byteSize(%d).String() = %q, want %q", n, got, want)
 		}
 	}
-	if bootstrap.DefaultLoopVolumeSize != 64<<20 {
-		t.Errorf("the default volume size is %d, the README says 64 MiB", bootstrap.DefaultLoopVolumeSize)
+	if process.DefaultLoopVolumeSize != 64<<20 {
+		t.Errorf("the default volume size is %d, the README says 64 MiB", process.DefaultLoopVolumeSize)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/csi/csitest"
 )
 
@@ -35,7 +35,7 @@ func TestUpCSIVolumeFields(t *testing.T) {
 	d.AddVolume("blk-1")
 	d.AddVolume("blk-2")
 	data := t.TempDir()
-	secrets := filepath.Join(data, bootstrap.CSISecretsDir)
+	secrets := filepath.Join(data, process.CSISecretsDir)
 	if err := os.Mkdir(secrets, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestUpCSIVolumeFields(t *testing.T) {
 		t.Fatalf("apply: %v\n%s", err, o)
 	}
 	poll(t, "app-blk-1 running", 20*time.Second, func() bool { r, n := running(t, data); return n == 1 && r == 1 })
-	target := filepath.Join(data, "nodes", "n1", "pods", "app-blk-1", "volumes", bootstrap.CSIPlugin, "blk-1")
+	target := filepath.Join(data, "nodes", "n1", "pods", "app-blk-1", "volumes", process.CSIPlugin, "blk-1")
 	if fi, err := os.Lstat(target); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("target %s: %v, %v; want the plugin's device file", target, fi, err)
 	}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // csiFlags adds tether up's --csi-controller-socket and --csi-node-socket.
-func csiFlags(f *pflag.FlagSet, c *bootstrap.CSIConfig) {
+func csiFlags(f *pflag.FlagSet, c *process.CSIConfig) {
 	f.StringVar(&c.ControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin: the driver is the cloud, instead of --cloud (with --csi-node-socket; one node, n1; volumes must exist in the driver)")
 	f.StringArrayVar(&c.NodeSockets, "csi-node-socket", nil, "unix socket of that CSI driver's node plugin on this machine: n1, whose instance is the plugin's node ID, mounts through it (with --csi-controller-socket); given N times, nodes n1..nN each mount through their own plugin (several node plugins on one machine, each with its own node ID)")
-	f.DurationVar(&c.DialTimeout, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI plugins to be ready (Probe, GetPluginInfo, NodeGetInfo asked again with backoff), then fail saying which did not answer")
+	f.DurationVar(&c.DialTimeout, "csi-wait", process.DefaultCSIDialTimeout, "how long to wait at start for the CSI plugins to be ready (Probe, GetPluginInfo, NodeGetInfo asked again with backoff), then fail saying which did not answer")
 }
 
 // csiConflicts are tether up's flags that configure another cloud.
@@ -27,7 +27,7 @@ var csiConflicts = append([]string{"cloud", "loop-volume-size"}, simOnlyFlags...
 // flags with them, and --nodes other than 1 (one node plugin serves one
 // node). With both sockets it makes cfg a CSI tether of one node and
 // reports true.
-func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
+func (v *validator) checkCSI(cfg *process.Config) (bool, error) {
 	ctl, nd := v.given("csi-controller-socket"), v.given("csi-node-socket")
 	switch {
 	case !ctl && !nd:
@@ -58,7 +58,7 @@ func (v *validator) checkCSI(cfg *bootstrap.Config) (bool, error) {
 			v.refuse("nodes", fmt.Sprintf("want %d with --csi-node-socket given %d times: a CSI node plugin serves one node", sockets, sockets))
 		}
 	}
-	cfg.Cloud, cfg.Nodes = bootstrap.CloudCSI, sockets
+	cfg.Cloud, cfg.Nodes = process.CloudCSI, sockets
 	return true, v.err
 }
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/csi/csitest"
 )
 
@@ -68,10 +68,10 @@ func TestCSIFlags(t *testing.T) {
 			if err := cmd.Flags().Parse(tt.args); err != nil {
 				t.Fatal(err)
 			}
-			cfg := bootstrap.DefaultConfig()
+			cfg := process.DefaultConfig()
 			csi, err := (&validator{fs: cmd.Flags()}).checkCSI(&cfg)
 			if tt.want == "" {
-				if err != nil || !csi || cfg.Cloud != bootstrap.CloudCSI || cfg.Nodes != 1 {
+				if err != nil || !csi || cfg.Cloud != process.CloudCSI || cfg.Nodes != 1 {
 					t.Fatalf("checkCSI = %v, %v; cloud %q, %d nodes; want a CSI tether of one node", csi, err, cfg.Cloud, cfg.Nodes)
 				}
 				return
@@ -89,7 +89,7 @@ func TestCSIFlags(t *testing.T) {
 		})
 	}
 	cmd := upCommand()
-	if csi, err := (&validator{fs: cmd.Flags()}).checkCSI(new(bootstrap.Config)); csi || err != nil {
+	if csi, err := (&validator{fs: cmd.Flags()}).checkCSI(new(process.Config)); csi || err != nil {
 		t.Errorf("no CSI flags: %v, %v; want the other clouds' checks", csi, err)
 	}
 	t.Setenv("TETHER_CSI_NODE_SOCKET", sock)
@@ -116,7 +116,7 @@ func TestUpCSI(t *testing.T) {
 	d := csitest.New(csitest.Config{Nodes: map[string]int64{"node-1": 8}, List: true, ListPublished: true, StageUnstage: true})
 	ctl, nd := d.Serve(t, ""), d.Serve(t, "node-1")
 	data := t.TempDir()
-	os.Remove(filepath.Join(data, bootstrap.AddrFile))
+	os.Remove(filepath.Join(data, process.AddrFile))
 	up, out := startUpCSI(t, data, ctl, nd, "warn")
 	sh := func(args ...string) string {
 		t.Helper()
@@ -150,7 +150,7 @@ func TestUpCSI(t *testing.T) {
 	if err := json.Unmarshal([]byte(sh("get", "nodes", "-o", "json")), &nodes); err != nil || len(nodes.Nodes) != 1 || nodes.Nodes[0].InstanceID != "node-1" {
 		t.Errorf("nodes %+v, %v; want n1 alone, its instance the node plugin's ID", nodes, err)
 	}
-	target := filepath.Join(data, "nodes", "n1", "pods", "app-1", "volumes", bootstrap.CSIPlugin, "data-1")
+	target := filepath.Join(data, "nodes", "n1", "pods", "app-1", "volumes", process.CSIPlugin, "data-1")
 	if !slices.Equal(d.PublishedTo("data-1"), []string{"node-1"}) || !slices.Equal(d.Targets("data-1", "node-1"), []string{target}) {
 		t.Errorf("the driver has:\n%s", d.Describe())
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/demo"
 )
 
@@ -30,7 +30,7 @@ func demoCommand() *cobra.Command {
 				return err
 			}
 			if csi {
-				cfg.Cloud = bootstrap.CloudCSI
+				cfg.Cloud = process.CloudCSI
 			}
 			cfg.Log = cmd.ErrOrStderr()
 			if !asJSON {

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/bootstrap"
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process"
+	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/node"
@@ -128,7 +128,7 @@ README for a whole cluster by hand.`,
 	controllerFlags(f, &cfg.Controller, &cfg.CloudLimit)
 	eventFlags(f, &cfg.Events)
 	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")
-	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
+	f.DurationVar(&cfg.CSIWait, "csi-wait", process.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "this member's own directory: with a CSI driver, the secrets volumes name by csi.secretRef (csi-secrets/<name>.json, mode 0600)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve /metrics (cloud calls, sync passes, the process's CPU and memory), /healthz and /readyz (ready once every volume is restored) here, on loopback (\"\": none)")
 	f.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve Go's profiles (/debug/pprof/) and a CPU profile between POST /debug/cpuprofile/start and /debug/cpuprofile/stop here, on loopback (\"\": none)")
@@ -185,7 +185,7 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&nodeName, "node", "", "the node this agent serves (required)")
 	f.StringVar(&cfg.Mounter, "mounter", "auto", "auto (bind mounts as root, symlinks otherwise), bind or symlink")
 	f.StringVar(&cfg.CSINodeSocket, "csi-node-socket", "", "unix socket of the CSI driver's node plugin on this machine: the agent mounts through it and reports its node ID (NodeGetInfo) to the controllers, instead of --cloud")
-	f.DurationVar(&cfg.CSIWait, "csi-wait", bootstrap.DefaultCSIDialTimeout, "how long to wait at start for the CSI node plugin to be ready")
+	f.DurationVar(&cfg.CSIWait, "csi-wait", process.DefaultCSIDialTimeout, "how long to wait at start for the CSI node plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "the node's directory: its mounts and its state (required)")
 	eventFlags(f, &cfg.Events)
 	f.DurationVar(&cfg.Agent.HeartbeatEvery, "heartbeat", cfg.Agent.HeartbeatEvery, "how often the agent tells the controller it is alive")

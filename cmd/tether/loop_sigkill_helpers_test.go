@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/datatest"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
@@ -37,7 +37,7 @@ type stateFile struct {
 // node n's instance.
 func attachedTo(t *testing.T, data, n string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(data, bootstrap.LoopDir, "state.json"))
+	b, err := os.ReadFile(filepath.Join(data, process.LoopDir, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func attachedTo(t *testing.T, data, n string) string {
 
 // imagePath is the volume's image file.
 func imagePath(data string) string {
-	return filepath.Join(data, bootstrap.LoopDir, "images", sigkillVol+".img")
+	return filepath.Join(data, process.LoopDir, "images", sigkillVol+".img")
 }
 
 // devicesOf lists the loop devices the kernel has bound to the volume's
@@ -186,7 +186,7 @@ func releaseLoop(t *testing.T, data string) {
 			t.Errorf("teardown of %s: %v", dir, err)
 		}
 	}
-	if err := bootstrap.ReleaseLoop(data); err != nil {
+	if err := process.ReleaseLoop(data); err != nil {
 		t.Errorf("releasing the loop devices: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/node/layout"
 )
 
@@ -199,7 +199,7 @@ func busyEvent(t *testing.T, data, n, dev string) string {
 // process is killed at cleanup if it still runs.
 func loopUp(t *testing.T, data, bin string) *exec.Cmd {
 	t.Helper()
-	os.Remove(filepath.Join(data, bootstrap.AddrFile))
+	os.Remove(filepath.Join(data, process.AddrFile))
 	cmd := exec.Command(binary(t), "up", "--cloud", "loop", "--nodes", "2", "--loop-volume-size", "32MiB",
 		"--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 		"--sync-period", "1s", "--log-level", "warn")
@@ -260,7 +260,7 @@ func waitWorkloadOn(t *testing.T, data, n string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := l.PodVolume(sigkillUID, bootstrap.LoopPlugin, sigkillVol)
+	pod, err := l.PodVolume(sigkillUID, process.LoopPlugin, sigkillVol)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +308,11 @@ func checkServedOnce(t *testing.T, data, on, off string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, err := l.GlobalMount(bootstrap.LoopPlugin, sigkillVol)
+	stage, err := l.GlobalMount(process.LoopPlugin, sigkillVol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := l.PodVolume(sigkillUID, bootstrap.LoopPlugin, sigkillVol)
+	pod, err := l.PodVolume(sigkillUID, process.LoopPlugin, sigkillVol)
 	if err != nil {
 		t.Fatal(err)
 	}

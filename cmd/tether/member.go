@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process/distributed"
 )
 
 // calmAfter: a member that kept its place this long starts its rejoin pause

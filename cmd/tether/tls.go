@@ -16,12 +16,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/operator/certs"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // registerUpTLS adds tether up's TLS flags to fs.
-func registerUpTLS(fs *pflag.FlagSet, cfg *bootstrap.UpConfig) {
+func registerUpTLS(fs *pflag.FlagSet, cfg *process.UpConfig) {
 	fs.StringVar(&cfg.TLS.Cert, "tls-cert", "", "serve the API over TLS with this certificate (PEM; required beyond loopback; make one with: tether certs)")
 	fs.StringVar(&cfg.TLS.Key, "tls-key", "", "the private key (PEM) of --tls-cert")
 	fs.StringVar(&cfg.TLS.ClientCA, "tls-client-ca", "", "require API clients to present a certificate signed by this CA (PEM): mutual TLS")
@@ -32,8 +32,8 @@ func registerUpTLS(fs *pflag.FlagSet, cfg *bootstrap.UpConfig) {
 
 // checkUpExposure refuses, as a usage error, a tether up that would serve
 // beyond loopback in plain text.
-func checkUpExposure(cfg bootstrap.UpConfig) error {
-	if err := bootstrap.CheckExposure(cfg); err != nil {
+func checkUpExposure(cfg process.UpConfig) error {
+	if err := process.CheckExposure(cfg); err != nil {
 		return usageError{err}
 	}
 	return nil
@@ -45,7 +45,7 @@ type clientTLS struct {
 }
 
 func (t *clientTLS) register(fs *pflag.FlagSet) {
-	fs.StringVar(&t.ca, "tls-ca", "", "speak TLS and trust this CA (PEM) for the API's certificate (default with a tls:// address from <data-dir>/api-addr: <data-dir>/"+bootstrap.APICertFile+")")
+	fs.StringVar(&t.ca, "tls-ca", "", "speak TLS and trust this CA (PEM) for the API's certificate (default with a tls:// address from <data-dir>/api-addr: <data-dir>/"+process.APICertFile+")")
 	fs.StringVar(&t.cert, "tls-client-cert", "", "present this client certificate (PEM) to an API started with --tls-client-ca")
 	fs.StringVar(&t.key, "tls-client-key", "", "the private key (PEM) of --tls-client-cert")
 	fs.StringVar(&t.serverName, "tls-server-name", "", "the name the API's certificate must hold (default: the address's host)")
@@ -56,13 +56,13 @@ func (t *clientTLS) register(fs *pflag.FlagSet) {
 // credentials. TLS is used when the address says tls:// or any TLS flag
 // is given; then it is TLS or nothing, never plain text.
 func (f *clientFlags) transport(addr string, fromDataDir bool) (string, grpc.DialOption, bool, error) {
-	target, useTLS := bootstrap.ParseAPIAddr(addr)
+	target, useTLS := process.ParseAPIAddr(addr)
 	t := f.tls
 	if t.ca != "" || t.cert != "" || t.key != "" || t.serverName != "" {
 		useTLS = true
 	}
 	if !useTLS {
-		if !bootstrap.Loopback(target) {
+		if !process.Loopback(target) {
 			// The bearer token goes with every call: never in plain text
 			// beyond this machine (tether up serves TLS only there).
 			return "", nil, false, fmt.Errorf("refusing to send the API token in plain text to %s, beyond loopback: use tls://%s with --tls-ca FILE (the CA that signed tether up's --tls-cert)", target, target)
@@ -79,10 +79,10 @@ func (f *clientFlags) transport(addr string, fromDataDir bool) (string, grpc.Dia
 	ca, name := t.ca, t.serverName
 	if ca == "" && fromDataDir {
 		// tether up pinned its own certificate there for local clients.
-		ca = filepath.Join(f.dataDir, bootstrap.APICertFile)
+		ca = filepath.Join(f.dataDir, process.APICertFile)
 		_, pinned, err := certs.LoadPool(ca)
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil, true, fmt.Errorf("%s says the API speaks TLS but %s is missing: pass --tls-ca FILE (the CA that signed tether up's --tls-cert)", filepath.Join(f.dataDir, bootstrap.AddrFile), ca)
+			return "", nil, true, fmt.Errorf("%s says the API speaks TLS but %s is missing: pass --tls-ca FILE (the CA that signed tether up's --tls-cert)", filepath.Join(f.dataDir, process.AddrFile), ca)
 		}
 		if err != nil {
 			return "", nil, true, err

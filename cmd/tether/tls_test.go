@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/operator/certs"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // runBin runs the binary and returns its exit code and output.
@@ -138,13 +138,13 @@ func upTLS(t *testing.T, data string, args, clientArgs []string) *syncBuffer {
 
 func apiAddr(t *testing.T, data string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(data, bootstrap.AddrFile))
+	b, err := os.ReadFile(filepath.Join(data, process.AddrFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, useTLS := bootstrap.ParseAPIAddr(string(b))
+	addr, useTLS := process.ParseAPIAddr(string(b))
 	if !useTLS {
-		t.Fatalf("%s = %q, want a tls:// address", bootstrap.AddrFile, b)
+		t.Fatalf("%s = %q, want a tls:// address", process.AddrFile, b)
 	}
 	return addr
 }
@@ -184,7 +184,7 @@ func TestUpTLSClients(t *testing.T) {
 	}
 	// TLS expected and the certificate to trust gone: an error, never
 	// plain text.
-	if err := os.Remove(filepath.Join(data, bootstrap.APICertFile)); err != nil {
+	if err := os.Remove(filepath.Join(data, process.APICertFile)); err != nil {
 		t.Fatal(err)
 	}
 	wantRefused(t, data, "--tls-ca", "get", "nodes")

@@ -11,13 +11,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/cloud/sim"
 )
 
 func upCommand() *cobra.Command {
-	cfg := bootstrap.UpConfig{Embedded: bootstrap.DefaultConfig()}
+	cfg := process.UpConfig{Embedded: process.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run tether embedded: a cloud (sim, loop devices, or a CSI driver), controller, node agents, durable store, API and metrics",
@@ -44,7 +44,7 @@ func upCommand() *cobra.Command {
 			cfg.Embedded.LogOutput = cmd.ErrOrStderr()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return bootstrap.Up(ctx, cfg, cmd.OutOrStdout())
+			return process.Up(ctx, cfg, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -72,7 +72,7 @@ func upCommand() *cobra.Command {
 // defaults to the sim's rate and bucket (a client that knows its cloud's
 // limits stays within them), unless --cloud-qps or --cloud-burst say
 // otherwise.
-func matchSimThrottle(fs *pflag.FlagSet, cfg *bootstrap.Config) {
+func matchSimThrottle(fs *pflag.FlagSet, cfg *process.Config) {
 	r := cfg.Sim.ThrottleRate
 	if r == 0 {
 		return

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
 	"github.com/tether/tether/node/layout"
@@ -82,7 +82,7 @@ func metricsURL(out string) string {
 // tetherUp starts `tether up` on data and waits until its API answers.
 func tetherUp(t *testing.T, data string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
-	os.Remove(filepath.Join(data, bootstrap.AddrFile))
+	os.Remove(filepath.Join(data, process.AddrFile))
 	cmd := exec.Command(binary(t), "up", "--data-dir", data, "--api-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
 		"--sync-period", "1s", "--cloud-timeout", "5s", "--sim-latency", "30ms", "--sim-throttle", "8", "--log-level", "warn")
 	out := &syncBuffer{}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // Bounds of the flags. Below them tether either hammers the cloud or
@@ -182,10 +182,10 @@ func (v *validator) hostPort(name string) {
 // logging checks the level and the format as the logger will read them.
 func (v *validator) logging(level, format string) {
 	lv, fm := v.fs.Lookup(level).Value.String(), v.fs.Lookup(format).Value.String()
-	if _, err := bootstrap.NewLogger(lv, "text", io.Discard); err != nil {
+	if _, err := process.NewLogger(lv, "text", io.Discard); err != nil {
 		v.refuse(level, "want debug, info, warn or error")
 	}
-	if _, err := bootstrap.NewLogger("info", fm, io.Discard); err != nil {
+	if _, err := process.NewLogger("info", fm, io.Discard); err != nil {
 		v.refuse(format, "want text or json")
 	}
 }

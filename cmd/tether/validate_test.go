@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // Every numeric and duration flag has bounds; a value outside them is a
@@ -185,7 +185,7 @@ func TestCloudLimitFollowsSimThrottle(t *testing.T) {
 		if err := cmd.ParseFlags(tt.args); err != nil {
 			t.Fatal(err)
 		}
-		cfg := bootstrap.DefaultConfig()
+		cfg := process.DefaultConfig()
 		fs := cmd.Flags()
 		cfg.Sim.ThrottleRate, _ = fs.GetFloat64("sim-throttle")
 		cfg.CloudLimit.QPS, _ = fs.GetFloat64("cloud-qps")

@@ -40,7 +40,7 @@ import (
 
 	"github.com/tether/tether/actors/runtime/dispatch"
 	"github.com/tether/tether/actors/runtime/heapstat"
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node"
@@ -234,7 +234,7 @@ type run struct {
 	cfg      Config
 	dir      string
 	machines string // holds nodes/ and cloud/: dir, or one under MachinesDir
-	e        *bootstrap.Embedded
+	e        *process.Embedded
 	client   *client
 	truth    *truth
 	messages atomic.Int64
@@ -361,7 +361,7 @@ func (r *run) syncs() int64 { return r.syncsBefore + r.e.Syncs() }
 
 // start starts the embedded runtime on r.dir (again, after a restart).
 func (r *run) start() error {
-	cfg := bootstrap.DefaultConfig()
+	cfg := process.DefaultConfig()
 	cfg.LogLevel, cfg.LogOutput = "warn", r.cfg.Log
 	if cfg.LogOutput == nil {
 		cfg.LogOutput = io.Discard
@@ -393,7 +393,7 @@ func (r *run) start() error {
 	cfg.WrapMounter = func(n cloud.NodeName, m mount.Mounter) mount.Mounter {
 		return tracked{Mounter: m, node: n, truth: r.truth, mounts: &r.mounts}
 	}
-	e, err := bootstrap.StartEmbedded(cfg)
+	e, err := process.StartEmbedded(cfg)
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/tether/tether/bootstrap"
 	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/messages"
 )
 
@@ -24,7 +24,7 @@ type client struct {
 }
 
 // startClient serves the API of e on a loopback port and connects to it.
-func startClient(e *bootstrap.Embedded, dir string) (*client, error) {
+func startClient(e *process.Embedded, dir string) (*client, error) {
 	token, err := api.LoadOrCreateToken(dir)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 
 // tether bench --distributed: the same shape run twice in one invocation,
 // first embedded (Run: one process) and then distributed (a
-// bootstrap/distributed.Fleet: etcd, the cloud service, Controllers
+// bootstrap/process/distributed.Fleet: etcd, the cloud service, Controllers
 // members and one agent per node, each a process of Binary on loopback),
 // through the same phases as far as they apply across processes, each
 // timed until the ground truth shows it done, and each distributed phase

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process/distributed"
 )
 
 // What the distributed side counts, each from its source: etcd's own

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 )
@@ -53,7 +53,7 @@ func (v Violation) String() string {
 const judgeEvery = 512
 
 // Checker keeps the timeline and judges I1-I4 on it. Wire it with
-// WrapMounter and WrapStore (bootstrap.Config) and Watch; the zero value is
+// WrapMounter and WrapStore (process.Config) and Watch; the zero value is
 // ready to use. It is safe for concurrent use; its lock is a leaf (nothing
 // is called while it is held), so the cloud may record under its own lock.
 type Checker struct {
@@ -68,10 +68,10 @@ type Checker struct {
 // Watch subscribes the checker to e's cloud, whichever it is (every
 // attachment change: the sim's at the change, under its lock; the loop
 // cloud's right after it, before the call that made it returns, see
-// bootstrap.Embedded.ObserveSync) and to e's events (ForceDetach permits,
+// process.Embedded.ObserveSync) and to e's events (ForceDetach permits,
 // and history). On the loop cloud it checks the disk each mount shows
 // too (CheckImages). Call it before any volume exists.
-func (c *Checker) Watch(e *bootstrap.Embedded) {
+func (c *Checker) Watch(e *process.Embedded) {
 	e.ObserveSync(c.onChange)
 	e.Events.Subscribe(c.onEvent)
 	if im, ok := e.Account.(imager); ok {

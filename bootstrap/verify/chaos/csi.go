@@ -1,6 +1,6 @@
 package chaos
 
-// A run on a CSI driver (Config.Cloud bootstrap.CloudCSI): csitest's
+// A run on a CSI driver (Config.Cloud process.CloudCSI): csitest's
 // fake, served in this process on unix sockets (its controller plugin,
 // and one node plugin per node, each with its own node ID), in the shape
 // of the widely used drivers: STAGE_UNSTAGE_VOLUME, GET_VOLUME,
@@ -25,7 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/cloud/csi/csitest"
@@ -103,9 +103,9 @@ func startCSI(cfg Config, chk *Checker) (r *csiRig, err error) {
 // each mount call bounded by one cloud timeout (as the controller's
 // calls), and the timeline's mounts the driver's (csiObserver), not the
 // agents' mounter's: nothing wraps the mounter or the devices.
-func (r *csiRig) configure(ec *bootstrap.Config) {
-	ec.Cloud = bootstrap.CloudCSI
-	ec.CSI = bootstrap.CSIConfig{ControllerSocket: r.ctl.Socket(), DialTimeout: 10 * time.Second}
+func (r *csiRig) configure(ec *process.Config) {
+	ec.Cloud = process.CloudCSI
+	ec.CSI = process.CSIConfig{ControllerSocket: r.ctl.Socket(), DialTimeout: 10 * time.Second}
 	for _, s := range r.nodes {
 		ec.CSI.NodeSockets = append(ec.CSI.NodeSockets, s.Socket())
 	}
@@ -200,7 +200,7 @@ func (r *csiRig) nodeNames() []cloud.NodeName {
 // driverAccount is the CSI account as the runner's account: a CSI driver
 // has no instances to replace and, without a listing, no console detach
 // tether could ever see (the CSI plan draws neither).
-type driverAccount struct{ bootstrap.Account }
+type driverAccount struct{ process.Account }
 
 func (driverAccount) Replace(n cloud.NodeName) (cloud.InstanceID, error) {
 	return "", fmt.Errorf("chaos: csi: no instance of %s to replace: a node is the machine its plugin runs on", n)

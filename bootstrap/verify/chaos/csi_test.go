@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // A bounded chaos run on the fake CSI driver: actors, agents and the
@@ -23,9 +23,9 @@ func TestChaosOnCSI(t *testing.T) {
 	}
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
 	before := csiSocketDirs(t)
-	rep := run(t, Config{Seed: 11, Duration: 6 * time.Second, Volumes: 12, Nodes: 3, Cloud: bootstrap.CloudCSI})
+	rep := run(t, Config{Seed: 11, Duration: 6 * time.Second, Volumes: 12, Nodes: 3, Cloud: process.CloudCSI})
 	t.Logf("driver: %d mutating calls, faults injected %v", rep.DriverCalls, rep.DriverFaults)
-	if rep.Cloud != bootstrap.CloudCSI {
+	if rep.Cloud != process.CloudCSI {
 		t.Errorf("report's cloud %q, want csi", rep.Cloud)
 	}
 	if rep.Violations != 0 || !rep.Converged {
@@ -50,7 +50,7 @@ func TestBrokenRulesAreCaughtOnCSI(t *testing.T) {
 	}
 	for _, inv := range CSIBreaks {
 		t.Run(inv, func(t *testing.T) {
-			rep := run(t, Config{Seed: 3, Duration: 2 * time.Second, Volumes: 8, Nodes: 3, Break: inv, Converge: 3 * time.Second, Cloud: bootstrap.CloudCSI})
+			rep := run(t, Config{Seed: 3, Duration: 2 * time.Second, Volumes: 8, Nodes: 3, Break: inv, Converge: 3 * time.Second, Cloud: process.CloudCSI})
 			// I3-attach must be caught by the driver's attachments, not
 			// only by the node statuses.
 			clause := map[string]string{"I3-attach": "while not attached to the node's instance"}[inv]
@@ -69,14 +69,14 @@ func TestBrokenRulesAreCaughtOnCSI(t *testing.T) {
 // "I3-attach" elsewhere.
 func TestCSIBreaksRefused(t *testing.T) {
 	for _, cfg := range []Config{
-		{Cloud: bootstrap.CloudCSI, Break: "I3-device"},
-		{Cloud: bootstrap.CloudSim, Break: "I3-attach"},
+		{Cloud: process.CloudCSI, Break: "I3-device"},
+		{Cloud: process.CloudSim, Break: "I3-attach"},
 	} {
 		if _, err := checkConfig(cfg); err == nil {
 			t.Errorf("cloud %s, break %s: accepted", cfg.Cloud, cfg.Break)
 		}
 	}
-	if _, err := Run(context.Background(), Config{Cloud: bootstrap.CloudCSI, Break: "I3-device", Volumes: 1, Nodes: 2, Duration: time.Second}); err == nil {
+	if _, err := Run(context.Background(), Config{Cloud: process.CloudCSI, Break: "I3-device", Volumes: 1, Nodes: 2, Duration: time.Second}); err == nil {
 		t.Error("Run broke I3-device on CSI")
 	}
 }

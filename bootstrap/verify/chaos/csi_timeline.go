@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 	"github.com/tether/tether/cloud/sim"
@@ -118,7 +118,7 @@ func (r *csiRig) mounts(dir string, n cloud.NodeName, volumes int) ([]found, err
 	var out []found
 	for j := range volumes {
 		v := volName(j)
-		want, err := l.GlobalMount(bootstrap.CSIPlugin, string(v))
+		want, err := l.GlobalMount(process.CSIPlugin, string(v))
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +142,7 @@ func targetOf(root string, vol cloud.VolumeID, p string) string {
 	rel, err := filepath.Rel(root, p)
 	parts := strings.Split(rel, string(filepath.Separator))
 	if err == nil && len(parts) == 5 && parts[0] == layout.PodsDir && parts[2] == layout.VolumesDir &&
-		parts[3] == bootstrap.CSIPlugin && parts[4] == string(vol) {
+		parts[3] == process.CSIPlugin && parts[4] == string(vol) {
 		return parts[1] + "/" + string(vol)
 	}
 	return string(vol) + " at " + p

@@ -4,13 +4,13 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 )
 
 // Wire makes ec's agents, store and devices record into c.
-func (c *Checker) Wire(ec *bootstrap.Config) {
+func (c *Checker) Wire(ec *process.Config) {
 	ec.WrapMounter, ec.WrapStore, ec.WrapDevices = c.WrapMounter, c.WrapStore, c.WrapDevices
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/bootstrap/verify/journal"
 )
 

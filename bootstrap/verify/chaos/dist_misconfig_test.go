@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/bootstrap/verify/journal"
 )
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/distributed"
+	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 )
@@ -45,7 +45,7 @@ var DistributedBreaks = []string{"I1", "I2"}
 func DistributedDeadline() time.Duration { return Deadline() + 30*time.Second }
 
 // RunDistributed executes one chaos run on a distributed tether, each part
-// in its own process on this machine (bootstrap/distributed.Fleet): the
+// in its own process on this machine (bootstrap/process/distributed.Fleet): the
 // seed's plan (DistributedPlan) while workloads churn, then calm, then a
 // bounded wait for convergence. The verdicts are judged at the end, on the
 // timeline merged from what each process recorded where things happened:

@@ -11,8 +11,8 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap/distributed"
 	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/messages"

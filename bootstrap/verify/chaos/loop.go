@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 )
@@ -24,7 +24,7 @@ import (
 // detaching a volume from its console. The sim's and the loop cloud's
 // accounts both have them (the loop's observed, as the sim's are).
 type account interface {
-	bootstrap.Account
+	process.Account
 	Replace(n cloud.NodeName) (cloud.InstanceID, error)
 	ConsoleDetach(vol cloud.VolumeID, inst cloud.InstanceID) error
 }
@@ -75,13 +75,13 @@ func loopDir(dir string) (string, error) {
 // releaseLoop stops e (nil: it never started), unmounts everything its
 // agents mounted and releases every loop device bound to an image of the
 // loop cloud under dir.
-func releaseLoop(e *bootstrap.Embedded, dir string) error {
+func releaseLoop(e *process.Embedded, dir string) error {
 	var errs []error
 	if e != nil {
 		errs = append(errs, e.Stop())
 		errs = append(errs, unmountNodes(e))
 	}
-	errs = append(errs, bootstrap.ReleaseLoop(dir))
+	errs = append(errs, process.ReleaseLoop(dir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("chaos: releasing the loop cloud under %s (see README.md, Real storage, Cleaning up): %w", dir, err)
 	}
@@ -89,7 +89,7 @@ func releaseLoop(e *bootstrap.Embedded, dir string) error {
 }
 
 // unmountNodes unmounts everything under each of e's node directories.
-func unmountNodes(e *bootstrap.Embedded) error {
+func unmountNodes(e *process.Embedded) error {
 	var errs []error
 	for _, n := range e.NodeNames {
 		m, err := e.Mounter(n)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -117,7 +117,7 @@ func TestLoopCheckerSeesAnotherVolumesDisk(t *testing.T) {
 }
 
 func TestLoopRefusesI1AndAUsedDataDir(t *testing.T) {
-	_, err := Run(context.Background(), Config{Seed: 1, Duration: time.Second, Volumes: 1, Nodes: 2, Cloud: bootstrap.CloudLoop, Break: "I1"})
+	_, err := Run(context.Background(), Config{Seed: 1, Duration: time.Second, Volumes: 1, Nodes: 2, Cloud: process.CloudLoop, Break: "I1"})
 	if err == nil || !strings.Contains(err.Error(), "cannot break I1 on the loop cloud") {
 		t.Fatalf("breaking I1 on the loop cloud: %v", err)
 	}
@@ -125,7 +125,7 @@ func TestLoopRefusesI1AndAUsedDataDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Run(context.Background(), Config{Seed: 1, Duration: time.Second, Volumes: 1, Nodes: 2, Cloud: bootstrap.CloudLoop, DataDir: dir})
+	_, err = Run(context.Background(), Config{Seed: 1, Duration: time.Second, Volumes: 1, Nodes: 2, Cloud: process.CloudLoop, DataDir: dir})
 	if err == nil || !strings.Contains(err.Error(), "is not empty") {
 		t.Fatalf("a data directory that holds something: %v", err)
 	}
@@ -139,7 +139,7 @@ func runLoop(t *testing.T, cfg Config) Report {
 	if os.Geteuid() != 0 {
 		t.Fatalf("chaos on the loop cloud needs root (running as uid %d): it binds loop devices, formats and mounts them", os.Geteuid())
 	}
-	cfg.Cloud = bootstrap.CloudLoop
+	cfg.Cloud = process.CloudLoop
 	rep := run(t, cfg)
 	checkReleased(t, cfg.DataDir)
 	return rep

@@ -3,7 +3,7 @@ package chaos
 import (
 	"fmt"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
 )
@@ -14,7 +14,7 @@ import (
 // records it. It does not touch the cloud: the caller terminates, replaces
 // or deletes the instance afterwards, so that nothing mounts on a machine
 // the cloud has already taken away.
-func PowerOff(e *bootstrap.Embedded, chk *Checker, n cloud.NodeName, why string) error {
+func PowerOff(e *process.Embedded, chk *Checker, n cloud.NodeName, why string) error {
 	if _, ok := e.Agents[n]; ok {
 		if err := e.StopAgent(n); err != nil {
 			return err
@@ -32,7 +32,7 @@ func PowerOff(e *bootstrap.Embedded, chk *Checker, n cloud.NodeName, why string)
 // PowerOn boots node n again, on either cloud: its instance runs (started
 // if stopped, a new one if it has none) and its agent starts,
 // reconstructing from the workload directories whose mounts vanished.
-func PowerOn(e *bootstrap.Embedded, n cloud.NodeName) error {
+func PowerOn(e *process.Embedded, n cloud.NodeName) error {
 	a := e.Account
 	inst, ok := a.InstanceOf(n)
 	switch {
@@ -53,7 +53,7 @@ func PowerOn(e *bootstrap.Embedded, n cloud.NodeName) error {
 
 // vanish removes every mount under n's data directory and puts an empty
 // directory where each was, as after a reboot.
-func vanish(e *bootstrap.Embedded, n cloud.NodeName) error {
+func vanish(e *process.Embedded, n cloud.NodeName) error {
 	m, err := e.Mounter(n)
 	if err == nil {
 		err = node.Reboot(e.NodeDir(n), m)

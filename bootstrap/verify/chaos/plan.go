@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 )
 
 // Action kinds of a fault plan.
@@ -92,7 +92,7 @@ var csiWeights = []weight{
 // machines that go down and boot again before the controller finds
 // their volumes gone, and little else in the way.
 func planFor(cfg Config) []Action {
-	if cfg.Cloud == bootstrap.CloudCSI {
+	if cfg.Cloud == process.CloudCSI {
 		return plan(csiWeights, 0, cfg.Seed, cfg.Duration, cfg.Volumes, cfg.Nodes)
 	}
 	if cfg.Break == "I3-device" {

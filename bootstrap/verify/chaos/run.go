@@ -14,7 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/tether/tether/actors/runtime/backoff"
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/node"
@@ -38,16 +38,16 @@ type Config struct {
 	// CloudLimit, if set, puts tether's client-side limit (cloud/limit)
 	// between the controller and the faulty cloud.
 	CloudLimit limit.Config
-	// Cloud is bootstrap.CloudSim ("" too) or bootstrap.CloudLoop: real
+	// Cloud is process.CloudSim ("" too) or process.CloudLoop: real
 	// loop devices (root only), exclusive volumes only, the cloud's faults
 	// injected by a Faulty in front of it, every mount and loop device
-	// released at the end (loop.go). Or bootstrap.CloudCSI: csitest's
+	// released at the end (loop.go). Or process.CloudCSI: csitest's
 	// fake CSI driver, served in this process, one node plugin per node,
 	// its faults and restarts from its own hooks, the timeline its own
 	// (csi.go).
 	Cloud string
 	// LoopVolumeSize is the size of each disk on the loop cloud (0:
-	// bootstrap.DefaultLoopVolumeSize).
+	// process.DefaultLoopVolumeSize).
 	LoopVolumeSize int64
 }
 
@@ -97,8 +97,8 @@ func Deadline() time.Duration {
 // strict: see checkLoop), chk recording, and the breaks asked for. On the
 // loop cloud, the controller calls it through a Faulty, which *faulty is
 // set to.
-func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker, faulty **Faulty) bootstrap.Config {
-	ec := bootstrap.DefaultConfig()
+func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker, faulty **Faulty) process.Config {
+	ec := process.DefaultConfig()
 	ec.DataDir, ec.Nodes, ec.LogLevel = dir, cfg.Nodes, "error"
 	if cfg.Log != nil {
 		ec.LogOutput = cfg.Log
@@ -119,8 +119,8 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 	ec.CloudLimit = cfg.CloudLimit
 	chk.Wire(&ec)
 	breakRule(&ec, cfg.Break)
-	if cfg.Cloud == bootstrap.CloudLoop {
-		ec.Cloud, ec.Loop.VolumeSize = bootstrap.CloudLoop, cfg.LoopVolumeSize
+	if cfg.Cloud == process.CloudLoop {
+		ec.Cloud, ec.Loop.VolumeSize = process.CloudLoop, cfg.LoopVolumeSize
 		ec.WrapProvider = func(p cloud.Provider) cloud.Provider {
 			*faulty = NewFaulty(p, cfg.Seed)
 			return *faulty
@@ -134,9 +134,9 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 
 // breakDevices makes the agents trust device paths without a check
 // (Break "I3-device"), still recorded by chk.
-func breakDevices(ec *bootstrap.Config, kind, dir string, chk *Checker) {
+func breakDevices(ec *process.Config, kind, dir string, chk *Checker) {
 	var trusting node.Devices = trustingDevices{content: filepath.Join(dir, "cloud")}
-	if kind == bootstrap.CloudLoop {
+	if kind == process.CloudLoop {
 		trusting = trustingLoopDevices{}
 	}
 	ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices { return chk.WrapDevices(n, trusting) }
@@ -148,7 +148,7 @@ func breakDevices(ec *bootstrap.Config, kind, dir string, chk *Checker) {
 var Breaks = []string{"I1", "I2", "I3", "I3-device", "I4", "I5"}
 
 // breakRule turns on the test-only hooks that break rule inv.
-func breakRule(ec *bootstrap.Config, inv string) {
+func breakRule(ec *process.Config, inv string) {
 	cc := &ec.Controller
 	switch inv {
 	case "I1":
@@ -183,14 +183,14 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	var drv *csiRig
 	chk := &Checker{}
 	ec := embeddedConfig(cfg, dir, &restarts, chk, &faulty)
-	if rep.Cloud == bootstrap.CloudCSI {
+	if rep.Cloud == process.CloudCSI {
 		if drv, err = startCSI(cfg, chk); err != nil {
 			removeDir()
 			return rep, err
 		}
 		drv.configure(&ec)
 	}
-	e, err := bootstrap.StartEmbedded(ec)
+	e, err := process.StartEmbedded(ec)
 	defer func() {
 		ferr := errors.Join(finish(e, dir, rep.Cloud), drv.close()) // tether first, then its driver
 		if ferr == nil {
@@ -215,21 +215,21 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 
 // checkConfig returns the run's cloud, or why cfg cannot run.
 func checkConfig(cfg Config) (string, error) {
-	if cfg.Cloud != bootstrap.CloudCSI && cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
+	if cfg.Cloud != process.CloudCSI && cfg.Break != "" && !slices.Contains(Breaks, cfg.Break) {
 		return "", fmt.Errorf("chaos: cannot break %q: want one of %v", cfg.Break, Breaks)
 	}
 	switch cfg.Cloud {
-	case "", bootstrap.CloudSim:
-		return bootstrap.CloudSim, nil
-	case bootstrap.CloudLoop:
-		return bootstrap.CloudLoop, checkLoop(cfg)
-	case bootstrap.CloudCSI:
+	case "", process.CloudSim:
+		return process.CloudSim, nil
+	case process.CloudLoop:
+		return process.CloudLoop, checkLoop(cfg)
+	case process.CloudCSI:
 		if cfg.Break != "" && !slices.Contains(CSIBreaks, cfg.Break) {
 			return "", fmt.Errorf("chaos: cannot break %q on CSI: want one of %v", cfg.Break, CSIBreaks)
 		}
-		return bootstrap.CloudCSI, nil
+		return process.CloudCSI, nil
 	}
-	return "", fmt.Errorf("chaos: unknown cloud %q: want %s, %s or %s", cfg.Cloud, bootstrap.CloudSim, bootstrap.CloudLoop, bootstrap.CloudCSI)
+	return "", fmt.Errorf("chaos: unknown cloud %q: want %s, %s or %s", cfg.Cloud, process.CloudSim, process.CloudLoop, process.CloudCSI)
 }
 
 // runDir returns the run's data directory (dir, or a temporary one) and
@@ -244,7 +244,7 @@ func runDir(dir, kind string) (string, func(), error) {
 		}
 		dir, remove = tmp, func() { os.RemoveAll(tmp) }
 	}
-	if kind == bootstrap.CloudLoop {
+	if kind == process.CloudLoop {
 		resolved, err := loopDir(dir)
 		if err != nil {
 			remove()
@@ -259,13 +259,13 @@ func runDir(dir, kind string) (string, func(), error) {
 // on the loop cloud it releases every loop device of the run too, and
 // says what it could not release. On CSI the driver's "mounts" are
 // directories under the run's directory: they go with it.
-func finish(e *bootstrap.Embedded, dir, kind string) error {
-	if kind == bootstrap.CloudLoop {
+func finish(e *process.Embedded, dir, kind string) error {
+	if kind == process.CloudLoop {
 		return releaseLoop(e, dir)
 	}
 	if e != nil {
 		e.Stop()
-		if kind != bootstrap.CloudCSI {
+		if kind != process.CloudCSI {
 			unmountNodes(e) // a throw-away directory: what stays goes with it
 		}
 	}

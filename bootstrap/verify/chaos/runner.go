@@ -9,7 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/tether/tether/actors/store"
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
@@ -18,7 +18,7 @@ import (
 // a time, so a controller restart never races with a desired-state change.
 type runner struct {
 	cfg   Config
-	e     *bootstrap.Embedded
+	e     *process.Embedded
 	acct  account // e's cloud
 	knobs knobs   // how the cloud is made to fail
 	chk   *Checker
@@ -43,7 +43,7 @@ func volMode(i int) cloud.AccessMode {
 // the sim; the loop cloud's disks are all exclusive (it refuses
 // multi-node ones: ext4 is mounted by one machine at a time).
 func (r *runner) mode(i int) cloud.AccessMode {
-	if r.cfg.Cloud == bootstrap.CloudLoop {
+	if r.cfg.Cloud == process.CloudLoop {
 		return cloud.Exclusive
 	}
 	return volMode(i)

@@ -17,7 +17,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 )
@@ -101,9 +101,9 @@ func (f *fakeDriver) listen(socket, id string) error {
 
 // config is an embedded tether's cloud on the fake: one node per node
 // plugin.
-func (f *fakeDriver) config(cfg *bootstrap.Config) {
-	cfg.Cloud, cfg.Nodes = bootstrap.CloudCSI, len(f.sockets)
-	cfg.CSI = bootstrap.CSIConfig{ControllerSocket: f.controller, NodeSockets: slices.Clone(f.sockets), DialTimeout: 10 * time.Second}
+func (f *fakeDriver) config(cfg *process.Config) {
+	cfg.Cloud, cfg.Nodes = process.CloudCSI, len(f.sockets)
+	cfg.CSI = process.CSIConfig{ControllerSocket: f.controller, NodeSockets: slices.Clone(f.sockets), DialTimeout: 10 * time.Second}
 }
 
 // nodeIDs maps each of tether's nodes to its plugin's node ID, from the

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 )
@@ -50,7 +50,7 @@ func emptyAfter(t *testing.T, dir string) {
 func TestDemoCSI(t *testing.T) {
 	tmp := privateTemp(t)
 	var out bytes.Buffer
-	rep, err := Run(Config{Cloud: bootstrap.CloudCSI, SyncPeriod: 200 * time.Millisecond, StepTimeout: 20 * time.Second, Out: &out})
+	rep, err := Run(Config{Cloud: process.CloudCSI, SyncPeriod: 200 * time.Millisecond, StepTimeout: 20 * time.Second, Out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDemoCSI(t *testing.T) {
 		t.Fatalf("converged %v, %d violations %v, steps %+v; output:\n%s", rep.Converged, rep.Violations, rep.Found, rep.Steps, out.String())
 	}
 	c := rep.CSI
-	if rep.Cloud != bootstrap.CloudCSI || c == nil || c.Driver != CSIDriverName || c.AttachmentsVerifiedBy != "tether's records" ||
+	if rep.Cloud != process.CloudCSI || c == nil || c.Driver != CSIDriverName || c.AttachmentsVerifiedBy != "tether's records" ||
 		c.Nodes["n1"] != "demo-node-1" || c.Nodes["n2"] != "demo-node-2" || c.MaxVolumesPerNode != CSIMaxVolumes {
 		t.Fatalf("report: cloud %q, csi %+v", rep.Cloud, c)
 	}
@@ -99,7 +99,7 @@ func TestDemoCSI(t *testing.T) {
 // directory (TestMain checks the goroutines).
 func TestDemoCSIFailureCleansUp(t *testing.T) {
 	tmp := privateTemp(t)
-	rep, err := Run(Config{Cloud: bootstrap.CloudCSI, SyncPeriod: time.Second, StepTimeout: time.Nanosecond})
+	rep, err := Run(Config{Cloud: process.CloudCSI, SyncPeriod: time.Second, StepTimeout: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}

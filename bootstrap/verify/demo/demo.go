@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether/tether/bootstrap"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/chaos"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/node"
@@ -37,20 +37,20 @@ type Config struct {
 	DataDir string
 	// Out receives progress lines (nil: none); Log, tether's warnings.
 	Out, Log io.Writer
-	// Cloud is bootstrap.CloudSim ("" too), bootstrap.CloudLoop (root
+	// Cloud is process.CloudSim ("" too), process.CloudLoop (root
 	// only: real loop devices, released at the end with everything the
-	// demo mounted) or bootstrap.CloudCSI (csitest's fake CSI driver,
+	// demo mounted) or process.CloudCSI (csitest's fake CSI driver,
 	// served in this process on sockets in a private temporary
 	// directory, removed at the end: no privileges needed).
 	Cloud string
 	// LoopVolumeSize is the size of each disk on the loop cloud (0:
-	// bootstrap.DefaultLoopVolumeSize).
+	// process.DefaultLoopVolumeSize).
 	LoopVolumeSize int64
 }
 
 // Run runs the demo.
 func Run(c Config) (Report, error) {
-	cfg := bootstrap.DefaultConfig()
+	cfg := process.DefaultConfig()
 	cfg.LogLevel = "warn"
 	cfg.LogOutput = c.Log
 	if cfg.LogOutput == nil {
@@ -77,8 +77,8 @@ func Run(c Config) (Report, error) {
 	}
 	d := &demo{out: out, timeout: c.StepTimeout, chk: &chaos.Checker{}, dataDir: dataDir}
 	d.modes, d.uses = scenario(c.Cloud)
-	d.rep.Cloud = cmp.Or(c.Cloud, bootstrap.CloudSim)
-	if c.Cloud == bootstrap.CloudCSI {
+	d.rep.Cloud = cmp.Or(c.Cloud, process.CloudSim)
+	if c.Cloud == process.CloudCSI {
 		f, err := startFakeDriver(slices.Sorted(maps.Keys(d.modes)))
 		if err != nil {
 			return Report{}, err
@@ -126,7 +126,7 @@ type demo struct {
 	dataDir string
 	plugin  string
 	fake    *fakeDriver // cloud csi only
-	e       *bootstrap.Embedded
+	e       *process.Embedded
 	chk     *chaos.Checker
 	rep     Report
 	modes   map[cloud.VolumeID]cloud.AccessMode // the volumes
@@ -153,7 +153,7 @@ func scenario(kind string) (map[cloud.VolumeID]cloud.AccessMode, map[string][]cl
 	for uid, vols := range demoUses {
 		uses[uid] = slices.Clone(vols)
 	}
-	if kind != bootstrap.CloudLoop {
+	if kind != process.CloudLoop {
 		return modes, uses
 	}
 	for v, m := range modes {
@@ -171,12 +171,12 @@ func scenario(kind string) (map[cloud.VolumeID]cloud.AccessMode, map[string][]cl
 // agents' mounts and the node status writes, runs the steps and judges.
 // On the fake CSI driver the checker is not wired: the driver's log of
 // calls is the timeline (judgeCalls).
-func (d *demo) run(cfg bootstrap.Config) (Report, error) {
+func (d *demo) run(cfg process.Config) (Report, error) {
 	t0 := time.Now()
 	if d.fake == nil {
 		d.chk.Wire(&cfg)
 	}
-	e, err := bootstrap.StartEmbedded(cfg)
+	e, err := process.StartEmbedded(cfg)
 	if err != nil {
 		return d.rep, err
 	}
@@ -216,7 +216,7 @@ func (d *demo) stop(dataDir string) {
 			fmt.Fprintln(os.Stderr, "tether: teardown:", err)
 		}
 	}
-	if err := bootstrap.ReleaseLoop(dataDir); err != nil {
+	if err := process.ReleaseLoop(dataDir); err != nil {
 		fmt.Fprintln(os.Stderr, "tether: releasing the loop devices:", err)
 	}
 }
