@@ -14,9 +14,9 @@ import (
 	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // Devices turns a device path the controller reported into what the
@@ -44,7 +44,7 @@ type Config struct {
 	DataDir string
 	// Plugin names the volume plugin in the on-disk layout.
 	Plugin         string
-	Agent          agent.Config
+	Agent          reconciler.Config
 	HeartbeatEvery time.Duration
 	Clock          clock.Clock
 	Log            logrus.FieldLogger
@@ -92,7 +92,7 @@ type Config struct {
 // DefaultConfig: Kubernetes' timings (OpTimeout as the kubelet's CSI
 // calls); the plugin is the sim cloud's.
 func DefaultConfig() Config {
-	return Config{Plugin: "tether-sim", Agent: agent.DefaultConfig(), HeartbeatEvery: 10 * time.Second,
+	return Config{Plugin: "tether-sim", Agent: reconciler.DefaultConfig(), HeartbeatEvery: 10 * time.Second,
 		Clock: clock.Real(), Log: logrus.StandardLogger(), OpTimeout: 2 * time.Minute, StopGrace: 5 * time.Second}
 }
 
@@ -107,7 +107,7 @@ type agentActor struct {
 	cfg     *Config
 	layout  layout.Layout
 	mounter mount.Mounter
-	core    *agent.Agent
+	core    *reconciler.Agent
 	self    *actor.PID
 	sys     *actor.ActorSystem
 	wake    clock.Timer
@@ -124,7 +124,7 @@ type agentActor struct {
 	// running: the calls of earlier incarnations running when this one
 	// attached to Calls (token), until the disk scan is stepped; results
 	// that arrive before that wait in held.
-	running  map[cloud.VolumeID]agent.Running
+	running  map[cloud.VolumeID]reconciler.Running
 	token    uint64
 	restored bool
 	held     []*messages.MountFinished
@@ -159,7 +159,7 @@ func (a *agentActor) Receive(ctx actor.Context) {
 		a.onMountFinished(ctx, m)
 	case *messages.Wake:
 		a.wake = nil
-		a.step(ctx, agent.Tick{})
+		a.step(ctx, reconciler.Tick{})
 	case *messages.Heartbeat:
 		a.beatQueued.Store(false)
 		a.onHeartbeat(ctx)
@@ -189,7 +189,7 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	a.epoch = epoch
 	core := a.cfg.Agent
 	core.OpTimeout = a.cfg.OpTimeout
-	a.core = agent.New(core, epoch<<32)
+	a.core = reconciler.New(core, epoch<<32)
 	self, g := a.self, a.cfg.Guard
 	a.running, a.token = a.cfg.Calls.attach(func(m *messages.MountFinished) { g.Send(self, m) })
 	a.startScan()
@@ -222,7 +222,7 @@ func (a *agentActor) onMountFinished(ctx actor.Context, m *messages.MountFinishe
 		a.held = append(a.held, m)
 		return
 	}
-	a.step(ctx, agent.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error, Terminal: m.Terminal})
+	a.step(ctx, reconciler.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error, Terminal: m.Terminal})
 }
 
 // onHeartbeat tells the controller we are alive and, until the agent knows
@@ -265,7 +265,7 @@ func (a *agentActor) shutdown() {
 	}
 }
 
-func (a *agentActor) step(ctx actor.Context, ev agent.Event) {
+func (a *agentActor) step(ctx actor.Context, ev reconciler.Event) {
 	for _, eff := range a.core.Step(a.cfg.Clock.Now(), ev) {
 		a.run(ctx, eff)
 	}

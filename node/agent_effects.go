@@ -11,33 +11,33 @@ import (
 	"github.com/tether/tether/actors/runtime/clock"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
+	"github.com/tether/tether/node/reconciler"
 )
 
-func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
+func (a *agentActor) run(ctx actor.Context, eff reconciler.Effect) {
 	switch f := eff.(type) {
-	case agent.ReportInUse:
+	case reconciler.ReportInUse:
 		a.cfg.Guard.SendFrom(a.cfg.Controller(a.cfg.Node), inUseMsg(a.cfg.Node, f.Volumes, f.Seq), a.self)
-	case agent.Stage:
+	case reconciler.Stage:
 		parent, timeout := a.ctx, a.cfg.OpTimeout
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpStage}, func() error {
+		a.do(f.Volume, reconciler.Running{Op: f.Op, Kind: reconciler.OpStage}, func() error {
 			// Made here, so that a call Calls refuses leaves no timer
 			// behind.
 			c, cancel := withTimeout(parent, timeout)
 			defer cancel()
 			return a.stage(c, f)
 		})
-	case agent.Unstage:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnstage}, func() error { return a.unstage(f.Volume) })
-	case agent.Publish:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpPublish, UID: f.UID}, func() error { return a.publish(f) })
-	case agent.Unpublish:
-		a.do(f.Volume, agent.Running{Op: f.Op, Kind: agent.OpUnpublish, UID: f.UID}, func() error { return a.unpublish(f) })
-	case agent.Record:
+	case reconciler.Unstage:
+		a.do(f.Volume, reconciler.Running{Op: f.Op, Kind: reconciler.OpUnstage}, func() error { return a.unstage(f.Volume) })
+	case reconciler.Publish:
+		a.do(f.Volume, reconciler.Running{Op: f.Op, Kind: reconciler.OpPublish, UID: f.UID}, func() error { return a.publish(f) })
+	case reconciler.Unpublish:
+		a.do(f.Volume, reconciler.Running{Op: f.Op, Kind: reconciler.OpUnpublish, UID: f.UID}, func() error { return a.unpublish(f) })
+	case reconciler.Record:
 		a.record(f)
-	case agent.WakeAt:
+	case reconciler.WakeAt:
 		if a.wake != nil && !a.wakeAt.After(f.At) {
 			return
 		}
@@ -61,12 +61,12 @@ func (a *agentActor) run(ctx actor.Context, eff agent.Effect) {
 // its context, until its deadline is due) and a place among the
 // incarnation context's children (a map keeps the room of its most
 // entries).
-func (a *agentActor) do(vol cloud.VolumeID, r agent.Running, f func() error) {
+func (a *agentActor) do(vol cloud.VolumeID, r reconciler.Running, f func() error) {
 	r.Since = a.cfg.Clock.Now()
 	a.cfg.Calls.start(vol, r, f)
 }
 
-func (a *agentActor) stage(c context.Context, f agent.Stage) error {
+func (a *agentActor) stage(c context.Context, f reconciler.Stage) error {
 	target, err := a.layout.GlobalMount(a.cfg.Plugin, string(f.Volume))
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func (a *agentActor) unstage(vol cloud.VolumeID) error {
 	return a.mounter.Unstage(target)
 }
 
-func (a *agentActor) publish(f agent.Publish) error {
+func (a *agentActor) publish(f reconciler.Publish) error {
 	staged, err := a.layout.GlobalMount(a.cfg.Plugin, string(f.Volume))
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (a *agentActor) publish(f agent.Publish) error {
 	return a.mounter.Publish(staged, target, f.ReadOnly)
 }
 
-func (a *agentActor) unpublish(f agent.Unpublish) error {
+func (a *agentActor) unpublish(f reconciler.Unpublish) error {
 	target, err := a.layout.PodVolume(f.UID, a.cfg.Plugin, string(f.Volume))
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (a *agentActor) unpublish(f agent.Unpublish) error {
 	return a.mounter.Unpublish(target)
 }
 
-func (a *agentActor) record(f agent.Record) {
+func (a *agentActor) record(f reconciler.Record) {
 	obj := events.Ref{Kind: events.KindWorkload, Name: f.Workload, UID: a.uids.workload(f.Workload)}
 	if f.Workload == "" {
 		obj = events.Ref{Kind: events.KindNode, Name: string(a.cfg.Node), UID: a.uids.node}
@@ -165,8 +165,8 @@ func (a *agentActor) onScanned(ctx actor.Context, m scanned) {
 // restoredFrom converts the scan into a Restored event, with the calls of
 // earlier incarnations still running. Entries of another plugin are left
 // alone.
-func (a *agentActor) restoredFrom(found mount.Found) agent.Restored {
-	r := agent.Restored{Stages: map[cloud.VolumeID]agent.Found{}, Publishes: map[agent.PubKey]agent.Found{}, Running: a.running}
+func (a *agentActor) restoredFrom(found mount.Found) reconciler.Restored {
+	r := reconciler.Restored{Stages: map[cloud.VolumeID]reconciler.Found{}, Publishes: map[reconciler.PubKey]reconciler.Found{}, Running: a.running}
 	for _, p := range found.Invalid {
 		a.cfg.Log.WithField("node", a.cfg.Node).Warnf("ignoring %s: not a valid tether path", p)
 	}
@@ -174,11 +174,11 @@ func (a *agentActor) restoredFrom(found mount.Found) agent.Restored {
 		if e.Plugin != a.cfg.Plugin {
 			continue
 		}
-		f := agent.Found{Mounted: e.State == mount.Mounted, Hung: e.State == mount.Unknown}
+		f := reconciler.Found{Mounted: e.State == mount.Mounted, Hung: e.State == mount.Unknown}
 		if e.Kind == mount.KindStage {
 			r.Stages[cloud.VolumeID(e.Volume)] = f
 		} else {
-			r.Publishes[agent.PubKey{UID: e.UID, Volume: cloud.VolumeID(e.Volume)}] = f
+			r.Publishes[reconciler.PubKey{UID: e.UID, Volume: cloud.VolumeID(e.Volume)}] = f
 		}
 	}
 	return r
@@ -211,28 +211,28 @@ func inUseMsg(node cloud.NodeName, vols []cloud.VolumeID, seq uint64) *messages.
 // validWorkloads converts the desired state, refusing (with a FailedMount
 // event) every workload whose UID or volume IDs are not valid names: they
 // would become paths, and nothing of them is reported or mounted.
-func (a *agentActor) desired(m *messages.NodeWorkloads) agent.DesiredChanged {
+func (a *agentActor) desired(m *messages.NodeWorkloads) reconciler.DesiredChanged {
 	uids := make(map[string]string, len(m.Workloads))
 	for _, w := range m.Workloads {
 		uids[w.Uid] = w.ObjectUid
 	}
 	a.uids.update(m.Revision, m.NodeObjectUid, uids)
-	return agent.DesiredChanged{Workloads: a.validWorkloads(m), Revision: m.Revision}
+	return reconciler.DesiredChanged{Workloads: a.validWorkloads(m), Revision: m.Revision}
 }
 
-func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []agent.Workload {
-	out := make([]agent.Workload, 0, len(m.Workloads))
+func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []reconciler.Workload {
+	out := make([]reconciler.Workload, 0, len(m.Workloads))
 	for _, w := range m.Workloads {
-		aw := agent.Workload{UID: w.Uid}
+		aw := reconciler.Workload{UID: w.Uid}
 		err := layout.ValidName(layout.KindWorkload, w.Uid)
 		for _, u := range w.Volumes {
 			if err == nil {
 				err = layout.ValidName(layout.KindVolume, u.VolumeId)
 			}
-			aw.Volumes = append(aw.Volumes, agent.Use{Volume: cloud.VolumeID(u.VolumeId), ReadOnly: u.ReadOnly})
+			aw.Volumes = append(aw.Volumes, reconciler.Use{Volume: cloud.VolumeID(u.VolumeId), ReadOnly: u.ReadOnly})
 		}
 		if err != nil {
-			a.record(agent.Record{Type: agent.EventFailedMount, Workload: w.Uid, Warning: true, Message: "refusing workload: " + err.Error()})
+			a.record(reconciler.Record{Type: reconciler.EventFailedMount, Workload: w.Uid, Warning: true, Message: "refusing workload: " + err.Error()})
 			continue
 		}
 		out = append(out, aw)
@@ -240,8 +240,8 @@ func (a *agentActor) validWorkloads(m *messages.NodeWorkloads) []agent.Workload 
 	return out
 }
 
-func statusFromProto(m *messages.NodeStatusUpdated) agent.StatusChanged {
-	s := agent.StatusChanged{Attached: make(map[cloud.VolumeID]string, len(m.VolumesAttached)), InUse: make(map[cloud.VolumeID]bool, len(m.VolumesInUse)), InUseSeq: m.InUseSeq}
+func statusFromProto(m *messages.NodeStatusUpdated) reconciler.StatusChanged {
+	s := reconciler.StatusChanged{Attached: make(map[cloud.VolumeID]string, len(m.VolumesAttached)), InUse: make(map[cloud.VolumeID]bool, len(m.VolumesInUse)), InUseSeq: m.InUseSeq}
 	for _, v := range m.VolumesAttached {
 		s.Attached[cloud.VolumeID(v.VolumeId)] = v.DevicePath
 	}

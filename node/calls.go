@@ -8,7 +8,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // Calls tracks the mount calls one node's agent has running in this
@@ -16,7 +16,7 @@ import (
 // the supervisor, or Stop then Start with the same Calls) because the calls
 // do: a mount(2) stuck on a hung filesystem cannot be interrupted, only
 // abandoned. A new incarnation learns which volumes such calls still hold
-// (agent.Restored.Running), and each call's result goes to whichever
+// (reconciler.Restored.Running), and each call's result goes to whichever
 // incarnation is current when it returns. Calls never runs two calls on one
 // volume at once.
 type Calls struct {
@@ -31,7 +31,7 @@ type Calls struct {
 }
 
 type call struct {
-	agent.Running
+	reconciler.Running
 	done chan struct{}
 }
 
@@ -41,12 +41,12 @@ func NewCalls() *Calls { return &Calls{} }
 // attach makes deliver the receiver of results from now on and returns the
 // calls running now, with a token for detach. Every call returns either
 // before attach (it is not listed) or after it (its result is delivered).
-func (c *Calls) attach(deliver func(*messages.MountFinished)) (map[cloud.VolumeID]agent.Running, uint64) {
+func (c *Calls) attach(deliver func(*messages.MountFinished)) (map[cloud.VolumeID]reconciler.Running, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.deliver = deliver
-	out := make(map[cloud.VolumeID]agent.Running, len(c.running))
+	out := make(map[cloud.VolumeID]reconciler.Running, len(c.running))
 	for v, cl := range c.running {
 		out[v] = cl.Running
 	}
@@ -65,7 +65,7 @@ func (c *Calls) detach(token uint64) {
 // start runs f as call r on vol in a goroutine of its own, which delivers
 // its result when f returns, however late. While an earlier call on vol
 // is still running, f is not run and a failure is delivered at once.
-func (c *Calls) start(vol cloud.VolumeID, r agent.Running, f func() error) {
+func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) {
 	res := &messages.MountFinished{VolumeId: string(vol), Op: r.Op}
 	c.mu.Lock()
 	if prev, ok := c.running[vol]; ok {

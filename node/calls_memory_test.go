@@ -7,7 +7,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // Calls keeps nothing once its calls have returned: a map keeps the room
@@ -19,7 +19,7 @@ func TestCallsKeepNothingAtRest(t *testing.T) {
 	c.attach(func(m *messages.MountFinished) { results <- m })
 	release := make(chan struct{})
 	for i := range 100 {
-		c.start(cloud.VolumeID(fmt.Sprintf("v%d", i)), agent.Running{Op: uint64(i), Kind: agent.OpPublish, UID: "w"}, func() error { <-release; return nil })
+		c.start(cloud.VolumeID(fmt.Sprintf("v%d", i)), reconciler.Running{Op: uint64(i), Kind: reconciler.OpPublish, UID: "w"}, func() error { <-release; return nil })
 	}
 	c.mu.Lock()
 	n := len(c.running)

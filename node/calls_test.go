@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // Calls: a second call on a volume with one still running is refused at
@@ -18,9 +18,9 @@ func TestCallsOneAtATimePerVolume(t *testing.T) {
 	_, first := c.attach(func(m *messages.MountFinished) { results <- m })
 	release := make(chan struct{})
 	defer close(release)
-	c.start("v1", agent.Running{Op: 1, Kind: agent.OpStage, Since: start}, func() error { <-release; return nil })
+	c.start("v1", reconciler.Running{Op: 1, Kind: reconciler.OpStage, Since: start}, func() error { <-release; return nil })
 
-	c.start("v1", agent.Running{Op: 2, Kind: agent.OpUnstage}, func() error { t.Error("ran beside a running call"); return nil })
+	c.start("v1", reconciler.Running{Op: 2, Kind: reconciler.OpUnstage}, func() error { t.Error("ran beside a running call"); return nil })
 	if m := <-results; m.Op != 2 || !strings.Contains(m.Error, "still running") {
 		t.Fatalf("second call: %+v, want refused", m)
 	}
@@ -30,7 +30,7 @@ func TestCallsOneAtATimePerVolume(t *testing.T) {
 
 	c.detach(first)
 	running, _ := c.attach(func(m *messages.MountFinished) { results <- m })
-	if r, ok := running["v1"]; !ok || r.Op != 1 || r.Kind != agent.OpStage || !r.Since.Equal(start) {
+	if r, ok := running["v1"]; !ok || r.Op != 1 || r.Kind != reconciler.OpStage || !r.Since.Equal(start) {
 		t.Fatalf("running = %+v, want the stage of v1", running)
 	}
 	c.detach(first) // an outdated token changes nothing

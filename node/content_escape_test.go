@@ -9,8 +9,8 @@ import (
 
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/mount"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // TestSymlinkedContentNeverMounted: a symlink planted in the sim cloud's
@@ -49,7 +49,7 @@ func TestSymlinkedContentNeverMounted(t *testing.T) {
 			var failed []events.Event
 			mounted := r.mounted("n1", "w", "vol-a")
 			r.eventually("a FailedMount event (or the mount)", func() bool {
-				failed = r.events(events.KindNode, "n1", agent.EventFailedMount)
+				failed = r.events(events.KindNode, "n1", reconciler.EventFailedMount)
 				return len(failed) > 0 || mounted()
 			})
 			if _, err := os.Stat(filepath.Join(r.podPath("n1", "w", "vol-a"), "secret")); err == nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // A volume and a workload: published by the controller, then staged and
@@ -142,21 +142,21 @@ func TestCSIRestartsRedoNothing(t *testing.T) {
 	}
 	quiet("a controller restart")
 
-	reconstructed := r.e.Events.Count(agent.EventReconstructed)
+	reconstructed := r.e.Events.Count(reconciler.EventReconstructed)
 	if err := r.e.StopAgent(csiNode); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.e.StartAgent(csiNode); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(t, "the agent reading its mounts back", func() bool { return r.e.Events.Count(agent.EventReconstructed) > reconstructed })
+	r.waitFor(t, "the agent reading its mounts back", func() bool { return r.e.Events.Count(reconciler.EventReconstructed) > reconstructed })
 	quiet("an agent restart")
 
 	if err := r.e.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	r.start(t)
-	r.waitFor(t, "the new agent reading its mounts back", func() bool { return r.e.Events.Count(agent.EventReconstructed) > 0 })
+	r.waitFor(t, "the new agent reading its mounts back", func() bool { return r.e.Events.Count(reconciler.EventReconstructed) > 0 })
 	quiet("a process restart")
 
 	// Still working: the workload's deletion undoes everything.

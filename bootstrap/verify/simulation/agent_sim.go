@@ -7,7 +7,7 @@ import (
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // beatMsg is the agent's heartbeat timer.
@@ -19,13 +19,13 @@ type agentSim struct {
 	node  cloud.NodeName
 	alive bool
 	inc   uint64
-	core  *agent.Agent
+	core  *reconciler.Agent
 	timer *timer
 	// seen is the last node status this incarnation received; reported
 	// its last VolumesInUse report and addedAt the number of the report
 	// that (last) added each volume to it (I3).
-	seen     agent.StatusChanged
-	desired  agent.DesiredChanged // the last workloads received (I5 notes)
+	seen     reconciler.StatusChanged
+	desired  reconciler.DesiredChanged // the last workloads received (I5 notes)
 	reported []cloud.VolumeID
 	lastSeq  uint64 // the core's number of its last report
 	addedAt  map[cloud.VolumeID]uint64
@@ -34,7 +34,7 @@ type agentSim struct {
 	// queued: results of a killed incarnation's operations, still in the
 	// mailbox, which survives a restart: the next incarnation gets them
 	// after it started.
-	queued []agent.OpDone
+	queued []reconciler.OpDone
 	beats  int
 }
 
@@ -51,11 +51,11 @@ func (a *agentSim) start() {
 	}
 	a.inc++
 	a.alive, a.timer, a.ops = true, &timer{}, map[cloud.VolumeID]*diskOp{}
-	a.seen, a.desired, a.reported, a.addedAt = agent.StatusChanged{}, agent.DesiredChanged{}, nil, map[cloud.VolumeID]uint64{}
+	a.seen, a.desired, a.reported, a.addedAt = reconciler.StatusChanged{}, reconciler.DesiredChanged{}, nil, map[cloud.VolumeID]uint64{}
 	cfg := w.cfg.Agent
 	cfg.Rand = w.plan.site("jitter " + a.addr().String()).float
 	// As the shell: numbers from an epoch that grows with every start.
-	a.core = agent.New(cfg, a.inc<<32)
+	a.core = reconciler.New(cfg, a.inc<<32)
 	restored := w.disks[a.node].scan()
 	w.tracef("%s starts (incarnation %d): disk %v", a.addr(), a.inc, w.disks[a.node])
 	a.step(restored)
@@ -74,7 +74,7 @@ func (a *agentSim) kill() {
 	s := w.plan.site("kill " + a.addr().String())
 	for _, v := range sortedKeys(a.ops) {
 		op := a.ops[v]
-		res := agent.OpDone{Volume: v, Op: op.op, Err: "context canceled"}
+		res := reconciler.OpDone{Volume: v, Op: op.op, Err: "context canceled"}
 		switch s.index(3) {
 		case 0:
 			w.tracef("%s dies before %s of %s ran", a.addr(), op.kind, v)
@@ -123,43 +123,43 @@ func (a *agentSim) receive(_ addr, msg any) {
 	case beatMsg:
 		a.heartbeat()
 	case wakeMsg:
-		a.step(agent.Tick{})
-	case agent.StatusChanged:
+		a.step(reconciler.Tick{})
+	case reconciler.StatusChanged:
 		a.seen = m
 		if a.w.cfg.Break == "I3-wiring" {
 			m = ackAll(m, a.lastSeq)
 		}
 		a.step(m)
-	case agent.DesiredChanged:
+	case reconciler.DesiredChanged:
 		a.desired = m
 		a.step(m)
-	case agent.Event:
+	case reconciler.Event:
 		a.step(m)
 	}
 }
 
-func (a *agentSim) step(ev agent.Event) {
+func (a *agentSim) step(ev reconciler.Event) {
 	for _, eff := range a.core.Step(a.w.now, ev) {
 		a.run(eff)
 	}
 }
 
-func (a *agentSim) run(eff agent.Effect) {
+func (a *agentSim) run(eff reconciler.Effect) {
 	w := a.w
 	switch f := eff.(type) {
-	case agent.ReportInUse:
+	case reconciler.ReportInUse:
 		a.report(f.Volumes, f.Seq)
-	case agent.Stage:
+	case reconciler.Stage:
 		a.startOp(&diskOp{kind: opStage, vol: f.Volume, dev: f.Device, op: f.Op})
-	case agent.Unstage:
+	case reconciler.Unstage:
 		a.startOp(&diskOp{kind: opUnstage, vol: f.Volume, op: f.Op})
-	case agent.Publish:
+	case reconciler.Publish:
 		a.startOp(&diskOp{kind: opPublish, vol: f.Volume, uid: f.UID, op: f.Op})
-	case agent.Unpublish:
+	case reconciler.Unpublish:
 		a.startOp(&diskOp{kind: opUnpublish, vol: f.Volume, uid: f.UID, op: f.Op})
-	case agent.Record:
+	case reconciler.Record:
 		w.tracef("%s event %s %s %s: %s", a.addr(), f.Type, f.Workload, f.Volume, f.Message)
-	case agent.WakeAt:
+	case reconciler.WakeAt:
 		w.wakeAt(a.timer, a.addr(), f.At)
 	}
 }
@@ -199,7 +199,7 @@ func (a *agentSim) startOp(op *diskOp) {
 			return
 		}
 		delete(a.ops, op.vol)
-		res := agent.OpDone{Volume: op.vol, Op: op.op, Err: w.execOp(a, op, true)}
+		res := reconciler.OpDone{Volume: op.vol, Op: op.op, Err: w.execOp(a, op, true)}
 		w.post(w.now.Add(answer), addr{kDisk, string(a.node)}, a.addr(), res)
 	})
 }
@@ -208,7 +208,7 @@ func (a *agentSim) startOp(op *diskOp) {
 // does not hold yet): the status as the core is told it, as if the
 // controller had heard the agent's last report (seq) and listed every
 // attached volume in use.
-func ackAll(m agent.StatusChanged, seq uint64) agent.StatusChanged {
+func ackAll(m reconciler.StatusChanged, seq uint64) reconciler.StatusChanged {
 	inUse := maps.Clone(m.InUse)
 	if inUse == nil {
 		inUse = map[cloud.VolumeID]bool{}
@@ -216,5 +216,5 @@ func ackAll(m agent.StatusChanged, seq uint64) agent.StatusChanged {
 	for v := range m.Attached {
 		inUse[v] = true
 	}
-	return agent.StatusChanged{Attached: m.Attached, InUse: inUse, InUseSeq: max(m.InUseSeq, seq)}
+	return reconciler.StatusChanged{Attached: m.Attached, InUse: inUse, InUseSeq: max(m.InUseSeq, seq)}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/runtime/backoff"
 	"github.com/tether/tether/actors/volume"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // Config describes one simulated cluster and its faults. Start from
@@ -32,7 +32,7 @@ type Config struct {
 	BatchSize int
 	Volume    volume.Config
 	Node      nodestatus.Config
-	Agent     agent.Config
+	Agent     reconciler.Config
 
 	Faults Faults
 
@@ -54,7 +54,7 @@ type Config struct {
 	// through the cores' test hooks, so that a test can prove the matching
 	// checker catches it: "I1" (volume.Config.BreakMultiAttach), "I2"
 	// (volume and nodestatus BreakIgnoreInUse), "I2-wiring" (BreakI2),
-	// "I3" (agent.Config.BreakMountBeforeInUse), "I4"
+	// "I3" (reconciler.Config.BreakMountBeforeInUse), "I4"
 	// (nodestatus.Config.BreakPrepareBeforeWrite), "I5"
 	// (volume.Config.BreakNeverDetach). Two more break the agent's shell:
 	// "I3-wiring" (the core is told that the controller heard every report
@@ -138,7 +138,7 @@ func DefaultConfig() Config {
 	vc.MaxWaitForUnmount = 2 * time.Minute
 	vc.Backoff = backoff.Default
 	vc.Backoff.Jitter = 0.1
-	ac := agent.DefaultConfig()
+	ac := reconciler.DefaultConfig()
 	ac.Backoff.Jitter = 0.1
 	return Config{
 		Nodes: 3, Volumes: 5, MultiNode: 2, InitialWorkloads: 3,

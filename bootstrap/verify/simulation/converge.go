@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // checkConverged probes I5: every workload's volumes attached to its node
@@ -101,18 +101,18 @@ func (w *world) agentNote(n cloud.NodeName) string {
 func (w *world) differences() []diff {
 	var out []diff
 	wantStage := map[vn]bool{}
-	wantPub := map[cloud.NodeName]map[agent.PubKey]bool{}
+	wantPub := map[cloud.NodeName]map[reconciler.PubKey]bool{}
 	ws, _ := w.st.Workloads()
 	attached := w.cloud.Attachments()
 	for _, wl := range ws {
 		d := w.disks[wl.Node]
 		inst := w.instance(wl.Node)
 		if wantPub[wl.Node] == nil {
-			wantPub[wl.Node] = map[agent.PubKey]bool{}
+			wantPub[wl.Node] = map[reconciler.PubKey]bool{}
 		}
 		for _, v := range wl.Volumes {
 			wantStage[vn{v, wl.Node}] = true
-			pk := agent.PubKey{UID: wl.UID, Volume: v}
+			pk := reconciler.PubKey{UID: wl.UID, Volume: v}
 			wantPub[wl.Node][pk] = true
 			switch {
 			case !slices.Contains(attached[v], inst):

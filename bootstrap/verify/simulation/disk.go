@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 type opKind uint8
@@ -41,21 +41,21 @@ const (
 // outlives the agent.
 type disk struct {
 	stages map[cloud.VolumeID]mountState
-	pubs   map[agent.PubKey]mountState
+	pubs   map[reconciler.PubKey]mountState
 }
 
 func newDisk() *disk {
-	return &disk{stages: map[cloud.VolumeID]mountState{}, pubs: map[agent.PubKey]mountState{}}
+	return &disk{stages: map[cloud.VolumeID]mountState{}, pubs: map[reconciler.PubKey]mountState{}}
 }
 
 // scan is what the agent reads back at start.
-func (d *disk) scan() agent.Restored {
-	r := agent.Restored{Stages: map[cloud.VolumeID]agent.Found{}, Publishes: map[agent.PubKey]agent.Found{}}
+func (d *disk) scan() reconciler.Restored {
+	r := reconciler.Restored{Stages: map[cloud.VolumeID]reconciler.Found{}, Publishes: map[reconciler.PubKey]reconciler.Found{}}
 	for v, s := range d.stages {
-		r.Stages[v] = agent.Found{Mounted: s == mounted}
+		r.Stages[v] = reconciler.Found{Mounted: s == mounted}
 	}
 	for k, s := range d.pubs {
-		r.Publishes[k] = agent.Found{Mounted: s == mounted}
+		r.Publishes[k] = reconciler.Found{Mounted: s == mounted}
 	}
 	return r
 }
@@ -91,7 +91,7 @@ func (d *disk) halfDone(op *diskOp) {
 		d.stages[op.vol] = halfDone
 		return
 	}
-	d.pubs[agent.PubKey{UID: op.uid, Volume: op.vol}] = halfDone
+	d.pubs[reconciler.PubKey{UID: op.uid, Volume: op.vol}] = halfDone
 }
 
 // reboot: every mount is gone, the directories remain (half-done).
@@ -109,11 +109,11 @@ func (d *disk) String() string {
 	for _, v := range sortedKeys(d.stages) {
 		parts = append(parts, fmt.Sprintf("stage %s:%s", v, stateName(d.stages[v])))
 	}
-	var keys []agent.PubKey
+	var keys []reconciler.PubKey
 	for k := range d.pubs {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(x, y agent.PubKey) int {
+	slices.SortFunc(keys, func(x, y reconciler.PubKey) int {
 		return strings.Compare(string(x.Volume)+"/"+x.UID, string(y.Volume)+"/"+y.UID)
 	})
 	for _, k := range keys {
@@ -135,7 +135,7 @@ func stateName(s mountState) string {
 // inject a mount failure.
 func (w *world) execOp(a *agentSim, op *diskOp, canFail bool) string {
 	d := w.disks[a.node]
-	pk := agent.PubKey{UID: op.uid, Volume: op.vol}
+	pk := reconciler.PubKey{UID: op.uid, Volume: op.vol}
 	switch op.kind {
 	case opStage:
 		holder, ok := w.deviceHolder(a.node, op.dev)

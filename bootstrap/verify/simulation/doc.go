@@ -1,6 +1,6 @@
 // Package simulation is tether's deterministic simulation tier (DESIGN.md,
 // testing tier 2). It wires the pure cores (actors/volume,
-// actors/nodestatus, node/agent, actors/syncer) to the in-memory sim cloud,
+// actors/nodestatus, node/reconciler, actors/syncer) to the in-memory sim cloud,
 // the in-memory store and a simulated disk per node, through a
 // single-threaded, seeded event loop with a virtual clock, and checks the
 // safety invariants I1-I4 after every change of the ground truth and I5

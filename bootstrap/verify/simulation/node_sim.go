@@ -4,7 +4,7 @@ import (
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node/agent"
+	"github.com/tether/tether/node/reconciler"
 )
 
 // agentStarted is the agent's hello: the node actor answers with the
@@ -192,7 +192,7 @@ func (n *nodeSim) run(eff nodestatus.Effect) {
 // through later).
 func (n *nodeSim) pushStatus() {
 	st := n.core.Status()
-	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, agent.StatusChanged{Attached: st.VolumesAttached, InUse: st.VolumesInUse, InUseSeq: st.InUseSeq})
+	n.w.sendLink(n.addr(), agentAddr(n.name), n.name, reconciler.StatusChanged{Attached: st.VolumesAttached, InUse: st.VolumesInUse, InUseSeq: st.InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.
@@ -201,14 +201,14 @@ func (n *nodeSim) sendWorkloads() {
 }
 
 // workloadsOf is the agent's desired state as the store has it.
-func (w *world) workloadsOf(n cloud.NodeName) agent.DesiredChanged {
+func (w *world) workloadsOf(n cloud.NodeName) reconciler.DesiredChanged {
 	rev, _ := w.st.Revision()
 	ws, _ := w.st.WorkloadsOn(n)
-	out := agent.DesiredChanged{Workloads: []agent.Workload{}, Revision: rev}
+	out := reconciler.DesiredChanged{Workloads: []reconciler.Workload{}, Revision: rev}
 	for _, wl := range ws {
-		aw := agent.Workload{UID: wl.UID}
+		aw := reconciler.Workload{UID: wl.UID}
 		for _, v := range wl.Volumes {
-			aw.Volumes = append(aw.Volumes, agent.Use{Volume: v})
+			aw.Volumes = append(aw.Volumes, reconciler.Use{Volume: v})
 		}
 		out.Workloads = append(out.Workloads, aw)
 	}

@@ -37,7 +37,7 @@ func TestRegressionAttachedWithoutDevicePath(t *testing.T) {
 	expectClean(t, 277, only(func(f *Faults) { f.KillWeight = 1 }))
 }
 
-// node agent protocol (actors/controller/node_actor.go, node/agent): the
+// node agent protocol (actors/controller/node_actor.go, node/reconciler): the
 // workloads an agent gets carry no revision and are never sent again once
 // the agent is ready. A node actor restarted (or answering AgentStarted)
 // reads the store and sends a snapshot that can arrive after a newer one

@@ -1,4 +1,4 @@
-// Package agent is the pure state machine of a node agent (the kubelet
+// Package reconciler is the pure state machine of a node agent (the kubelet
 // volume manager's job): which volumes the workloads on this node want,
 // which are staged (the node's global mount) and published (each
 // workload's mount), what to report in VolumesInUse, and which mount
@@ -23,7 +23,7 @@
 //     working mounts are kept without remounting, half-done ones are
 //     completed if wanted and rolled back if not, and nothing is done
 //     until both the desired state and the node status are known.
-package agent
+package reconciler
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package agent
+package reconciler
 
 import (
 	"fmt"
@@ -111,7 +111,7 @@ func TestHeapAtRest(t *testing.T) {
 }
 
 // BenchmarkHeapAtRest reports the machines' live heap per volume at rest
-// (go test -run '^$' -bench HeapAtRest ./node/agent).
+// (go test -run '^$' -bench HeapAtRest ./node/reconciler).
 func BenchmarkHeapAtRest(b *testing.B) {
 	for _, shape := range []struct{ agents, perNode int }{{1000, 10}, {100, 100}} {
 		b.Run(fmt.Sprintf("%dx%d", shape.agents, shape.perNode), func(b *testing.B) {
@@ -127,7 +127,7 @@ func BenchmarkHeapAtRest(b *testing.B) {
 // BenchmarkToRest measures the machines' steps from nothing to rest (100
 // agents, ten volumes each): the pure core's share of a fleet start, which
 // runs reconcile at every step (go test -run '^$' -bench ToRest
-// ./node/agent).
+// ./node/reconciler).
 func BenchmarkToRest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
