@@ -11,7 +11,7 @@ import (
 )
 
 // announce is node n's agent announcing itself in incarnation epoch (0: the
-// controller's own replay), as node.Agent does.
+// controller's own replay), as agent.Agent does.
 func (r *rig) announce(n cloud.NodeName, epoch uint64) {
 	r.ctl.env.guard.Send(r.ctl.env.lookup.Node(n), &messages.AgentStarted{Node: string(n), AgentEpoch: epoch})
 }

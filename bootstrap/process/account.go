@@ -15,7 +15,7 @@ import (
 	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // Kinds of cloud (Config.Cloud).
@@ -53,7 +53,7 @@ type Account interface {
 	Attachments() map[cloud.VolumeID][]cloud.InstanceID
 	// Devices is how node n's agent turns a device path into what it
 	// mounts, checked against the cloud first.
-	Devices(n cloud.NodeName) node.Devices
+	Devices(n cloud.NodeName) agent.Devices
 	// CallCounts counts the provider calls the cloud received.
 	CallCounts() CallCounts
 	// Close lets go of the cloud's state (attachments stay).
@@ -105,8 +105,8 @@ func (s simAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error
 	return s.Cloud.CreateVolumeChecked(id, mode)
 }
 
-func (s simAccount) Devices(n cloud.NodeName) node.Devices {
-	return node.SimDevices{Cloud: s.Cloud, Node: n, Virtual: s.Cloud.VirtualContent()}
+func (s simAccount) Devices(n cloud.NodeName) agent.Devices {
+	return agent.SimDevices{Cloud: s.Cloud, Node: n, Virtual: s.Cloud.VirtualContent()}
 }
 
 func (s simAccount) CallCounts() CallCounts {

@@ -48,7 +48,7 @@ import (
 	"github.com/tether/tether/cloud"
 	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	nodecsi "github.com/tether/tether/node/csi"
 	"github.com/tether/tether/node/layout"
 )
@@ -282,7 +282,7 @@ func (a *csiAccount) Inventory() sim.Inventory { return a.inventory }
 // Devices implements Account: the agent's device paths are CSI publish
 // contexts, handed to the mounter as they came (node/csi.Devices): the
 // agent stages on tether's handshake, never on the driver's listing.
-func (a *csiAccount) Devices(cloud.NodeName) node.Devices { return nodecsi.Devices{} }
+func (a *csiAccount) Devices(cloud.NodeName) agent.Devices { return nodecsi.Devices{} }
 
 // mounter is node n's mounter: its node plugin's, at the layout's paths.
 func (a *csiAccount) mounter(n cloud.NodeName, root string, timeout time.Duration) (*nodecsi.Mounter, error) {

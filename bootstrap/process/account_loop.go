@@ -36,7 +36,7 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/loop"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -195,7 +195,7 @@ func (a *loopAccount) AddInstances(nodes []cloud.NodeName) error {
 // disks carry ext4, which is no cluster filesystem: two machines mounting
 // one read-write corrupt it, each caching and writing its metadata
 // unaware of the other (and each could format it, the second erasing the
-// first's data). node.LoopDevices refuses such a second mount too; this
+// first's data). agent.LoopDevices refuses such a second mount too; this
 // says so when the volume is applied, not at every failed mount. A
 // ReadOnlyMany disk is safe: every device of it is read-only.
 func errReadWriteMany(id cloud.VolumeID) error {
@@ -310,9 +310,9 @@ func (a *loopAccount) DeleteVolume(id cloud.VolumeID) error {
 }
 
 // Devices implements Account: device paths are checked against the cloud
-// and the kernel (node.LoopDevices).
-func (a *loopAccount) Devices(n cloud.NodeName) node.Devices {
-	return node.LoopDevices{Cloud: a.Cloud, Node: n}
+// and the kernel (agent.LoopDevices).
+func (a *loopAccount) Devices(n cloud.NodeName) agent.Devices {
+	return agent.LoopDevices{Cloud: a.Cloud, Node: n}
 }
 
 // formatImage makes the ext4 filesystem of a new ReadOnlyMany disk on its

@@ -19,14 +19,14 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // A client of tether cloud serve is the cloud an API server provisions
 // with and the one a node agent resolves its devices with.
 var (
-	_ api.Nodes     = (*remote.Client)(nil)
-	_ node.SimCloud = (*remote.Client)(nil)
+	_ api.Nodes      = (*remote.Client)(nil)
+	_ agent.SimCloud = (*remote.Client)(nil)
 )
 
 // tether cloud serve: a client in another process's place attaches through
@@ -286,7 +286,7 @@ func TestServeCloudAdmin(t *testing.T) {
 		t.Errorf("event %+v, want the attach of v1 to %s", ev, inst)
 	}
 
-	devices := node.SimDevices{Cloud: c, Node: "n1"}
+	devices := agent.SimDevices{Cloud: c, Node: "n1"}
 	src, release, err := devices.Source(callCtx, "v1", dev)
 	release()
 	if want, _ := filepath.Abs(filepath.Join(dir, "cloud", "v1")); err != nil || src != want {

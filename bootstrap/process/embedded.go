@@ -24,7 +24,7 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -43,7 +43,7 @@ type Config struct {
 	// <data>/loop, whose disks are image files attached as real loop
 	// devices (root only). With it the agents mount with mount.NewBlock
 	// (unless NewMounter says otherwise), resolve devices with
-	// node.LoopDevices and lay their mounts out under LoopPlugin. Or
+	// agent.LoopDevices and lay their mounts out under LoopPlugin. Or
 	// CloudCSI: a CSI driver (account_csi.go), one node (Nodes 1) whose
 	// agent mounts through the node plugin (node/csi.Mounter) under
 	// CSIPlugin.
@@ -70,7 +70,7 @@ type Config struct {
 	// disk; tether bench --machines-dir puts the simulated nodes' apart from
 	// the store's disk so. The data directory's lock does not cover it.
 	NodesDir string
-	Agent    node.Config
+	Agent    agent.Config
 	// Durable keeps the desired state and node statuses in
 	// <data>/tether.db and the sim cloud's state in <data>/cloud-state.json
 	// (the loop cloud's state is always durable), so that a restarted
@@ -94,7 +94,7 @@ type Config struct {
 	WrapStore func(store.Store) store.Store
 	// WrapDevices, if set, wraps each agent's device resolution (invariant
 	// checks).
-	WrapDevices func(cloud.NodeName, node.Devices) node.Devices
+	WrapDevices func(cloud.NodeName, agent.Devices) agent.Devices
 	// Events configures the event log (TTL, bound per object); zero
 	// values are the defaults (1 h, 100).
 	Events store.EventOptions
@@ -102,7 +102,7 @@ type Config struct {
 
 // DefaultConfig is DESIGN.md's defaults with three nodes.
 func DefaultConfig() Config {
-	return Config{LogLevel: "info", LogFormat: "text", LogOutput: os.Stderr, Nodes: 3, Controller: controller.DefaultConfig(), Agent: node.DefaultConfig()}
+	return Config{LogLevel: "info", LogFormat: "text", LogOutput: os.Stderr, Nodes: 3, Controller: controller.DefaultConfig(), Agent: agent.DefaultConfig()}
 }
 
 // Embedded is a running embedded tether.
@@ -119,7 +119,7 @@ type Embedded struct {
 	Controller *controller.Controller
 	Log        *logrus.Logger
 	NodeNames  []cloud.NodeName
-	Agents     map[cloud.NodeName]*node.Agent
+	Agents     map[cloud.NodeName]*agent.Agent
 	cfg        Config
 	kind       string // CloudSim, CloudLoop or CloudCSI
 	guardian   actor.SupervisorStrategy
@@ -129,12 +129,12 @@ type Embedded struct {
 	provider   cloud.Provider
 	mu         sync.Mutex
 	mounters   map[cloud.NodeName]mount.Mounter
-	calls      map[cloud.NodeName]*node.Calls // one per node, shared by its successive agents
-	lock       *dirLock                       // durable only
-	identity   string                         // durable only: the store's identity
-	stopped    bool                           // Stop ran
-	bolt       *store.Bolt                    // durable only: the store under any WrapStore
-	evw        *events.Writer                 // the recorder's writer to the event log
+	calls      map[cloud.NodeName]*agent.Calls // one per node, shared by its successive agents
+	lock       *dirLock                        // durable only
+	identity   string                          // durable only: the store's identity
+	stopped    bool                            // Stop ran
+	bolt       *store.Bolt                     // durable only: the store under any WrapStore
+	evw        *events.Writer                  // the recorder's writer to the event log
 	// Rebuilt is what --rebuild-store found and wrote (nil without it).
 	Rebuilt *RebuildReport
 }
@@ -176,7 +176,7 @@ func StartEmbedded(cfg Config) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*node.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}, calls: map[cloud.NodeName]*node.Calls{}}
+	e := &Embedded{Events: events.NewRecorder(100), Log: log, Agents: map[cloud.NodeName]*agent.Agent{}, cfg: cfg, mounters: map[cloud.NodeName]mount.Mounter{}, calls: map[cloud.NodeName]*agent.Calls{}}
 	if err := e.open(); err != nil {
 		return nil, errors.Join(err, e.closeStore())
 	}
@@ -325,7 +325,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		ac.Mailbox = leanMailbox
 	}
 	if e.calls[n] == nil {
-		e.calls[n] = node.NewCalls()
+		e.calls[n] = agent.NewCalls()
 	}
 	ac.Calls = e.calls[n] // a new agent leaves alone what its predecessor's calls still hold
 	if e.cfg.Metrics != nil || e.cfg.WrapMounter != nil || e.cfg.NewMounter != nil || e.kind != CloudSim {
@@ -342,7 +342,7 @@ func (e *Embedded) StartAgent(n cloud.NodeName) error {
 		ac.Mounter = m
 	}
 	ac.Controller = e.controllerNode
-	a, err := node.Start(e.System, ac, e.guardian)
+	a, err := agent.Start(e.System, ac, e.guardian)
 	if err != nil {
 		return err
 	}

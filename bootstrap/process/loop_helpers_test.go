@@ -17,7 +17,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/verify/datatest"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -122,7 +122,7 @@ func discardLoop(t *testing.T, e *Embedded) {
 	for _, n := range e.NodeNames {
 		m, err := e.Mounter(n)
 		if err == nil {
-			err = node.Teardown(e.NodeDir(n), m)
+			err = agent.Teardown(e.NodeDir(n), m)
 		}
 		if err != nil {
 			t.Errorf("teardown of %s: %v", n, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -53,7 +53,7 @@ func powerOff(t *testing.T, e *Embedded, n cloud.NodeName) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := node.Reboot(e.NodeDir(n), m); err != nil {
+	if err := agent.Reboot(e.NodeDir(n), m); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -90,7 +90,7 @@ func TestLoopTerminateWhileMountedWaitsForUnmount(t *testing.T) {
 	sums := writeChecksummed(t, p1, files)
 	var shared atomic.Int32
 	e.Events.Subscribe(func(ev events.Event) {
-		if ev.Type == "FailedMount" && ev.Node == "n2" && strings.Contains(ev.Message, node.ErrImageShared.Error()) {
+		if ev.Type == "FailedMount" && ev.Node == "n2" && strings.Contains(ev.Message, agent.ErrImageShared.Error()) {
 			shared.Add(1)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -46,7 +46,7 @@ func teardownNodes(t *testing.T, dir string, mounterOf func(layout.Layout) mount
 		if err != nil {
 			continue
 		}
-		if err := node.Teardown(nd, mounterOf(l)); err != nil {
+		if err := agent.Teardown(nd, mounterOf(l)); err != nil {
 			t.Errorf("teardown %s: %v", nd, err)
 		}
 	}

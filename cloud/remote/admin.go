@@ -3,7 +3,7 @@ package remote
 // The sim cloud's admin side (messages.SimAdmin), but for Watch
 // (watch.go): the server's handlers and the Client's methods, which have
 // the signatures of *sim.Cloud's so that a Client stands in for it in
-// another process (bootstrap/operator/api.Nodes, node.SimDevices).
+// another process (bootstrap/operator/api.Nodes, agent.SimDevices).
 
 import (
 	"context"

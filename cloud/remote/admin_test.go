@@ -19,7 +19,7 @@ import (
 )
 
 // simCloud is what other processes need of the sim cloud: bootstrap/operator/api's
-// Nodes and node.SimDevices' cloud (copied: cloud/ imports neither). Both
+// Nodes and agent.SimDevices' cloud (copied: cloud/ imports neither). Both
 // the sim and the Client have it, with the same signatures.
 type simCloud interface {
 	InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool)

@@ -17,7 +17,7 @@ import (
 	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // distributedFlags are the flags every process of distributed mode shares.
@@ -144,7 +144,7 @@ README for a whole cluster by hand.`,
 }
 
 func agentCommand() *cobra.Command {
-	cfg := distributed.AgentConfig{Agent: node.DefaultConfig()}
+	cfg := distributed.AgentConfig{Agent: agent.DefaultConfig()}
 	var nodeName string
 	var cf chaosFlags
 	cmd := &cobra.Command{

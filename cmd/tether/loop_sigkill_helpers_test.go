@@ -14,7 +14,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/datatest"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -180,7 +180,7 @@ func releaseLoop(t *testing.T, data string) {
 		dir := filepath.Join(data, "nodes", d.Name())
 		l, err := layout.New(dir)
 		if err == nil {
-			err = node.Teardown(dir, mount.NewBlock(l))
+			err = agent.Teardown(dir, mount.NewBlock(l))
 		}
 		if err != nil {
 			t.Errorf("teardown of %s: %v", dir, err)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -266,7 +266,7 @@ func teardown(t *testing.T, data string) {
 		if err != nil {
 			continue
 		}
-		if err := node.Teardown(dir, mount.Default(l)); err != nil {
+		if err := agent.Teardown(dir, mount.Default(l)); err != nil {
 			t.Errorf("teardown %s: %v", dir, err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	cloudcsi "github.com/tether/tether/cloud/csi"
 )
 
-// Devices is the node agent's device resolution (node.Devices) over a
+// Devices is the node agent's device resolution (agent.Devices) over a
 // CSI driver. The "device" the controller reported is the publish
 // context (cloud/csi.DevicePath), and it is also what the Mounter stages
 // from: Source hands it over as is once it decodes. It asks the
@@ -21,7 +21,7 @@ import (
 // unpublished meanwhile) is the node plugin's to refuse.
 type Devices struct{}
 
-// Source implements node.Devices. It holds nothing.
+// Source implements agent.Devices. It holds nothing.
 func (Devices) Source(_ context.Context, _ cloud.VolumeID, device string) (string, func(), error) {
 	if _, err := cloudcsi.PublishContext(device); err != nil {
 		return "", nop, err

@@ -27,7 +27,7 @@
 // sent and after it succeeded, and answers Inspect (the agent's
 // reconstruction after a restart) from those records, trusting them only
 // within the boot they were written in. Devices is the agent's
-// node.Devices: it hands the controller's device path to the Mounter as
+// agent.Devices: it hands the controller's device path to the Mounter as
 // it came, asking the controller plugin nothing (the agent stages on
 // tether's own handshake, I3).
 package csi

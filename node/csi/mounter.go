@@ -24,7 +24,7 @@ const DefaultTimeout = 2 * time.Minute
 // MounterConfig configures NewMounter.
 type MounterConfig struct {
 	// Plugin is the plugin directory of the agent's layout
-	// (node.Config.Plugin): the Mounter serves <root>/plugins/<Plugin>/mounts/<volume>
+	// (agent.Config.Plugin): the Mounter serves <root>/plugins/<Plugin>/mounts/<volume>
 	// and <root>/pods/<uid>/volumes/<Plugin>/<volume>, nothing else.
 	Plugin string
 	// Mode tells how a volume is used (its access mode and whether it is

@@ -23,7 +23,7 @@ import (
 	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	nodecsi "github.com/tether/tether/node/csi"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -60,7 +60,7 @@ type AgentConfig struct {
 	// Mounter: "auto" (bind mounts as root, symlinks otherwise), "bind"
 	// or "symlink".
 	Mounter string
-	Agent   node.Config
+	Agent   agent.Config
 	// Backoff, where set, shortens the retries of mount operations and
 	// the agent actor's restarts.
 	Backoff Backoff
@@ -82,7 +82,7 @@ type AgentProcess struct {
 	// CSI is the node plugin (AgentConfig.CSINodeSocket), nil on the
 	// sim cloud.
 	CSI     *nodecsi.Node
-	Agent   *node.Agent
+	Agent   *agent.Agent
 	journal *journal.Writer
 	evlog   *store.EtcdEvents
 	evw     *events.Writer
@@ -172,7 +172,7 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 		}
 	} else {
 		ac.Mounter = newMounter(l)
-		ac.Devices = node.SimDevices{Cloud: a.Cloud, Node: cfg.Node}
+		ac.Devices = agent.SimDevices{Cloud: a.Cloud, Node: cfg.Node}
 	}
 	if j := a.journal; j != nil {
 		ac.Mounter = &journalMounter{Mounter: ac.Mounter, j: j, node: string(cfg.Node)}
@@ -196,7 +196,7 @@ func StartAgent(cfg AgentConfig) (a *AgentProcess, err error) {
 			j.Write(journal.Record{Kind: journal.KindRestart, Text: child.Id})
 		}
 	}
-	a.Agent, err = node.Start(a.System, ac, supervisor.NewStrategy(scfg))
+	a.Agent, err = agent.Start(a.System, ac, supervisor.NewStrategy(scfg))
 	if err != nil {
 		return a, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	cloudcsi "github.com/tether/tether/cloud/csi"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	nodecsi "github.com/tether/tether/node/csi"
 	"github.com/tether/tether/node/layout"
 )
@@ -19,7 +19,7 @@ import (
 // resolution (the publish context as it came in the node status); the
 // agent's heartbeats carry the plugin's node ID and limit to the
 // controller, which records them in the node status.
-func (a *AgentProcess) useCSI(cfg AgentConfig, ac *node.Config, l layout.Layout) error {
+func (a *AgentProcess) useCSI(cfg AgentConfig, ac *agent.Config, l layout.Layout) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(cfg.CSIWait, process.DefaultCSIDialTimeout))
 	defer cancel()
 	var err error

@@ -23,7 +23,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -89,7 +89,7 @@ func (m *journalMounter) shows(target string) bool {
 // journalDevices records each device resolution that succeeded, when it
 // returned.
 type journalDevices struct {
-	node.Devices
+	agent.Devices
 	j    *journal.Writer
 	node string
 }

@@ -43,7 +43,7 @@ import (
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -460,7 +460,7 @@ func (r *run) cleanup() error {
 		if r.cfg.Mounter == "bind" {
 			m = mount.NewBind(l)
 		}
-		if err := node.Teardown(nd, m); err != nil {
+		if err := agent.Teardown(nd, m); err != nil {
 			errs = append(errs, err)
 		}
 	}

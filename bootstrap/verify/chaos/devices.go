@@ -6,7 +6,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // Wire makes ec's agents, store and devices record into c.
@@ -19,12 +19,12 @@ func (c *Checker) Wire(ec *process.Config) {
 // there at that stamp, so that a stage whose volume the cloud took away
 // between the resolution and the mount call is told apart from a stage on
 // a device path nobody checked.
-func (c *Checker) WrapDevices(n cloud.NodeName, d node.Devices) node.Devices {
+func (c *Checker) WrapDevices(n cloud.NodeName, d agent.Devices) agent.Devices {
 	return recDevices{Devices: d, c: c, node: n}
 }
 
 type recDevices struct {
-	node.Devices
+	agent.Devices
 	c    *Checker
 	node cloud.NodeName
 }

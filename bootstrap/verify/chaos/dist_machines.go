@@ -8,7 +8,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -66,7 +66,7 @@ func (r *distRunner) powerOff(n cloud.NodeName, why string) error {
 	}
 	l, err := layout.New(r.f.NodeDir(n))
 	if err == nil {
-		err = node.Reboot(r.f.NodeDir(n), mount.NewSymlink(l))
+		err = agent.Reboot(r.f.NodeDir(n), mount.NewSymlink(l))
 	}
 	if err != nil {
 		return fmt.Errorf("chaos: power off %s: %w", n, err)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -26,7 +26,7 @@ func TestIdentitiesSeeARedoneMount(t *testing.T) {
 				m = mount.Default(l) // bind mounts as root
 			}
 			t.Cleanup(func() {
-				if err := node.Teardown(l.Root(), m); err != nil {
+				if err := agent.Teardown(l.Root(), m); err != nil {
 					t.Error(err)
 				}
 			})

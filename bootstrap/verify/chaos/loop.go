@@ -16,7 +16,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // account is what a run asks of its cloud: the embedded runtime's
@@ -94,7 +94,7 @@ func unmountNodes(e *process.Embedded) error {
 	for _, n := range e.NodeNames {
 		m, err := e.Mounter(n)
 		if err == nil {
-			err = node.Teardown(e.NodeDir(n), m)
+			err = agent.Teardown(e.NodeDir(n), m)
 		}
 		errs = append(errs, err)
 	}

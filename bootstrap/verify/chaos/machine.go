@@ -5,7 +5,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // PowerOff takes node n down as a machine that loses power: its agent stops
@@ -56,7 +56,7 @@ func PowerOn(e *process.Embedded, n cloud.NodeName) error {
 func vanish(e *process.Embedded, n cloud.NodeName) error {
 	m, err := e.Mounter(n)
 	if err == nil {
-		err = node.Reboot(e.NodeDir(n), m)
+		err = agent.Reboot(e.NodeDir(n), m)
 	}
 	if err != nil {
 		return fmt.Errorf("chaos: power off %s: %w", n, err)

@@ -17,7 +17,7 @@ import (
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 )
 
 // Config of a chaos run.
@@ -135,11 +135,11 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 // breakDevices makes the agents trust device paths without a check
 // (Break "I3-device"), still recorded by chk.
 func breakDevices(ec *process.Config, kind, dir string, chk *Checker) {
-	var trusting node.Devices = trustingDevices{content: filepath.Join(dir, "cloud")}
+	var trusting agent.Devices = trustingDevices{content: filepath.Join(dir, "cloud")}
 	if kind == process.CloudLoop {
 		trusting = trustingLoopDevices{}
 	}
-	ec.WrapDevices = func(n cloud.NodeName, _ node.Devices) node.Devices { return chk.WrapDevices(n, trusting) }
+	ec.WrapDevices = func(n cloud.NodeName, _ agent.Devices) agent.Devices { return chk.WrapDevices(n, trusting) }
 }
 
 // Breaks are what Config.Break can break: a rule, through the test-only

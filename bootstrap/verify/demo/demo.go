@@ -22,7 +22,7 @@ import (
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/chaos"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/node"
+	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -212,7 +212,7 @@ func (d *demo) stop(dataDir string) {
 		return
 	}
 	for _, n := range d.e.NodeNames {
-		if err := node.Teardown(d.e.NodeDir(n), d.mounter(n)); err != nil {
+		if err := agent.Teardown(d.e.NodeDir(n), d.mounter(n)); err != nil {
 			fmt.Fprintln(os.Stderr, "tether: teardown:", err)
 		}
 	}

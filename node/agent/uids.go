@@ -1,4 +1,4 @@
-package node
+package agent
 
 // objectUIDs holds the ObjectUIDs of this node and of its workloads (from
 // the controller's NodeWorkloads), so that the agent's events are stamped

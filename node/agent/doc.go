@@ -1,4 +1,4 @@
-// Package node is the node agent: the actor that mounts, for the workloads
+// Package agent is the node agent: the actor that mounts, for the workloads
 // scheduled on one node, the volumes the controller attached there (the
 // kubelet volume manager's job). It is a thin shell over the pure core in
 // node/reconciler; paths come from node/layout (names validated first) and mounts
@@ -13,4 +13,4 @@
 // until it returns. The disk scan at start runs in a goroutine too, and
 // gives up on a mount whose state does not come within OpTimeout. Stop
 // waits for running calls at most StopGrace.
-package node
+package agent
