@@ -2476,7 +2476,7 @@ func (x *AgentStatus) GetReady() bool {
 
 // PeerPing asks a controller member's peer actor for a round trip over
 // remote: a member joins the placement only once it has had one with
-// every member already there (bootstrap/distributed/peers.go).
+// every member already there (bootstrap/process/distributed/peers.go).
 type PeerPing struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"` // the asking member's ID
