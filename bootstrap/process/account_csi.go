@@ -2,7 +2,7 @@ package process
 
 // Any CSI driver as the cloud of an embedded tether: its controller
 // plugin is the controller's provider (cloud/csi), its node plugin mounts
-// for the one node (node/csi). What a CSI driver cannot do as a cloud
+// for the one node (node/csinode). What a CSI driver cannot do as a cloud
 // account does, it refuses clearly:
 //
 //   - Volumes are the driver's. tether never calls CreateVolume or
@@ -49,7 +49,7 @@ import (
 	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/agent"
-	nodecsi "github.com/tether/tether/node/csi"
+	nodecsi "github.com/tether/tether/node/csinode"
 	"github.com/tether/tether/node/layout"
 )
 
@@ -280,7 +280,7 @@ func (a *csiAccount) SetTag(tag string) error {
 func (a *csiAccount) Inventory() sim.Inventory { return a.inventory }
 
 // Devices implements Account: the agent's device paths are CSI publish
-// contexts, handed to the mounter as they came (node/csi.Devices): the
+// contexts, handed to the mounter as they came (node/csinode.Devices): the
 // agent stages on tether's handshake, never on the driver's listing.
 func (a *csiAccount) Devices(cloud.NodeName) agent.Devices { return nodecsi.Devices{} }
 

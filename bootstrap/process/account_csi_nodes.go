@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/tether/tether/cloud"
-	nodecsi "github.com/tether/tether/node/csi"
+	nodecsi "github.com/tether/tether/node/csinode"
 )
 
 // csiNodePlugin is one node's plugin.

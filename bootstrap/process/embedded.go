@@ -45,7 +45,7 @@ type Config struct {
 	// (unless NewMounter says otherwise), resolve devices with
 	// agent.LoopDevices and lay their mounts out under LoopPlugin. Or
 	// CloudCSI: a CSI driver (account_csi.go), one node (Nodes 1) whose
-	// agent mounts through the node plugin (node/csi.Mounter) under
+	// agent mounts through the node plugin (node/csinode.Mounter) under
 	// CSIPlugin.
 	Cloud string
 	// Sim configures the sim cloud; Loop the loop cloud; CSI the driver.

@@ -1,6 +1,6 @@
 // Package csi is a cloud.Provider over a CSI driver's controller plugin,
 // spoken to on its unix socket with the CSI spec's gRPC (Dial), and the
-// pieces its node side (node/csi) shares: Connect, Capability, the device
+// pieces its node side (node/csinode) shares: Connect, Capability, the device
 // path encoding and the error mapping. It never retries and imports no
 // actor or node code.
 //

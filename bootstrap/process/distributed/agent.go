@@ -24,7 +24,7 @@ import (
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
 	"github.com/tether/tether/node/agent"
-	nodecsi "github.com/tether/tether/node/csi"
+	nodecsi "github.com/tether/tether/node/csinode"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -52,7 +52,7 @@ type AgentConfig struct {
 	CloudTLS ClientTLS
 	// CSINodeSocket, instead of Cloud: the unix socket of the CSI
 	// driver's node plugin on this machine. The agent mounts through it
-	// (node/csi), and reports its node ID and max_volumes_per_node
+	// (node/csinode), and reports its node ID and max_volumes_per_node
 	// (NodeGetInfo) to the controller with every heartbeat. CSIWait
 	// bounds the wait for the plugin at start (0: a minute).
 	CSINodeSocket string

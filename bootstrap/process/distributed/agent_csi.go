@@ -10,12 +10,12 @@ import (
 	"github.com/tether/tether/bootstrap/process"
 	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/node/agent"
-	nodecsi "github.com/tether/tether/node/csi"
+	nodecsi "github.com/tether/tether/node/csinode"
 	"github.com/tether/tether/node/layout"
 )
 
 // useCSI dials this machine's CSI node plugin and makes it the agent's
-// mounter (node/csi.Mounter, under process.CSIPlugin) and device
+// mounter (node/csinode.Mounter, under process.CSIPlugin) and device
 // resolution (the publish context as it came in the node status); the
 // agent's heartbeats carry the plugin's node ID and limit to the
 // controller, which records them in the node status.

@@ -29,7 +29,7 @@ import (
 	"github.com/tether/tether/cloud"
 	cloudcsi "github.com/tether/tether/cloud/csi"
 	"github.com/tether/tether/cloud/csi/csitest"
-	nodecsi "github.com/tether/tether/node/csi"
+	nodecsi "github.com/tether/tether/node/csinode"
 )
 
 // CSIDriverName is the fake driver's name in a run on CSI.

@@ -1,4 +1,4 @@
-// Package csi is the node agent's side of a CSI driver: the node plugin
+// Package csinode is the node agent's side of a CSI driver: the node plugin
 // listening on this node's unix socket, which stages and publishes (mounts)
 // the volumes tether's controller attached through cloud/csi. DialNode
 // reads the plugin's node ID (the "instance" the controller publishes
@@ -30,4 +30,4 @@
 // agent.Devices: it hands the controller's device path to the Mounter as
 // it came, asking the controller plugin nothing (the agent stages on
 // tether's own handshake, I3).
-package csi
+package csinode

@@ -1,4 +1,4 @@
-package csi
+package csinode
 
 import (
 	"context"

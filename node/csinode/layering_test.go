@@ -1,4 +1,4 @@
-package csi
+package csinode
 
 import (
 	"os/exec"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Rooms import downward: node/csi imports no actors/ (nor bootstrap/).
+// Rooms import downward: node/csinode imports no actors/ (nor bootstrap/).
 func TestImportsDownward(t *testing.T) {
 	for _, tc := range []struct {
 		pkgs      []string
