@@ -66,6 +66,8 @@ func check(pkgs []pkg) []string {
 			out = append(out, forbid(p, "cloud/ imports neither actors/ nor node/ (nor bootstrap/)", "actors", "node", "bootstrap")...)
 		case under("messages"):
 			out = append(out, forbid(p, "messages imports no other tether package", "actors", "node", "bootstrap", "cloud")...)
+		case under("node/csinode"):
+			out = append(out, forbid(p, "node/csinode (a CSI node plugin's client) imports no actors/ nor bootstrap/", "actors", "bootstrap")...)
 		case under("node"):
 			out = append(out, forbid(p, "node/ imports no bootstrap/", "bootstrap")...)
 		case under("cmd"):
@@ -225,6 +227,7 @@ func TestLayeringCatches(t *testing.T) {
 		{"cloud reaches node", pkg{ImportPath: module + "/cloud/loop", Deps: []string{module + "/node/mount"}}, "cloud/ imports neither"},
 		{"cmd imports actors", pkg{ImportPath: module + "/cmd/tether", Imports: []string{module + "/bootstrap/process", module + "/actors/controller"}}, "cmd/ imports only bootstrap/"},
 		{"cmd imports cloud", pkg{ImportPath: module + "/cmd/tether", Imports: []string{module + "/cloud/sim"}}, "cmd/ imports only bootstrap/"},
+		{"node/csinode reaches actors", pkg{ImportPath: module + "/node/csinode", Deps: []string{module + "/actors/runtime/clock"}}, "node/csinode"},
 		{"node reaches bootstrap", pkg{ImportPath: module + "/node/agent", Deps: []string{module + "/bootstrap/process"}}, "node/ imports no bootstrap/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
