@@ -85,8 +85,8 @@ func controllerCommand() *cobra.Command {
 		Short: "Run one controller member of a distributed tether (a Proto.Actor cluster on etcd)",
 		Long: `Run one controller member. Members find each other through etcd and share the
 volume and node actors between them (virtual actors placed by identity); the
-desired state and node statuses live in etcd. See "Distributed mode" in the
-README for a whole cluster by hand.`,
+desired state and node statuses live in etcd. See docs/distributed.md for a
+whole cluster by hand.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateDistributed(cmd.Flags()); err != nil {

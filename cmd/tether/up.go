@@ -51,7 +51,7 @@ func upCommand() *cobra.Command {
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:7071", "metrics, /healthz and /readyz listen address")
 	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses (the API then needs --tls-cert and --tls-key)")
 	registerUpTLS(f, &cfg)
-	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)")
+	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see docs/operating.md: Recovery)")
 	cloudFlags(f, &cfg.Embedded.Cloud, &cfg.Embedded.Loop.VolumeSize)
 	csiFlags(f, &cfg.Embedded.CSI)
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")

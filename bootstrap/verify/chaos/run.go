@@ -168,7 +168,8 @@ func breakRule(ec *process.Config, inv string) {
 // churn, then calm, then a bounded wait for convergence. On the loop
 // cloud every mount and loop device of the run is released before it
 // returns, whatever happened (a failure to release is an error, and a
-// temporary data directory then stays, for the README's cleanup).
+// temporary data directory then stays, for the cleanup by hand of
+// docs/storage.md).
 func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	rep = Report{Seed: cfg.Seed, KillsByKind: map[string]int{}, FaultsByKind: map[string]int{}}
 	if rep.Cloud, err = checkConfig(cfg); err != nil {
