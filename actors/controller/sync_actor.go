@@ -201,7 +201,7 @@ func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName
 	defer cancel()
 	listBatch(ctx, e, batch, res)
 	if c.Err() != nil {
-		return // this incarnation is gone; see volumeActor.sendSelf
+		return // this incarnation is gone; see volumeShell.SendSelf
 	}
 	e.guard.Send(a.self, res)
 }

@@ -2,8 +2,8 @@ package simulation
 
 import (
 	"github.com/tether/tether/actors/nodestatus"
-	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/reconciler"
 )
 
@@ -82,6 +82,12 @@ func (n *nodeSim) receive(_ addr, msg any) {
 		// Every report, changed or not, is answered with the status and
 		// the number of the report it reflects, once it is written.
 		n.later()
+	case *messages.MarkVolumeAttached:
+		n.step(nodestatus.VolumeAttached{Volume: cloud.VolumeID(m.VolumeId), DevicePath: m.DevicePath})
+	case *messages.MarkVolumeDetached:
+		n.step(nodestatus.VolumeDetached{Volume: cloud.VolumeID(m.VolumeId)})
+	case *messages.PrepareDetach:
+		n.step(nodestatus.DetachRequested{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Force: m.Force})
 	case nodestatus.Event:
 		n.step(m)
 	}
@@ -175,16 +181,20 @@ func (n *nodeSim) run(eff nodestatus.Effect) {
 	w := n.w
 	switch f := eff.(type) {
 	case nodestatus.PrepareAnswer:
-		w.send(n.addr(), volAddr(f.Volume), volume.DetachPrepared{Node: n.name, Op: f.Op, OK: f.OK, Msg: f.Msg})
+		w.send(n.addr(), volAddr(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(n.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
 	case nodestatus.NotifyVolume:
-		info := volume.NodeInfo{InUse: f.Info.InUse, Ready: f.Info.Ready, NotReadySince: f.Info.NotReadySince, OutOfService: f.Info.OutOfService}
-		w.send(n.addr(), volAddr(f.Volume), volume.NodeChanged{Node: n.name, Info: info})
+		var since int64
+		if !f.Info.NotReadySince.IsZero() {
+			since = f.Info.NotReadySince.UnixNano()
+		}
+		w.send(n.addr(), volAddr(f.Volume), &messages.NodeVolumeStateChanged{VolumeId: string(f.Volume), Node: string(n.name),
+			InUse: f.Info.InUse, Ready: f.Info.Ready, NotReadySinceUnixNano: since, OutOfService: f.Info.OutOfService})
 	case nodestatus.WakeAt:
 		w.wakeAt(n.timer, n.addr(), f.At)
 	case nodestatus.AttachRecorded:
-		w.send(n.addr(), volAddr(f.Volume), volume.AttachRecorded{Node: n.name})
+		w.send(n.addr(), volAddr(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(n.name)})
 	case nodestatus.AttachNotRecorded:
-		w.send(n.addr(), volAddr(f.Volume), volume.ReportFailed{Node: n.name})
+		w.send(n.addr(), volAddr(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(n.name)})
 	}
 }
 

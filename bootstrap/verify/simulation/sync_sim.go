@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/syncer"
-	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/messages"
 )
 
 // batchMsg is SyncBatchFinished: what the instances of one batch have.
@@ -144,7 +144,7 @@ func (s *syncSim) onBatch(m batchMsg) {
 	}
 	s.inflight--
 	for _, f := range syncer.Compare(s.believed, m.Actual) {
-		s.w.send(syncAddr, volAddr(f.Volume), volume.Verified{Node: f.Node, Attached: f.Attached, DevicePath: f.DevicePath, AsOf: m.AsOf})
+		s.w.send(syncAddr, volAddr(f.Volume), &messages.AttachmentVerified{VolumeId: string(f.Volume), Node: string(f.Node), Attached: f.Attached, DevicePath: f.DevicePath, AsOfUnixNano: m.AsOf.UnixNano()})
 	}
 	if s.inflight == 0 {
 		s.finish()
