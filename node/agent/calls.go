@@ -28,6 +28,8 @@ type Calls struct {
 	// incarnations: the next one's disk scan accounts for the call).
 	deliver func(*messages.MountFinished)
 	gen     uint64
+	// spawn runs a call's body off the caller (nil: a goroutine).
+	spawn func(run func())
 }
 
 type call struct {
@@ -37,6 +39,11 @@ type call struct {
 
 // NewCalls returns an empty registry.
 func NewCalls() *Calls { return &Calls{} }
+
+// NewCallsOn returns an empty registry whose calls run through spawn,
+// which must run its argument once, later, off the caller's turn: the
+// simulation's scheduler, which decides when (and whether) a call returns.
+func NewCallsOn(spawn func(run func())) *Calls { return &Calls{spawn: spawn} }
 
 // attach makes deliver the receiver of results from now on and returns the
 // calls running now, with a token for detach. Every call returns either
@@ -62,8 +69,8 @@ func (c *Calls) detach(token uint64) {
 	}
 }
 
-// start runs f as call r on vol in a goroutine of its own, which delivers
-// its result when f returns, however late. While an earlier call on vol
+// start runs f as call r on vol in a goroutine of its own (or through
+// spawn), which delivers its result when f returns, however late. While an earlier call on vol
 // is still running, f is not run and a failure is delivered at once.
 func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) {
 	res := &messages.MountFinished{VolumeId: string(vol), Op: r.Op}
@@ -83,7 +90,11 @@ func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) 
 	}
 	c.running[vol] = cl
 	c.mu.Unlock()
-	go func() {
+	spawn := c.spawn
+	if spawn == nil {
+		spawn = func(run func()) { go run() }
+	}
+	spawn(func() {
 		defer close(cl.done)
 		if err := f(); err != nil {
 			res.Error, res.Terminal = err.Error(), errors.Is(err, cloud.ErrTerminal)
@@ -98,7 +109,7 @@ func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) 
 		if deliver != nil {
 			deliver(res)
 		}
-	}()
+	})
 }
 
 // wait waits, at most d in real time, for the calls running now to return
