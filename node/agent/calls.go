@@ -29,7 +29,7 @@ type Calls struct {
 	deliver func(*messages.MountFinished)
 	gen     uint64
 	// spawn runs a call's body off the caller (nil: a goroutine).
-	spawn func(run func())
+	spawn func(vol cloud.VolumeID, r reconciler.Running, run func())
 }
 
 type call struct {
@@ -40,10 +40,13 @@ type call struct {
 // NewCalls returns an empty registry.
 func NewCalls() *Calls { return &Calls{} }
 
-// NewCallsOn returns an empty registry whose calls run through spawn,
-// which must run its argument once, later, off the caller's turn: the
-// simulation's scheduler, which decides when (and whether) a call returns.
-func NewCallsOn(spawn func(run func())) *Calls { return &Calls{spawn: spawn} }
+// NewCallsOn returns an empty registry whose calls (call r on vol) run
+// through spawn, which must run run at most once, later, off the caller's
+// turn: the simulation's scheduler, which decides when (and whether) a
+// call returns.
+func NewCallsOn(spawn func(vol cloud.VolumeID, r reconciler.Running, run func())) *Calls {
+	return &Calls{spawn: spawn}
+}
 
 // attach makes deliver the receiver of results from now on and returns the
 // calls running now, with a token for detach. Every call returns either
@@ -92,9 +95,9 @@ func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) 
 	c.mu.Unlock()
 	spawn := c.spawn
 	if spawn == nil {
-		spawn = func(run func()) { go run() }
+		spawn = func(_ cloud.VolumeID, _ reconciler.Running, run func()) { go run() }
 	}
-	spawn(func() {
+	spawn(vol, r, func() {
 		defer close(cl.done)
 		if err := f(); err != nil {
 			res.Error, res.Terminal = err.Error(), errors.Is(err, cloud.ErrTerminal)

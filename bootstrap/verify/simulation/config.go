@@ -56,9 +56,11 @@ type Config struct {
 	// (volume and nodestatus BreakIgnoreInUse), "I2-wiring" (BreakI2),
 	// "I3" (reconciler.Config.BreakMountBeforeInUse), "I4"
 	// (nodestatus.Config.BreakPrepareBeforeWrite), "I5"
-	// (volume.Config.BreakNeverDetach). Two more break the agent's shell:
-	// "I3-wiring" (the core is told that the controller heard every report
-	// and lists every attached volume in use) and "I3-device" (a stage
+	// (volume.Config.BreakNeverDetach). Three more break the agent's
+	// wiring: "I3-wiring" (the core is told that the controller heard
+	// every report and lists every attached volume in use), "I3-stale"
+	// (the runner acts on a stale status: a cache that never forgets a
+	// volume once listed attached or in use) and "I3-device" (a stage
 	// mounts whatever its device path names, attached or not, as a shell
 	// that trusted paths did). "": nothing broken.
 	Break string
@@ -80,7 +82,7 @@ func (c Config) withBreak() Config {
 		c.Node.BreakIgnoreInUse = true
 	case "I2-wiring":
 		c.BreakI2 = true
-	case "I3-wiring", "I3-device":
+	case "I3-wiring", "I3-stale", "I3-device":
 	case "I3":
 		c.Agent.BreakMountBeforeInUse = true
 	case "I4":
@@ -108,6 +110,8 @@ type Faults struct {
 	DupResult    float64 // a cloud call's result is delivered twice
 	PersistFail  float64 // a node status write fails
 	MountFail    float64 // a mount operation fails
+	SlowMount    float64 // a mount call returns late, within the agent's OpTimeout
+	HangMount    float64 // a mount call hangs past the agent's OpTimeout (its machine's end ends it)
 	LinkDrop     float64 // an agent <-> node actor message is dropped
 	LinkDup      float64 // ... delivered twice
 	LinkDelay    float64 // ... delayed by seconds (reordered)
@@ -140,6 +144,7 @@ func DefaultConfig() Config {
 	vc.Backoff.Jitter = 0.1
 	ac := reconciler.DefaultConfig()
 	ac.Backoff.Jitter = 0.1
+	ac.OpTimeout = 2 * time.Minute // the node agent's default
 	return Config{
 		Nodes: 3, Volumes: 5, MultiNode: 2, InitialWorkloads: 3,
 		Churn:          10 * time.Minute,
@@ -153,6 +158,7 @@ func DefaultConfig() Config {
 		Faults: Faults{
 			WorkloadEvery: 20 * time.Second, FaultEvery: 30 * time.Second,
 			CloudError: 0.1, LostResponse: 0.03, HangCall: 0.02, DupResult: 0.03, PersistFail: 0.05, MountFail: 0.05,
+			SlowMount: 0.03, HangMount: 0.01,
 			LinkDrop: 0.02, LinkDup: 0.02, LinkDelay: 0.05,
 			KillWeight: 6, TerminateWeight: 1, RebootWeight: 1, ReplaceWeight: 1, DeleteWeight: 1,
 			PartitionWeight: 1, OutOfServiceWeight: 1, ConsoleDetachWeight: 1, NodeDeleteWeight: 1, ControllerRestartWeight: 1,
