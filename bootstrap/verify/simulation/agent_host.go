@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/events"
-	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/agent"
@@ -110,9 +109,9 @@ func (a *agentSim) receive(_ addr, msg any) {
 		a.nextBeat()
 	case wakeMsg:
 		a.r.Handle(&messages.Wake{})
-	case reconciler.StatusChanged:
-		a.seen = m
-		a.r.Handle(statusMsg(a.node, a.hookStatus(m)))
+	case *messages.NodeStatusUpdated:
+		a.seen = statusOf(m)
+		a.r.Handle(statusMsg(a.node, a.hookStatus(a.seen)))
 	case reconciler.DesiredChanged:
 		a.desired = m
 		a.r.Handle(workloadsMsg(a.node, m))
@@ -193,7 +192,7 @@ func (h *agentHost) SendController(msg any) {
 	}
 	switch m := msg.(type) {
 	case *messages.Heartbeat:
-		w.sendLink(a.addr(), nodeAddr(a.node), a.node, nodestatus.HeartbeatReceived{InstanceID: cloud.InstanceID(m.InstanceId), MaxVolumes: m.MaxVolumes})
+		w.sendLink(a.addr(), nodeAddr(a.node), a.node, m)
 	case *messages.AgentStarted:
 		w.sendLink(a.addr(), nodeAddr(a.node), a.node, agentStarted{})
 	case *messages.ReportVolumesInUse:

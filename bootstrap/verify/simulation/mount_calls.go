@@ -94,3 +94,15 @@ func workloadsMsg(n cloud.NodeName, d reconciler.DesiredChanged) *messages.NodeW
 	}
 	return m
 }
+
+// statusOf is the status as the agent's shell reads NodeStatusUpdated.
+func statusOf(m *messages.NodeStatusUpdated) reconciler.StatusChanged {
+	s := reconciler.StatusChanged{Attached: map[cloud.VolumeID]string{}, InUse: map[cloud.VolumeID]bool{}, InUseSeq: m.InUseSeq}
+	for _, v := range m.VolumesAttached {
+		s.Attached[cloud.VolumeID(v.VolumeId)] = v.DevicePath
+	}
+	for _, v := range m.VolumesInUse {
+		s.InUse[cloud.VolumeID(v)] = true
+	}
+	return s
+}
