@@ -1,11 +1,13 @@
 // Package simulation is tether's deterministic simulation tier (DESIGN.md,
-// testing tier 2). It wires the pure cores (actors/volume,
-// actors/nodestatus, node/reconciler, actors/syncer) to the in-memory sim cloud,
-// the in-memory store and a simulated disk per node, through a
-// single-threaded, seeded event loop with a virtual clock, and checks the
-// safety invariants I1-I4 after every change of the ground truth and I5
-// once the faults stop. It never starts goroutines, never reads the real
-// clock and never sleeps: the same seed gives the same run, trace included.
+// testing tier 2). It runs the production shells' runners over the pure
+// cores (actors/volume, actors/nodestatus, node/reconciler,
+// actors/syncer) against the in-memory sim cloud, the in-memory store and
+// a simulated disk per node, through a single-threaded, seeded event loop
+// with a virtual clock, and checks the safety invariants I1-I4 after
+// every change of the ground truth and I5 once the faults stop. It never
+// starts goroutines, never reads the real clock and never sleeps: the
+// same seed gives the same run, trace included. (The runners' loggers
+// and a stage's context are real, and unused by any decision.)
 //
 // # Production shells, hosted
 //
@@ -30,15 +32,28 @@
 //     the simulated disk) and agent.Calls (here NewCallsOn: this scheduler
 //     decides when a mount call returns: soon, slowly, or hung past the
 //     agent's OpTimeout, dying with its machine).
+//   - node actor: controller.NodeRunner over controller.NodeHost
+//     (node_host.go): Now; SendVolume, SendAgent; QueueFlush (the group
+//     commit's flush, behind the mailbox); WakeAt; PutStatus (here the
+//     store, whose writes the plan may fail); Fenced; Record;
+//     ReadyChanged; Prefetch.
+//   - sync actor: controller.SyncRunner over controller.SyncHost
+//     (sync_host.go): Now; SendVolume; WakeAt; Query (one batch's
+//     InstanceVolumes off the turn, answered as a SyncBatchFinished);
+//     Record; PassFinished.
 //
-// The node actor's and the sync actor's loops are still written here
-// (node_sim.go over nodestatus, sync_sim.go over syncer.Batches and
-// syncer.Compare), speaking the production messages to the volume
-// runners. How every core rebuilds when it (re)starts is the shells':
-// volume: store snapshot (controller.ReadVolume) then a targeted verify,
-// messages queued until it answers; node: the persisted status, then
-// workloads and status pushed to the agent; agent: a scan of its disk
-// with the calls still running, then a hello.
+// What stays written here is what the hosts provide: the scheduler (the
+// mailboxes, timers and links), the cloud's client side (the volume
+// actors' verifier, the sync actor's query, the instance cache:
+// cloudcall.go, sync_host.go, instances.go), the simulated disk, and the
+// wiring the Proto.Actor shells do around their runners (which store
+// snapshot a core starts from; the node actor's agent registry and
+// readiness events are not simulated). How every core rebuilds when it
+// (re)starts is the shells': volume: store snapshot
+// (controller.ReadVolume) then a targeted verify, messages queued until it
+// answers; node: the persisted status, then workloads and status pushed
+// to the agent; agent: a scan of its disk with the calls still running,
+// then a hello.
 //
 // # Fault model
 //
