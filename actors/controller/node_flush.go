@@ -57,7 +57,7 @@ func (a *NodeRunner) runAll(effs []nodestatus.Effect) {
 			dependent = true
 			continue
 		}
-		if a.dirty {
+		if a.dirty && !a.breakEarly {
 			a.held = append(a.held, held{eff: eff, dependent: dependent})
 			continue
 		}

@@ -56,12 +56,20 @@ type NodeRunner struct {
 	// busy: a step or a flush is under way (a panic then drops the
 	// burst: the status may be half changed).
 	busy bool
+	// breakEarly: BreakRunBeforeWrite.
+	breakEarly bool
 }
 
 // NewNodeRunner returns the runner of one incarnation of node name.
 func NewNodeRunner(name cloud.NodeName, h NodeHost, core *nodestatus.Node, epoch uint64) *NodeRunner {
 	return &NodeRunner{name: name, host: h, core: core, epoch: epoch}
 }
+
+// BreakRunBeforeWrite is a TEST-ONLY hook that breaks I4 on purpose, in
+// the shell: the effects that follow a Persist run at once instead of
+// after the write (a detach's preparation is answered before the status
+// without the volume is durable). The simulation's checker must catch it.
+func (a *NodeRunner) BreakRunBeforeWrite() { a.breakEarly = true }
 
 // Step steps the core with ev and carries out its effects.
 func (a *NodeRunner) Step(ev nodestatus.Event) {

@@ -22,6 +22,9 @@ func (r *VolumeRunner) run(eff volume.Effect) {
 	case volume.CallDetach:
 		r.callDetach(f)
 	case volume.PrepareDetach:
+		if r.breakI2 && f.Force == "" {
+			f.Force = "broken-by-test-hook"
+		}
 		h.SendNode(f.Node, &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(r.id), Op: f.Op, Force: f.Force})
 	case volume.ReportAttached:
 		h.SendNode(f.Node, &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(r.id), DevicePath: f.DevicePath})

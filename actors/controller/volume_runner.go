@@ -79,6 +79,11 @@ type VolumeRunnerConfig struct {
 	// incarnation's claim on the volume (store.Fences), written with
 	// every intent.
 	Incarnation, Epoch uint64
+	// BreakI2 is a TEST-ONLY hook that breaks I2 on purpose, in the
+	// shell: the runner tells its core that no node uses the volume, and
+	// asks every detach's preparation as forced. The simulation's checker
+	// must catch the detaches that follow.
+	BreakI2 bool
 }
 
 // VolumeRunner is a volume actor's shell without Proto.Actor: it turns
@@ -95,6 +100,7 @@ type VolumeRunner struct {
 	log         logrus.FieldLogger
 	incarnation uint64
 	epoch       uint64
+	breakI2     bool
 	rev         uint64 // store revision of the desired state this incarnation has
 	deleted     bool
 	uid         string // the volume object's UID, from the desired state
@@ -118,7 +124,7 @@ func (r *VolumeRunner) init(c VolumeRunnerConfig) {
 		log = logrus.StandardLogger()
 	}
 	*r = VolumeRunner{id: c.ID, host: c.Host, core: c.Core, cloud: c.Cloud, timeout: c.CloudTimeout,
-		listing: c.Listing, log: log, incarnation: c.Incarnation, epoch: c.Epoch}
+		listing: c.Listing, log: log, incarnation: c.Incarnation, epoch: c.Epoch, breakI2: c.BreakI2}
 }
 
 // Start begins the incarnation from the store's snapshot (base, read at
@@ -184,7 +190,9 @@ func (r *VolumeRunner) handle(msg any) {
 		}
 		ev = volume.DesiredChanged{Mode: modeFromProto(m.AccessMode), Desired: nodeNames(m.Nodes)}
 	case *messages.NodeVolumeStateChanged:
-		ev = volume.NodeChanged{Node: cloud.NodeName(m.Node), Info: nodeInfoFromProto(m)}
+		info := nodeInfoFromProto(m)
+		info.InUse = info.InUse && !r.breakI2
+		ev = volume.NodeChanged{Node: cloud.NodeName(m.Node), Info: info}
 	case *messages.AttachFinished:
 		ev = volume.AttachDone{Node: cloud.NodeName(m.Node), Op: m.Op, DevicePath: m.DevicePath, Err: cloud.Kind(m.ErrorKind), Msg: m.Error}
 	case *messages.DetachFinished:

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/tether/tether/actors/events"
@@ -61,6 +62,11 @@ type RunnerConfig struct {
 	// Context is the incarnation's: cancelled when it ends, it cancels
 	// what a stage's context bounds (nil: never cancelled).
 	Context context.Context
+	// BreakStaleStatus is a TEST-ONLY hook that breaks I3 on purpose: the
+	// runner gives its core a stale node status, a cache that never
+	// forgets a volume once listed attached or in use. The simulation's
+	// checker must catch the mounts it starts.
+	BreakStaleStatus bool
 }
 
 // Runner is a node agent's shell without Proto.Actor: it turns messages
@@ -82,6 +88,8 @@ type Runner struct {
 	restored bool
 	held     []*messages.MountFinished
 	uids     objectUIDs
+	// stale: what BreakStaleStatus feeds the core.
+	stale reconciler.StatusChanged
 }
 
 // NewRunner returns the runner of one incarnation. It attaches to Calls
@@ -120,7 +128,11 @@ func (r *Runner) Handle(msg any) {
 	case *messages.NodeWorkloads:
 		r.step(r.desired(m))
 	case *messages.NodeStatusUpdated:
-		r.step(statusFromProto(m))
+		st := statusFromProto(m)
+		if r.cfg.BreakStaleStatus {
+			st = r.staleStatus(st)
+		}
+		r.step(st)
 	case *messages.MountFinished:
 		r.onMountFinished(m)
 	case *messages.Wake:
@@ -180,4 +192,16 @@ func (r *Runner) ctx() context.Context {
 		return context.Background()
 	}
 	return r.cfg.Context
+}
+
+// staleStatus is the BreakStaleStatus hook: st merged into every status
+// received before.
+func (r *Runner) staleStatus(st reconciler.StatusChanged) reconciler.StatusChanged {
+	if r.stale.Attached == nil {
+		r.stale = reconciler.StatusChanged{Attached: map[cloud.VolumeID]string{}, InUse: map[cloud.VolumeID]bool{}}
+	}
+	maps.Copy(r.stale.Attached, st.Attached)
+	maps.Copy(r.stale.InUse, st.InUse)
+	r.stale.InUseSeq = max(r.stale.InUseSeq, st.InUseSeq)
+	return reconciler.StatusChanged{Attached: maps.Clone(r.stale.Attached), InUse: maps.Clone(r.stale.InUse), InUseSeq: r.stale.InUseSeq}
 }
