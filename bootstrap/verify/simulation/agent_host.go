@@ -39,8 +39,6 @@ type agentSim struct {
 	reported []cloud.VolumeID
 	lastSeq  uint64 // the core's number of its last report
 	addedAt  map[cloud.VolumeID]uint64
-	// fed is what the "I3-stale" break feeds the runner instead of seen.
-	fed reconciler.StatusChanged
 }
 
 func (a *agentSim) incarnation() uint64 { return a.inc }
@@ -57,7 +55,7 @@ func (a *agentSim) start() {
 	}
 	a.inc++
 	a.alive, a.timer = true, &timer{}
-	a.seen, a.fed, a.desired, a.reported, a.addedAt = reconciler.StatusChanged{}, reconciler.StatusChanged{}, reconciler.DesiredChanged{}, nil, map[cloud.VolumeID]uint64{}
+	a.seen, a.desired, a.reported, a.addedAt = reconciler.StatusChanged{}, reconciler.DesiredChanged{}, nil, map[cloud.VolumeID]uint64{}
 	if a.calls == nil {
 		a.calls = a.mountCalls()
 	}
@@ -65,7 +63,8 @@ func (a *agentSim) start() {
 	cfg.Rand = w.plan.site("jitter " + a.addr().String()).float
 	// As the shell: numbers from an epoch that grows with every start.
 	a.r = agent.NewRunner(agent.RunnerConfig{Node: a.node, Host: &agentHost{a: a, inc: a.inc}, Mounts: diskMounts{a},
-		Calls: a.calls, Core: reconciler.New(cfg, a.inc<<32), OpTimeout: cfg.OpTimeout, Epoch: a.inc})
+		Calls: a.calls, Core: reconciler.New(cfg, a.inc<<32), OpTimeout: cfg.OpTimeout, Epoch: a.inc,
+		BreakStaleStatus: w.cfg.Break == "I3-stale"})
 	restored := w.disks[a.node].scan()
 	restored.Running = a.r.Running()
 	w.tracef("%s starts (incarnation %d): disk %v, calls running %v", a.addr(), a.inc, w.disks[a.node], sortedKeys(restored.Running))
@@ -120,24 +119,14 @@ func (a *agentSim) receive(_ addr, msg any) {
 	}
 }
 
-// hookStatus is what the runner is given of m: m itself, unless a break
-// of the agent's wiring is on. "I3-wiring" (with report leaving out what
-// the disk does not hold yet): as if the controller had heard the agent's
-// last report and listed every attached volume in use. "I3-stale": a
-// stale cache, which never forgets a volume once listed.
+// hookStatus is what the runner is given of m: m itself, unless the
+// "I3-wiring" break is on (with report leaving out what the disk does not
+// hold yet): as if the controller had heard the agent's last report and
+// listed every attached volume in use.
 func (a *agentSim) hookStatus(m reconciler.StatusChanged) reconciler.StatusChanged {
 	switch a.w.cfg.Break {
 	case "I3-wiring":
 		return ackAll(m, a.lastSeq)
-	case "I3-stale":
-		f := reconciler.StatusChanged{Attached: maps.Clone(a.fed.Attached), InUse: maps.Clone(a.fed.InUse), InUseSeq: max(a.fed.InUseSeq, m.InUseSeq)}
-		if f.Attached == nil {
-			f.Attached, f.InUse = map[cloud.VolumeID]string{}, map[cloud.VolumeID]bool{}
-		}
-		maps.Copy(f.Attached, m.Attached)
-		maps.Copy(f.InUse, m.InUse)
-		a.fed = f
-		return f
 	}
 	return m
 }

@@ -56,18 +56,21 @@ type Config struct {
 	// (volume and nodestatus BreakIgnoreInUse), "I2-wiring" (BreakI2),
 	// "I3" (reconciler.Config.BreakMountBeforeInUse), "I4"
 	// (nodestatus.Config.BreakPrepareBeforeWrite), "I5"
-	// (volume.Config.BreakNeverDetach). Three more break the agent's
-	// wiring: "I3-wiring" (the core is told that the controller heard
+	// (volume.Config.BreakNeverDetach). Four more break the shells:
+	// "I3-wiring" (the agent's core is told that the controller heard
 	// every report and lists every attached volume in use), "I3-stale"
-	// (the runner acts on a stale status: a cache that never forgets a
-	// volume once listed attached or in use) and "I3-device" (a stage
-	// mounts whatever its device path names, attached or not, as a shell
-	// that trusted paths did). "": nothing broken.
+	// (agent.RunnerConfig.BreakStaleStatus: the production runner acts on
+	// a stale status, a cache that never forgets a volume once listed),
+	// "I3-device" (a stage mounts whatever its device path names,
+	// attached or not, as a shell that trusted paths did) and "I4-runner"
+	// (controller.NodeRunner.BreakRunBeforeWrite: the production node
+	// runner answers before its group commit's write). "": nothing broken.
 	Break string
 
-	// BreakI2 is a test-only hook that breaks the wiring, not the cores: the
-	// volume cores are told that no node uses them, and the node cores see
-	// every detach request as forced. The checker must then report I2.
+	// BreakI2 is a test-only hook that breaks the shells, not the cores:
+	// the volume runners (controller.VolumeRunnerConfig.BreakI2) tell
+	// their cores that no node uses them and ask every detach's
+	// preparation as forced. The checker must then report I2.
 	BreakI2 bool
 }
 
@@ -82,7 +85,7 @@ func (c Config) withBreak() Config {
 		c.Node.BreakIgnoreInUse = true
 	case "I2-wiring":
 		c.BreakI2 = true
-	case "I3-wiring", "I3-stale", "I3-device":
+	case "I3-wiring", "I3-stale", "I3-device", "I4-runner":
 	case "I3":
 		c.Agent.BreakMountBeforeInUse = true
 	case "I4":

@@ -49,6 +49,9 @@ func (n *nodeSim) start() {
 	n.inc++
 	n.alive, n.timer = true, &timer{}
 	n.r = controller.NewNodeRunner(n.name, &nodeHost{n: n, inc: n.inc}, nodestatus.New(n.name, w.cfg.Node), 0)
+	if w.cfg.Break == "I4-runner" {
+		n.r.BreakRunBeforeWrite()
+	}
 	st, found, _ := w.st.NodeStatus(n.name)
 	w.tracef("%s starts (incarnation %d): found %v attached %v in use %v detaching %v", n.addr(), n.inc, found, st.VolumesAttached, st.VolumesInUse, st.VolumesDetaching)
 	n.r.Step(nodestatus.Restored{Status: st, Found: found})

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/store"
@@ -51,7 +50,7 @@ func (v *volSim) start() {
 	base := w.incarnationBase(v.addr())
 	v.runner = controller.NewVolumeRunner(controller.VolumeRunnerConfig{ID: v.id, Host: &volHost{v: v, inc: v.inc},
 		Core: volume.New(v.id, cfg, base), Cloud: w.cloud, CloudTimeout: w.cfg.CloudTimeout, Listing: cloud.ListingOf(w.cloud),
-		Log: quiet, Incarnation: base})
+		Log: quiet, Incarnation: base, BreakI2: w.cfg.BreakI2})
 	snap, _ := controller.ReadVolume(w.st, v.id)
 	for n, info := range snap.Restored.Nodes {
 		snap.Restored.Nodes[n] = w.hookInfo(info)
@@ -64,20 +63,15 @@ func (v *volSim) start() {
 func (v *volSim) kill() { v.alive, v.runner = false, nil }
 
 func (v *volSim) receive(_ addr, msg any) {
-	switch m := msg.(type) {
-	case wakeMsg:
+	if _, ok := msg.(wakeMsg); ok {
 		msg = &messages.Wake{}
-	case *messages.NodeVolumeStateChanged:
-		if v.w.cfg.BreakI2 {
-			c := proto.Clone(m).(*messages.NodeVolumeStateChanged)
-			c.InUse = false
-			msg = c
-		}
 	}
 	v.runner.Handle(msg)
 }
 
-// hookInfo is the BreakI2 hook: the volume is told no node uses it.
+// hookInfo is the BreakI2 hook on the store snapshot a volume starts
+// from (the runner's own hook, VolumeRunnerConfig.BreakI2, covers what it
+// hears later): no node uses the volume.
 func (w *world) hookInfo(i volume.NodeInfo) volume.NodeInfo {
 	if w.cfg.BreakI2 {
 		i.InUse = false
@@ -99,13 +93,7 @@ func (h *volHost) live() bool     { return h.v.alive && h.v.inc == h.inc }
 func (h *volHost) Now() time.Time { return h.v.w.now }
 
 func (h *volHost) SendNode(n cloud.NodeName, msg any) {
-	w := h.v.w
-	if m, ok := msg.(*messages.PrepareDetach); ok && w.cfg.BreakI2 && m.Force == "" {
-		c := proto.Clone(m).(*messages.PrepareDetach)
-		c.Force = "broken-by-test-hook"
-		msg = c
-	}
-	w.send(h.v.addr(), nodeAddr(n), msg)
+	h.v.w.send(h.v.addr(), nodeAddr(n), msg)
 }
 
 // SendSelf delivers to this incarnation, through the mailbox (it
