@@ -63,6 +63,9 @@ func (a *agentActor) run(ctx actor.Context, eff reconciler.Effect) {
 // entries).
 func (a *agentActor) do(vol cloud.VolumeID, r reconciler.Running, f func() error) {
 	r.Since = a.cfg.Clock.Now()
+	if a.cfg.OnCall != nil {
+		a.cfg.OnCall(a.cfg.Node, vol, r)
+	}
 	a.cfg.Calls.start(vol, r, f)
 }
 
