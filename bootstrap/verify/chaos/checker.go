@@ -167,6 +167,15 @@ func (c *Checker) MountCalls() int {
 	return c.j.mountCalls
 }
 
+// DecisionsChecked counts the stages and publishes judged against the
+// node status their agent had received when it started them.
+func (c *Checker) DecisionsChecked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.judgeLocked()
+	return c.j.decisions
+}
+
 // DisksChecked counts the mounts whose disk CheckImages checked.
 func (c *Checker) DisksChecked() int {
 	c.mu.Lock()
