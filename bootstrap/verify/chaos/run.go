@@ -129,8 +129,13 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 			return *faulty
 		}
 	}
-	if cfg.Break == "I3-device" {
+	switch cfg.Break {
+	case "I3-device":
 		breakDevices(&ec, cfg.Cloud, dir, chk)
+	case "I5-device":
+		ec.WrapDevices = func(n cloud.NodeName, d agent.Devices) agent.Devices {
+			return chk.WrapDevices(n, &staleDevices{Devices: d})
+		}
 	}
 	return ec
 }
@@ -146,12 +151,14 @@ func breakDevices(ec *process.Config, kind, dir string, chk *Checker) {
 }
 
 // Breaks are what Config.Break can break: a rule, through the test-only
-// hooks of tether's cores, or "I3-device", I3 through the agents' wiring
-// (device paths trusted without a check, see trustingDevices). An agent
+// hooks of tether's cores, "I3-device", I3 through the agents' wiring
+// (device paths trusted without a check, see trustingDevices), or
+// "I5-device", I5 through it too (stages from a device cache never
+// invalidated, see staleDevices). An agent
 // acting on a stale status (reconciler.Config.BreakStaleStatus) is not
 // among them: a run seldom withdraws a listing an agent is about to act
 // on, so TestStageJudgedAgainstTheReceivedStatus scripts it.
-var Breaks = []string{"I1", "I2", "I3", "I3-device", "I4", "I5"}
+var Breaks = []string{"I1", "I2", "I3", "I3-device", "I4", "I5", "I5-device"}
 
 // breakRule turns on the test-only hooks that break rule inv.
 func breakRule(ec *process.Config, inv string) {
