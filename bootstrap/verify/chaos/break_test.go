@@ -16,6 +16,9 @@ func TestBrokenRulesAreCaught(t *testing.T) {
 	}
 	detail := map[string]string{"I5-device": "not the volume's current device"}
 	for _, inv := range Breaks {
+		if inv == "I5-device" {
+			continue // a run seldom reuses a device path so: TestStaleDeviceCacheCaughtByI5 scripts it
+		}
 		t.Run(inv, func(t *testing.T) {
 			rep := run(t, Config{Seed: 3, Duration: 2 * time.Second, Volumes: 8, Nodes: 3, Break: inv, Converge: 3 * time.Second})
 			for _, v := range rep.Found {

@@ -221,10 +221,10 @@ func TestLoopStageOnAnOldDevice(t *testing.T) {
 		t.Fatalf("stage %s on %s: %v", devs[0], target, err)
 	}
 	c := fixedDevices{inst: "i-1", current: map[cloud.VolumeID]string{"a": "/dev/xvdbb"}}
-	if got := checkStageDevices("n1", l.Root(), m, c, fixedSource(devs[0])); len(got) != 0 {
-		t.Fatalf("a stage of its current device: %v", got)
+	if got, n := checkStageDevices("n1", l.Root(), m, c, fixedSource(devs[0])); len(got) != 0 || n != 1 {
+		t.Fatalf("a stage of its current device: %v (%d checked)", got, n)
 	}
-	got := checkStageDevices("n1", l.Root(), m, c, fixedSource(devs[1]))
+	got, _ := checkStageDevices("n1", l.Root(), m, c, fixedSource(devs[1]))
 	if len(got) != 1 || !strings.Contains(got[0].Detail, "not the volume's current device /dev/xvdbb ("+devs[1]+")") {
 		t.Fatalf("a stage of the old device: %v", got)
 	}

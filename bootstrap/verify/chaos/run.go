@@ -68,6 +68,9 @@ type Report struct {
 	// DecisionsChecked counts the mount calls judged against the node
 	// status their agent had received when it started them (I3).
 	DecisionsChecked int `json:"decisions_checked"`
+	// StagesChecked counts the stages whose device the last convergence
+	// check compared with the volume's current one (I5; not on CSI).
+	StagesChecked int `json:"stages_checked"`
 	// DisksChecked counts the mounts whose disk the checker read (the
 	// loop cloud: Checker.CheckImages).
 	DisksChecked int `json:"disks_checked,omitempty"`

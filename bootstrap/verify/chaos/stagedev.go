@@ -26,16 +26,20 @@ const stageDeviceTimeout = 5 * time.Second
 // detach, then a re-attach at another device), or made from a device
 // path that belonged to another volume, fails it, even where every
 // mount the workloads want is in place.
+// It counts the stages it checked in the report (the last call's).
 func (r *runner) stageDevices() []Violation {
 	var out []Violation
+	checked := 0
 	for _, n := range r.e.NodeNames {
 		m, err := r.e.Mounter(n)
 		if err != nil {
 			out = append(out, Violation{Node: n, Detail: err.Error()})
 			continue
 		}
-		out = append(out, checkStageDevices(n, r.e.NodeDir(n), m, r.acct, r.acct.Devices(n))...)
+		bad, k := checkStageDevices(n, r.e.NodeDir(n), m, r.acct, r.acct.Devices(n))
+		out, checked = append(out, bad...), checked+k
 	}
+	r.rep.StagesChecked = checked
 	return out
 }
 
@@ -47,15 +51,15 @@ type devicesOf interface {
 
 // checkStageDevices checks node n's stages under dir (mounted with m)
 // against the devices the cloud gives their volumes on n's instance now,
-// resolved by devs.
-func checkStageDevices(n cloud.NodeName, dir string, m mount.Mounter, c devicesOf, devs agent.Devices) []Violation {
+// resolved by devs, and counts the stages checked.
+func checkStageDevices(n cloud.NodeName, dir string, m mount.Mounter, c devicesOf, devs agent.Devices) ([]Violation, int) {
 	l, err := layout.New(dir)
 	if err != nil {
-		return []Violation{{Node: n, Detail: err.Error()}}
+		return []Violation{{Node: n, Detail: err.Error()}}, 0
 	}
 	found, err := mount.Scan(l, m)
 	if err != nil {
-		return []Violation{{Node: n, Detail: err.Error()}}
+		return []Violation{{Node: n, Detail: err.Error()}}, 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stageDeviceTimeout)
 	defer cancel()
@@ -63,21 +67,23 @@ func checkStageDevices(n cloud.NodeName, dir string, m mount.Mounter, c devicesO
 	if inst, ok := c.InstanceOf(n); ok {
 		all, err := c.InstanceVolumes(ctx, []cloud.InstanceID{inst})
 		if err != nil {
-			return []Violation{{Node: n, Detail: "the cloud's devices: " + err.Error()}}
+			return []Violation{{Node: n, Detail: "the cloud's devices: " + err.Error()}}, 0
 		}
 		current = all[inst]
 	}
 	var out []Violation
+	checked := 0
 	for _, e := range found.Entries {
 		if e.Kind != mount.KindStage || e.State != mount.Mounted {
 			continue // a stage not in place is judged by the mounts' diff
 		}
+		checked++
 		vol := cloud.VolumeID(e.Volume)
 		if bad := stageDevice(ctx, e.Path, vol, current, devs); bad != "" {
 			out = append(out, Violation{Volume: vol, Node: n, Detail: fmt.Sprintf("stage of %s on %s: %s", vol, n, bad)})
 		}
 	}
-	return out
+	return out, checked
 }
 
 // stageDevice says what is wrong with the device under the stage at

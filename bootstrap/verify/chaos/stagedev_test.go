@@ -6,8 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/agent"
@@ -51,7 +55,11 @@ func TestStageDevicesAfterConsoleDetachAndReattach(t *testing.T) {
 	check := func(want ...string) {
 		t.Helper()
 		var got []string
-		for _, v := range checkStageDevices("n1", l.Root(), m, c, devs) {
+		vs, n := checkStageDevices("n1", l.Root(), m, c, devs)
+		if n == 0 {
+			t.Fatal("no stage checked")
+		}
+		for _, v := range vs {
 			got = append(got, string(v.Volume)+": "+v.Detail)
 		}
 		if len(got) != len(want) {
@@ -126,4 +134,92 @@ type fixedSource string
 
 func (s fixedSource) Source(context.Context, cloud.VolumeID, string) (string, func(), error) {
 	return string(s), func() {}, nil
+}
+
+// The real system with the I5-device break (a device cache never
+// invalidated), scripted so that a device path is reused: v000 staged on
+// the node's first device path and let go, then v001 given that path.
+// Every mount the workloads want is in place, and only the device check
+// tells that v001's stage shows v000's disk; the sound wiring converges.
+func TestStaleDeviceCacheCaughtByI5(t *testing.T) {
+	for _, brk := range []string{"", "I5-device"} {
+		t.Run("break="+brk, func(t *testing.T) {
+			r := scriptedRunner(t, Config{Seed: 1, Volumes: 2, Nodes: 1, Break: brk})
+			n := r.e.NodeNames[0]
+			apply := func(w store.Workload) {
+				t.Helper()
+				if err := r.e.Ctl().ApplyWorkload(w); err != nil {
+					t.Fatal(err)
+				}
+				r.wls[w.UID] = w
+			}
+			converged := func(step string) {
+				t.Helper()
+				if d := waitConverged(context.Background(), 20*time.Second, r.diff); d != nil {
+					t.Fatalf("%s: %v", step, d)
+				}
+			}
+			apply(store.Workload{UID: "a", Node: n, Volumes: []cloud.VolumeID{"v000"}})
+			converged("v000 mounted")
+			if err := r.e.Ctl().DeleteWorkload("a"); err != nil {
+				t.Fatal(err)
+			}
+			delete(r.wls, "a")
+			converged("v000 let go")
+			apply(store.Workload{UID: "b", Node: n, Volumes: []cloud.VolumeID{"v001"}})
+			if brk == "" {
+				converged("v001 mounted")
+				if r.rep.StagesChecked != 1 {
+					t.Fatalf("%d stages checked, want 1", r.rep.StagesChecked)
+				}
+				return
+			}
+			var d []Violation
+			for deadline := time.Now().Add(20 * time.Second); ; {
+				d = r.diff()
+				if len(d) > 0 && !slices.ContainsFunc(d, func(v Violation) bool { return !strings.Contains(v.Detail, "not the volume's current device") }) {
+					break // everything else in place: the stage's device alone is wrong
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the stale device was not caught alone: %v", d)
+				}
+				time.Sleep(20 * time.Millisecond) // polling ground truth with a deadline
+			}
+			if len(d) != 1 || d[0].Volume != "v001" {
+				t.Fatalf("want v001's stage caught, got %v", d)
+			}
+			t.Logf("caught: %s", d[0].Detail)
+		})
+	}
+}
+
+// scriptedRunner starts an embedded tether wired as Run wires it (no
+// faults, no plan), its volumes created, stopped at the test's end.
+func scriptedRunner(t *testing.T, cfg Config) *runner {
+	t.Helper()
+	dir := t.TempDir()
+	var restarts atomic.Int64
+	var faulty *Faulty
+	chk := &Checker{}
+	ec := embeddedConfig(cfg, dir, &restarts, chk, &faulty)
+	e, err := process.StartEmbedded(ec)
+	if e != nil {
+		t.Cleanup(func() {
+			if err := finish(e, dir, process.CloudSim); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{cfg: cfg, e: e, chk: chk, rep: &Report{}}
+	if err := r.wire(faulty); err != nil {
+		t.Fatal(err)
+	}
+	chk.Watch(e)
+	if err := r.setup(); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
