@@ -53,7 +53,8 @@ func (v Violation) String() string {
 const judgeEvery = 512
 
 // Checker keeps the timeline and judges I1-I4 on it. Wire it with
-// WrapMounter and WrapStore (process.Config) and Watch; the zero value is
+// Wire (process.Config: mounts, devices, store, and what each agent
+// receives and acts on: WireAgents) and Watch; the zero value is
 // ready to use. It is safe for concurrent use; its lock is a leaf (nothing
 // is called while it is held), so the cloud may record under its own lock.
 type Checker struct {
