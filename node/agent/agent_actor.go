@@ -79,8 +79,13 @@ type Config struct {
 	// incarnations).
 	Calls *Calls
 	// Middleware wraps the agent actor's Receive (metrics, message
-	// counts).
+	// counts; chaos records there each node status delivered).
 	Middleware []actor.ReceiverMiddleware
+	// OnCall, if set, is told of each mount call as the agent starts it:
+	// in its Receive, before the call runs, so that a recording point
+	// knows what the agent had received when it acted (chaos judges I3
+	// so). It must not block.
+	OnCall func(n cloud.NodeName, vol cloud.VolumeID, r reconciler.Running)
 	// Dispatcher, if set, runs the agent's mailbox (nil: Proto.Actor's
 	// default; see package actors/runtime/dispatch).
 	Dispatcher actor.Dispatcher
@@ -176,7 +181,7 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	c := a.cfg
 	a.r = NewRunner(RunnerConfig{Node: c.Node, Host: agentShell{a}, Mounts: diskMounts{layout: l, mounter: a.mounter, devices: c.Devices, plugin: c.Plugin},
 		Calls: c.Calls, Core: reconciler.New(core, epoch<<32), InstanceID: c.InstanceID, MaxVolumes: c.MaxVolumes,
-		OpTimeout: c.OpTimeout, Epoch: epoch, Context: a.ctx})
+		OpTimeout: c.OpTimeout, Epoch: epoch, Context: a.ctx, OnCall: c.OnCall})
 	self, g := a.self, a.cfg.Guard
 	a.startScan()
 	a.r.Heartbeat() // says hello: the node actor answers with our state

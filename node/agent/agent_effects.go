@@ -55,6 +55,9 @@ func (r *Runner) run(eff reconciler.Effect) {
 // heap, with its context, until its deadline is due).
 func (r *Runner) do(vol cloud.VolumeID, run reconciler.Running, f func() error) {
 	run.Since = r.cfg.Host.Now()
+	if r.cfg.OnCall != nil {
+		r.cfg.OnCall(r.cfg.Node, vol, run)
+	}
 	r.cfg.Calls.start(vol, run, f)
 }
 

@@ -67,6 +67,10 @@ type RunnerConfig struct {
 	// forgets a volume once listed attached or in use. The simulation's
 	// checker must catch the mounts it starts.
 	BreakStaleStatus bool
+	// OnCall, if set, is told of each mount call as the runner starts it
+	// (Config.OnCall: chaos judges I3 against what the agent had
+	// received). It must not block.
+	OnCall func(n cloud.NodeName, vol cloud.VolumeID, r reconciler.Running)
 }
 
 // Runner is a node agent's shell without Proto.Actor: it turns messages
