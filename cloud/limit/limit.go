@@ -1,7 +1,7 @@
 // Package limit wraps a cloud.Provider with what a good client of a cloud
 // API does on its own side, as the Kubernetes client does with its QPS and
-// burst: a rate limit (a token bucket: QPS tokens a second, up to Burst
-// saved) and a bound on calls in flight. Calls are served in the order
+// burst: a rate limit (a token bucket of golang.org/x/time/rate: QPS
+// tokens a second, up to Burst saved, read at the limiter's clock) and a bound on calls in flight. Calls are served in the order
 // they ask (a reservation queue), so no volume starves another.
 //
 // A call that cannot get its turn before its context's deadline is not
@@ -16,6 +16,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/tether/tether/cloud"
 )
@@ -50,48 +52,49 @@ func Wrap(p cloud.Provider, cfg Config) cloud.Provider {
 	if cfg.QPS == 0 && cfg.MaxInFlight == 0 {
 		return p
 	}
-	l := &limited{p: p, cfg: cfg, now: time.Now}
+	return wrap(p, cfg, time.Now)
+}
+
+// wrap is Wrap with the clock the bucket is read at.
+func wrap(p cloud.Provider, cfg Config, now func() time.Time) *limited {
+	l := &limited{p: p, cfg: cfg, now: now}
 	if cfg.MaxInFlight > 0 {
 		l.slots = make(chan struct{}, cfg.MaxInFlight)
 	}
-	l.next = l.now()
+	if cfg.QPS > 0 {
+		l.bucket = rate.NewLimiter(rate.Limit(cfg.QPS), max(cfg.Burst, 1))
+	}
 	return l
 }
 
 type limited struct {
-	p     cloud.Provider
-	cfg   Config
-	now   func() time.Time
-	slots chan struct{} // nil: no bound
+	p      cloud.Provider
+	cfg    Config
+	now    func() time.Time
+	slots  chan struct{} // nil: no bound
+	bucket *rate.Limiter // nil: no rate limit; starts full
 
+	// mu makes a refused reservation the last one when it is cancelled,
+	// so that cancelling gives its token back whole.
 	mu sync.Mutex
-	// next: when the next token is due. It never lags now by more than
-	// Burst intervals (a full bucket).
-	next time.Time
 }
 
 // reserve returns when the caller may send, in the order callers ask, or
 // ok=false, reserving nothing, when that would be after deadline (zero:
 // none).
 func (l *limited) reserve(deadline time.Time) (at time.Time, ok bool) {
-	if l.cfg.QPS == 0 {
+	if l.bucket == nil {
 		return time.Time{}, true
 	}
-	interval := time.Duration(float64(time.Second) / l.cfg.QPS)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if floor := now.Add(-time.Duration(l.cfg.Burst) * interval); l.next.Before(floor) {
-		l.next = floor
-	}
-	at = l.next
-	if at.Before(now) {
-		at = now
-	}
+	r := l.bucket.ReserveN(now, 1)
+	at = now.Add(r.DelayFrom(now))
 	if !deadline.IsZero() && deadline.Before(at) {
+		r.CancelAt(now)
 		return at, false
 	}
-	l.next = l.next.Add(interval)
 	return at, true
 }
 

@@ -210,3 +210,37 @@ func TestInstanceIDsOneTurn(t *testing.T) {
 		t.Fatalf("InstanceIDs over a provider without it: %v, want errors.ErrUnsupported", err)
 	}
 }
+
+// The bucket is read at the limiter's clock: a fake clock that does not
+// move refills nothing, and moving it refills one token per 1/QPS, up to
+// Burst.
+func TestFakeClockDrivesRefills(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := wrap(&fake{}, Config{QPS: 2, Burst: 3}, func() time.Time { return now })
+	for i := range 3 {
+		if at, ok := l.reserve(time.Time{}); !ok || !at.Equal(now) {
+			t.Fatalf("call %d of a full bucket: at %v (ok %v), want now", i, at.Sub(now), ok)
+		}
+	}
+	// Empty: the next token is due in 500ms; a deadline before that is
+	// refused and takes nothing.
+	if at, ok := l.reserve(now.Add(499 * time.Millisecond)); ok || at.Sub(now) != 500*time.Millisecond {
+		t.Fatalf("empty bucket, deadline in 499ms: at +%v ok %v, want refused, due +500ms", at.Sub(now), ok)
+	}
+	now = now.Add(500 * time.Millisecond) // one token back
+	if at, ok := l.reserve(now); !ok || !at.Equal(now) {
+		t.Fatalf("after 500ms: at %v ok %v, want one token now", at.Sub(now), ok)
+	}
+	if _, ok := l.reserve(now); ok {
+		t.Fatal("a second call after 500ms got a token: refilled without the clock")
+	}
+	now = now.Add(time.Hour) // full again, but never more than Burst
+	for i := range 3 {
+		if at, ok := l.reserve(now); !ok || !at.Equal(now) {
+			t.Fatalf("call %d after an hour: at %v ok %v, want now", i, at.Sub(now), ok)
+		}
+	}
+	if at, ok := l.reserve(time.Time{}); !ok || at.Sub(now) != 500*time.Millisecond {
+		t.Fatalf("fourth call after an hour: due +%v, want +500ms (burst 3)", at.Sub(now))
+	}
+}
