@@ -6,7 +6,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/faulty"
 )
 
 // Counters is a snapshot of the calls a Cloud has served.
@@ -69,45 +69,9 @@ func (c *Cloud) do(ctx context.Context, m Method, subject string, effect func() 
 	if err != nil {
 		return err
 	}
-	deadline, bounded := ctx.Deadline()
-	delay := p.latency
-	if p.hang {
-		p.lose = true // the caller sees a timeout whatever happened
-		if !bounded {
-			<-ctx.Done() // hangs for good: the effect never lands
-			return ctx.Err()
-		}
-		remaining := time.Until(deadline)
-		delay = remaining - min(remaining/10, 10*time.Millisecond)
-	}
-	run := func() error { return c.apply(m, subject, deadline, bounded, effect) }
-	if delay <= 0 && !p.lose {
-		return run() // synchronous: a cloud without latency never waits
-	}
-	done := make(chan error, 1)
-	switch {
-	case bounded && time.Now().Add(delay).After(deadline):
-		// It would land after its deadline: the cloud drops it.
-	case delay <= 0:
-		done <- run()
-	default:
-		time.AfterFunc(delay, func() { done <- run() })
-	}
-	select {
-	case err := <-done:
-		if !p.lose {
-			return err
-		}
-		if !bounded {
-			// As a client library's own timeout reports it: the outcome is
-			// unknown (cloud.Provider), and Classify says retryable.
-			return fmt.Errorf("sim: %s %s: reply lost: %w", m, subject, context.DeadlineExceeded)
-		}
-		<-ctx.Done()
-		return ctx.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return p.Run(ctx, subject, func(deadline time.Time, bounded bool) error {
+		return c.apply(m, subject, deadline, bounded, effect)
+	})
 }
 
 // apply carries out a sent call of m: injected errors, the effect and the
@@ -119,7 +83,7 @@ func (c *Cloud) apply(m Method, subject string, deadline time.Time, bounded bool
 		err = fmt.Errorf("sim: %s %s: dropped, its deadline passed: %w", m, subject, context.DeadlineExceeded)
 	}
 	if err == nil {
-		err = c.faults.injected(m, subject)
+		err = c.Faults.Injected(m, subject)
 	}
 	if err == nil {
 		err = effect()
@@ -148,71 +112,26 @@ func withWriteError(err error, m Method, subject string, perr error) error {
 	return fmt.Errorf("%w (and %w)", err, perr)
 }
 
-// callPlan is how a sent call will go: its latency, and the faults drawn
-// for it at admission.
-type callPlan struct {
-	latency time.Duration
-	hang    bool // held until the edge of its deadline
-	lose    bool // the reply is lost after the effect
-}
-
 // admit counts the call and takes a throttle token. A ctx already done
 // fails the call before it is sent (counted as an error, no effect). It
-// returns how the call will go, or the throttle error (after writing the
-// counters, with Config.StatePath).
-func (c *Cloud) admit(ctx context.Context, m Method, subject string) (callPlan, error) {
+// returns how the call will go (the faults drawn for it), or the throttle
+// error (after writing the counters, with Config.StatePath).
+func (c *Cloud) admit(ctx context.Context, m Method, subject string) (faulty.Plan, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counters.Calls[m]++
 	if err := ctx.Err(); err != nil {
 		c.counters.Errors[m]++
-		return callPlan{}, err
+		return faulty.Plan{}, err
 	}
-	if !c.bucket.take(c.now()) {
+	p, err := c.Faults.Admit(m, subject)
+	if err != nil {
 		c.counters.Throttled[m]++
 		c.counters.Errors[m]++
-		err := fmt.Errorf("sim: %s %s: token bucket empty: %w", m, subject, cloud.ErrThrottled)
 		if perr := c.commitLocked(); perr != nil {
 			err = withWriteError(err, m, subject, perr)
 		}
-		return callPlan{}, err
+		return faulty.Plan{}, err
 	}
-	hang, lose := c.faults.transport(m)
-	return callPlan{latency: c.latency, hang: hang, lose: lose}, nil
-}
-
-// bucket is a token bucket: up to burst tokens, refilled at rate per
-// second; rate <= 0 means unlimited. It starts full.
-type bucket struct {
-	rate   float64
-	burst  int
-	tokens float64
-	last   time.Time
-	primed bool
-}
-
-func (b *bucket) reset(rate float64, burst int) {
-	if burst <= 0 {
-		burst = max(1, int(rate))
-	}
-	*b = bucket{rate: rate, burst: burst}
-}
-
-// take refills the bucket up to now and takes one token if there is one.
-func (b *bucket) take(now time.Time) bool {
-	if b.rate <= 0 {
-		return true
-	}
-	switch {
-	case !b.primed:
-		b.tokens, b.last, b.primed = float64(b.burst), now, true
-	case now.After(b.last):
-		b.tokens = min(float64(b.burst), b.tokens+now.Sub(b.last).Seconds()*b.rate)
-		b.last = now
-	}
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return p, nil
 }

@@ -4,8 +4,9 @@
 // It owns the simulated ground truth: instances (one per node, with a
 // running flag and an attach limit), volumes (with an access mode) and the
 // attachments between them, plus the knobs that make a real cloud hard to
-// talk to: latency, a token-bucket throttle, injected and random errors and
-// a batch limit on the bulk queries. It counts every call (Calls) and
+// talk to: latency, a token-bucket throttle, injected and random errors,
+// lost replies and hung calls (cloud/faulty's knobs, embedded: one fault
+// injector for every cloud) and a batch limit on the bulk queries. It counts every call (Calls) and
 // reports every real attachment change to observers (Observe).
 //
 // It never retries, never attaches or detaches anything on its own (only

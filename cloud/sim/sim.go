@@ -3,26 +3,26 @@ package sim
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/faulty"
 )
 
 // Method names a cloud.Provider call, for counters and error injection.
-type Method string
+type Method = faulty.Method
 
 // The provider methods of a Cloud. BatchSize is not a cloud call: it is
 // neither counted, throttled nor delayed.
 const (
-	MethodInstanceID         Method = "instance_id"
-	MethodAttach             Method = "attach"
-	MethodDetach             Method = "detach"
-	MethodVolumesAreAttached Method = "volumes_are_attached"
-	MethodInstanceVolumes    Method = "instance_volumes"
-	MethodInstanceIDs        Method = "instance_ids"
+	MethodInstanceID         = faulty.MethodInstanceID
+	MethodAttach             = faulty.MethodAttach
+	MethodDetach             = faulty.MethodDetach
+	MethodVolumesAreAttached = faulty.MethodVolumesAreAttached
+	MethodInstanceVolumes    = faulty.MethodInstanceVolumes
+	MethodInstanceIDs        = faulty.MethodInstanceIDs
 )
 
 // Defaults applied by New to zero (or negative) Config fields.
@@ -97,14 +97,16 @@ type Config struct {
 // Cloud is an in-memory cloud.Provider, durable with Config.StatePath.
 // Create it with New or Open.
 type Cloud struct {
+	// Faults are the knobs of its calls' faults (FailNext, SetErrorRate,
+	// SetReplyLoss, SetHangRate, SetLatency, SetThrottle), drawn from
+	// Config.Seed, throttled at Config.Now; the calls are carried out as
+	// faulty.Plan.Run says (see Provider calls in the package doc).
+	*faulty.Faults
 	batch    int              // immutable after New
 	now      func() time.Time // immutable after New
 	lenient  bool             // Config.Permissive; immutable after New
 	mu       sync.Mutex
 	defLimit int
-	latency  time.Duration
-	bucket   bucket
-	faults   faults
 	counters Counters
 	seq      int    // instance ID counter
 	tag      string // SetTag
@@ -159,20 +161,19 @@ func newCloud(cfg Config) *Cloud {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	seed := uint64(cfg.Seed)
 	c := &Cloud{
+		Faults:   faulty.New(faulty.Config{Seed: uint64(cfg.Seed), Now: cfg.Now, Name: "sim"}),
 		batch:    cfg.BatchSize,
 		now:      cfg.Now,
 		lenient:  cfg.Permissive,
 		defLimit: cfg.AttachLimit,
-		latency:  max(cfg.Latency, 0),
-		faults:   newFaults(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))),
 		counters: newCounters(),
 		nodes:    make(map[cloud.NodeName]*instance),
 		insts:    make(map[cloud.InstanceID]*instance),
 		vols:     make(map[cloud.VolumeID]*volume),
 	}
-	c.bucket.reset(cfg.ThrottleRate, cfg.ThrottleBurst)
+	c.SetLatency(cfg.Latency)
+	c.SetThrottle(cfg.ThrottleRate, cfg.ThrottleBurst)
 	c.content = contentRoot(cfg.ContentDir)
 	c.virtual = cfg.VirtualContent && c.content != ""
 	return c
@@ -328,22 +329,6 @@ func (c *Cloud) SetAttachLimit(inst cloud.InstanceID, n int) error {
 		return fmt.Errorf("sim: set attach limit of %s: %w", inst, err)
 	}
 	return nil
-}
-
-// SetLatency sets the latency of every later provider call (negative = 0).
-func (c *Cloud) SetLatency(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.latency = max(d, 0)
-}
-
-// SetThrottle replaces the throttle: rate tokens per second (0 = unlimited)
-// and a bucket of burst tokens (default max(1, int(rate))). The new bucket
-// starts full.
-func (c *Cloud) SetThrottle(rate float64, burst int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.bucket.reset(rate, burst)
 }
 
 // InstanceOf returns the instance backing node, running or not.
