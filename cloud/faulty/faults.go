@@ -79,10 +79,22 @@ func New(cfg Config) *Faults {
 	}
 	return &Faults{
 		now: cfg.Now, margin: max(cfg.HangMargin, 0), name: cfg.Name,
-		rng:  rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rng:  newRand(cfg.Seed),
 		next: make(map[Method]failNext), errRate: make(map[Method]errorRate),
 		hang: make(map[Method]float64), lose: make(map[Method]float64),
 	}
+}
+
+// Reseed restarts the generator from seed, as Config.Seed seeds it: for
+// knobs whose seed arrives after the calls began (a chaos control's).
+func (f *Faults) Reseed(seed uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rng = newRand(seed)
+}
+
+func newRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
 // FailNext makes the next n calls of m fail with an error of that kind

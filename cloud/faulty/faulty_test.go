@@ -228,10 +228,17 @@ func TestHang(t *testing.T) {
 	}
 }
 
-// The same seed and calls give the same faults; another seed others.
+// reseeded stands for a Provider made with another seed, then reseeded.
+const reseeded = 1 << 40
+
+// The same seed and calls give the same faults (seeded by New or
+// Reseed); another seed others.
 func TestSeedDeterminism(t *testing.T) {
 	draw := func(seed uint64) []bool {
 		p, _ := wrapped(Config{Seed: seed})
+		if seed == reseeded {
+			p.Reseed(42) // as New with Seed 42
+		}
 		p.SetErrorRate(MethodAttach, 0.5, cloud.KindRetryable)
 		p.SetReplyLoss(MethodDetach, 0.5)
 		out := make([]bool, 0, 200)
@@ -243,11 +250,11 @@ func TestSeedDeterminism(t *testing.T) {
 		return out
 	}
 	const seed = 42
-	a, b, c := draw(seed), draw(seed), draw(seed+1)
+	a, b, c := draw(seed), draw(reseeded), draw(seed+1)
 	failed := 0
 	for i := range a {
 		if a[i] != b[i] {
-			t.Fatalf("seed %d: call %d differs between two runs", seed, i)
+			t.Fatalf("seed %d: call %d differs between New and Reseed", seed, i)
 		}
 		if a[i] {
 			failed++
