@@ -341,7 +341,7 @@ func (m *Member) chaosHooks(cfg MemberConfig, cc *controller.Config) (store.Stor
 	}
 	m.store = &journalStore{Store: m.Store, j: m.journal}
 	if cfg.Control != nil {
-		m.faulty = &faultyCloud{Provider: provider}
+		m.faulty = newFaultyCloud(provider)
 		provider = m.faulty
 	}
 	if j := m.journal; j != nil {
