@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 
@@ -39,9 +40,7 @@ type csiFaults struct {
 	rng                         *rand.Rand
 	errRate, lossRate, hangRate float64
 	latency                     time.Duration
-	rate                        float64 // throttling: calls per second (0: off)
-	burst, tokens               float64
-	last                        time.Time
+	throttle                    *rate.Limiter   // nil: off; read at time.Now
 	late                        map[uint64]bool // calls that took effect late (csitest.CallSeq): reply lost
 	injected                    map[string]int
 }
@@ -57,8 +56,13 @@ func (f *csiFaults) SetLatency(d time.Duration) { f.set(func() { f.latency = d }
 func (f *csiFaults) SetReplyLoss(p float64)     { f.set(func() { f.lossRate = p }) }
 func (f *csiFaults) SetHangRate(p float64)      { f.set(func() { f.hangRate = p }) }
 
-func (f *csiFaults) SetThrottle(rate float64, burst int) {
-	f.set(func() { f.rate, f.burst, f.tokens, f.last = rate, float64(burst), float64(burst), time.Now() })
+func (f *csiFaults) SetThrottle(r float64, burst int) {
+	f.set(func() {
+		f.throttle = nil
+		if r > 0 {
+			f.throttle = rate.NewLimiter(rate.Limit(r), max(burst, 1)) // starts full
+		}
+	})
 }
 
 func (f *csiFaults) set(change func()) {
@@ -106,17 +110,7 @@ func (f *csiFaults) draw() callPlan {
 
 // throttled takes a token, if throttling is on; called under f.mu.
 func (f *csiFaults) throttled() bool {
-	if f.rate <= 0 {
-		return false
-	}
-	now := time.Now()
-	f.tokens = min(f.burst, f.tokens+now.Sub(f.last).Seconds()*f.rate)
-	f.last = now
-	if f.tokens < 1 {
-		return true
-	}
-	f.tokens--
-	return false
+	return f.throttle != nil && !f.throttle.Allow()
 }
 
 // before is the driver's Config.Before.

@@ -5,15 +5,16 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/faulty"
 )
 
 // cloudMethods are the provider calls cloud faults apply to.
-var cloudMethods = []sim.Method{sim.MethodAttach, sim.MethodDetach, sim.MethodInstanceVolumes, sim.MethodVolumesAreAttached}
+var cloudMethods = []faulty.Method{faulty.MethodAttach, faulty.MethodDetach, faulty.MethodInstanceVolumes, faulty.MethodVolumesAreAttached}
 
-// knobs make the cloud fail, as Faulty's methods do: the sim's own knobs
-// (simKnobs) or a Faulty in front of the loop cloud. Each setting lasts
-// until the next one; zero turns it off.
+// knobs make the cloud fail: cloud/faulty's (cloudKnobs: the sim's own,
+// or a faulty.Provider in front of the loop cloud) or the CSI driver's
+// hooks (csiFaults). Each setting lasts until the next one; zero turns it
+// off.
 type knobs interface {
 	SetErrorRate(p float64)
 	SetLatency(d time.Duration)
@@ -22,30 +23,28 @@ type knobs interface {
 	SetHangRate(p float64)
 }
 
-// simKnobs are the sim's knobs, set for cloudMethods (hangs: attaches and
-// detaches).
-type simKnobs struct{ cl *sim.Cloud }
+// cloudKnobs are a cloud's faulty.Faults, set for cloudMethods (errors
+// retryable; hangs: attaches and detaches only); latency and throttling
+// apply to every call.
+type cloudKnobs struct{ *faulty.Faults }
 
-func (k simKnobs) SetErrorRate(p float64) {
+func (k cloudKnobs) SetErrorRate(p float64) {
 	for _, m := range cloudMethods {
-		k.cl.SetErrorRate(m, p, cloud.KindRetryable)
+		k.Faults.SetErrorRate(m, p, cloud.KindRetryable)
 	}
 }
 
-func (k simKnobs) SetReplyLoss(p float64) {
+func (k cloudKnobs) SetReplyLoss(p float64) {
 	for _, m := range cloudMethods {
-		k.cl.SetReplyLoss(m, p)
+		k.Faults.SetReplyLoss(m, p)
 	}
 }
 
-func (k simKnobs) SetHangRate(p float64) {
-	for _, m := range []sim.Method{sim.MethodAttach, sim.MethodDetach} {
-		k.cl.SetHangRate(m, p)
+func (k cloudKnobs) SetHangRate(p float64) {
+	for _, m := range []faulty.Method{faulty.MethodAttach, faulty.MethodDetach} {
+		k.Faults.SetHangRate(m, p)
 	}
 }
-
-func (k simKnobs) SetLatency(d time.Duration)          { k.cl.SetLatency(d) }
-func (k simKnobs) SetThrottle(rate float64, burst int) { k.cl.SetThrottle(rate, burst) }
 
 // fault turns on a cloud or store fault (until the next CalmCloud),
 // detaches a volume from the cloud's side, or restarts a CSI driver's

@@ -2,7 +2,7 @@ package chaos
 
 // A run on the loop cloud: real loop devices over image files, formatted
 // ext4 and mounted by the agents' block mounter. What differs from the
-// sim: the cloud's faults come from a Faulty in front of it, every volume
+// sim: the cloud's faults come from a faulty.Provider in front of it, every volume
 // is exclusive, the checker also judges which disk each mount shows
 // (CheckImages), and every mount and loop device is released at the end.
 

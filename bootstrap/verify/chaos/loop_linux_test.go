@@ -21,7 +21,7 @@ import (
 // e2fsprogs, and fail (never skip) without them, saying so.
 
 // A short chaos run on the loop cloud (the sim's kinds of faults, the
-// cloud's from Faulty): zero violations, converged, every mount's disk
+// cloud's from a faulty.Provider): zero violations, converged, every mount's disk
 // checked, and nothing of it left mounted or bound.
 func TestLoopChaosRunHoldsInvariants(t *testing.T) {
 	dir := loopTestDir(t)

@@ -16,6 +16,7 @@ import (
 	"github.com/tether/tether/actors/runtime/backoff"
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/faulty"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/node/agent"
 )
@@ -40,7 +41,7 @@ type Config struct {
 	CloudLimit limit.Config
 	// Cloud is process.CloudSim ("" too) or process.CloudLoop: real
 	// loop devices (root only), exclusive volumes only, the cloud's faults
-	// injected by a Faulty in front of it, every mount and loop device
+	// injected by a faulty.Provider in front of it, every mount and loop device
 	// released at the end (loop.go). Or process.CloudCSI: csitest's
 	// fake CSI driver, served in this process, one node plugin per node,
 	// its faults and restarts from its own hooks, the timeline its own
@@ -101,9 +102,9 @@ func Deadline() time.Duration {
 
 // embeddedConfig: short timings, a permissive sim (the loop cloud is
 // strict: see checkLoop), chk recording, and the breaks asked for. On the
-// loop cloud, the controller calls it through a Faulty, which *faulty is
-// set to.
-func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker, faulty **Faulty) process.Config {
+// loop cloud, the controller calls it through a faulty.Provider, whose
+// knobs *faults is set to.
+func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker, faults **faulty.Faults) process.Config {
 	ec := process.DefaultConfig()
 	ec.DataDir, ec.Nodes, ec.LogLevel = dir, cfg.Nodes, "error"
 	if cfg.Log != nil {
@@ -128,8 +129,8 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 	if cfg.Cloud == process.CloudLoop {
 		ec.Cloud, ec.Loop.VolumeSize = process.CloudLoop, cfg.LoopVolumeSize
 		ec.WrapProvider = func(p cloud.Provider) cloud.Provider {
-			*faulty = NewFaulty(p, cfg.Seed)
-			return *faulty
+			*faults = faulty.New(faulty.Config{Seed: cfg.Seed, Name: "chaos"})
+			return faulty.Wrap(p, *faults)
 		}
 	}
 	switch cfg.Break {
@@ -196,10 +197,10 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		return rep, err
 	}
 	var restarts atomic.Int64
-	var faulty *Faulty
+	var faults *faulty.Faults
 	var drv *csiRig
 	chk := &Checker{}
-	ec := embeddedConfig(cfg, dir, &restarts, chk, &faulty)
+	ec := embeddedConfig(cfg, dir, &restarts, chk, &faults)
 	if rep.Cloud == process.CloudCSI {
 		if drv, err = startCSI(cfg, chk); err != nil {
 			removeDir()
@@ -219,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		return rep, err
 	}
 	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep, csi: drv}
-	if err := r.wire(faulty); err != nil {
+	if err := r.wire(faults); err != nil {
 		return rep, err
 	}
 	chk.Watch(e)
@@ -320,8 +321,9 @@ func (r *runner) run(ctx context.Context) error {
 }
 
 // wire gives the runner its cloud's account and fault knobs: the sim's
-// own, faulty in front of the loop cloud, or the CSI driver's hooks.
-func (r *runner) wire(faulty *Faulty) error {
+// own, a faulty.Provider's in front of the loop cloud, or the CSI
+// driver's hooks.
+func (r *runner) wire(faults *faulty.Faults) error {
 	if r.csi != nil {
 		r.acct, r.knobs = driverAccount{r.e.Account}, r.csi.faults
 		return nil
@@ -333,9 +335,9 @@ func (r *runner) wire(faulty *Faulty) error {
 	r.acct = a
 	switch {
 	case r.e.Cloud != nil:
-		r.knobs = simKnobs{r.e.Cloud}
-	case faulty != nil:
-		r.knobs = faulty
+		r.knobs = cloudKnobs{r.e.Cloud.Faults}
+	case faults != nil:
+		r.knobs = cloudKnobs{faults}
 	default:
 		return fmt.Errorf("chaos: the %s cloud has no fault knobs", r.rep.Cloud)
 	}

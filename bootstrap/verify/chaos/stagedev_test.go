@@ -13,6 +13,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/faulty"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
@@ -199,9 +200,9 @@ func scriptedRunner(t *testing.T, cfg Config) *runner {
 	t.Helper()
 	dir := t.TempDir()
 	var restarts atomic.Int64
-	var faulty *Faulty
+	var faults *faulty.Faults
 	chk := &Checker{}
-	ec := embeddedConfig(cfg, dir, &restarts, chk, &faulty)
+	ec := embeddedConfig(cfg, dir, &restarts, chk, &faults)
 	e, err := process.StartEmbedded(ec)
 	if e != nil {
 		t.Cleanup(func() {
@@ -214,7 +215,7 @@ func scriptedRunner(t *testing.T, cfg Config) *runner {
 		t.Fatal(err)
 	}
 	r := &runner{cfg: cfg, e: e, chk: chk, rep: &Report{}}
-	if err := r.wire(faulty); err != nil {
+	if err := r.wire(faults); err != nil {
 		t.Fatal(err)
 	}
 	chk.Watch(e)
