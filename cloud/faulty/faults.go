@@ -106,11 +106,7 @@ func newRand(seed uint64) *rand.Rand {
 func (f *Faults) FailNext(m Method, n int, kind cloud.Kind) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if n <= 0 {
-		delete(f.next, m)
-		return
-	}
-	f.next[m] = failNext{n: n, kind: kind}
+	setKnob(f.next, m, n > 0, failNext{n: n, kind: kind})
 }
 
 // SetErrorRate makes each later call of m fail with probability p with an
@@ -119,11 +115,7 @@ func (f *Faults) FailNext(m Method, n int, kind cloud.Kind) {
 func (f *Faults) SetErrorRate(m Method, p float64, kind cloud.Kind) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if p <= 0 {
-		delete(f.errRate, m)
-		return
-	}
-	f.errRate[m] = errorRate{p: min(p, 1), kind: kind}
+	setKnob(f.errRate, m, p > 0, errorRate{p: min(p, 1), kind: kind})
 }
 
 // SetReplyLoss makes each later call of m lose its reply with probability
@@ -134,7 +126,7 @@ func (f *Faults) SetErrorRate(m Method, p float64, kind cloud.Kind) {
 func (f *Faults) SetReplyLoss(m Method, p float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	setRate(f.lose, m, p)
+	setKnob(f.lose, m, p > 0, min(p, 1))
 }
 
 // SetHangRate makes each later call of m hang with probability p: it is
@@ -145,15 +137,16 @@ func (f *Faults) SetReplyLoss(m Method, p float64) {
 func (f *Faults) SetHangRate(m Method, p float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	setRate(f.hang, m, p)
+	setKnob(f.hang, m, p > 0, min(p, 1))
 }
 
-func setRate(rates map[Method]float64, m Method, p float64) {
-	if p <= 0 {
-		delete(rates, m)
+// setKnob sets m's knob to v, or turns it off.
+func setKnob[V any](knobs map[Method]V, m Method, on bool, v V) {
+	if !on {
+		delete(knobs, m)
 		return
 	}
-	rates[m] = min(p, 1)
+	knobs[m] = v
 }
 
 // SetLatency delays every later call by d before it is sent (negative: 0).
