@@ -388,7 +388,7 @@ const (
 // SimAdmin is the sim cloud's side that is no provider call (cloud/sim:
 // not counted, throttled, delayed or subject to injected errors), for the
 // processes sharing one sim cloud: the API server provisions instances and
-// disks with it (bootstrap/operator/api.Nodes), a node agent resolves its devices
+// disks with it (cloud.Provisioner), a node agent resolves its devices
 // with it (agent.SimDevices), checkers read the ground truth of the
 // attachments (Attachments, Watch). One RPC per method of *sim.Cloud, with
 // its meaning; errors as the Cloud service's.
@@ -626,7 +626,7 @@ type SimAdmin_WatchClient = grpc.ServerStreamingClient[CloudChange]
 // SimAdmin is the sim cloud's side that is no provider call (cloud/sim:
 // not counted, throttled, delayed or subject to injected errors), for the
 // processes sharing one sim cloud: the API server provisions instances and
-// disks with it (bootstrap/operator/api.Nodes), a node agent resolves its devices
+// disks with it (cloud.Provisioner), a node agent resolves its devices
 // with it (agent.SimDevices), checkers read the ground truth of the
 // attachments (Attachments, Watch). One RPC per method of *sim.Cloud, with
 // its meaning; errors as the Cloud service's.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/agent"
@@ -33,20 +32,20 @@ const LoopPlugin = "tether-loop"
 
 // Account is what the embedded runtime asks of its cloud, whichever it
 // is: the provider the controller calls, the administration of instances
-// and disks the API needs (api.Nodes), instances for the nodes at start,
+// and disks the API needs (cloud.Provisioner), instances for the nodes at start,
 // how a node agent checks a device path before mounting it, and the owner
 // tag and inventory the start-up checks and --rebuild-store read
 // (identity.go, rebuild.go). Attachments, CreateVolume and CallCounts
 // serve the demo and the tests.
 type Account interface {
 	cloud.Provider
-	api.Nodes
+	cloud.Provisioner
 	owner
 	// AddInstances backs each node with a running instance; a node that
 	// has one keeps it.
 	AddInstances(nodes []cloud.NodeName) error
 	// CreateVolume creates a detached disk, committed (not tagged
-	// uncommitted: see api.Nodes); an existing one is left as it is.
+	// uncommitted: see cloud.Provisioner); an existing one is left as it is.
 	CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error
 	// Attachments is the cloud's ground truth: the instances each
 	// attached volume is attached to.

@@ -13,7 +13,6 @@ import (
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/cloud"
 	cloudcsi "github.com/tether/tether/cloud/csi"
-	"github.com/tether/tether/cloud/sim"
 )
 
 // InstanceID implements cloud.Provider.
@@ -175,7 +174,7 @@ func (a *csiAccount) AddInstances(nodes []cloud.NodeName) error {
 	return nil
 }
 
-// AddInstanceChecked implements api.Nodes: a node's instance is its
+// AddInstanceChecked implements cloud.Provisioner: a node's instance is its
 // plugin's node ID; a node with no node plugin is refused.
 func (a *csiAccount) AddInstanceChecked(n cloud.NodeName) (cloud.InstanceID, error) {
 	if a.remote {
@@ -190,13 +189,13 @@ func (a *csiAccount) AddInstanceChecked(n cloud.NodeName) (cloud.InstanceID, err
 	return np.id, nil
 }
 
-// InstanceOf implements api.Nodes.
+// InstanceOf implements cloud.Provisioner.
 func (a *csiAccount) InstanceOf(n cloud.NodeName) (cloud.InstanceID, bool) {
 	np, ok := a.infoNamed(n)
 	return np.id, ok && np.id != ""
 }
 
-// Running implements api.Nodes: a node plugin's machine runs (tether
+// Running implements cloud.Provisioner: a node plugin's machine runs (tether
 // runs on it).
 func (a *csiAccount) Running(inst cloud.InstanceID) bool {
 	if a.remote {
@@ -209,17 +208,17 @@ func (a *csiAccount) Running(inst cloud.InstanceID) bool {
 	return ok
 }
 
-// Terminate implements api.Nodes: refused.
+// Terminate implements cloud.Provisioner: refused.
 func (a *csiAccount) Terminate(inst cloud.InstanceID) error {
 	return errNoInstances("terminate " + string(inst))
 }
 
-// Start implements api.Nodes: refused.
+// Start implements cloud.Provisioner: refused.
 func (a *csiAccount) Start(inst cloud.InstanceID) error {
 	return errNoInstances("start " + string(inst))
 }
 
-// Delete implements api.Nodes: refused.
+// Delete implements cloud.Provisioner: refused.
 func (a *csiAccount) Delete(inst cloud.InstanceID) error {
 	return errNoInstances("delete " + string(inst))
 }
@@ -228,7 +227,7 @@ func (a *csiAccount) Delete(inst cloud.InstanceID) error {
 // mode's capability (MULTI_NODE_READER_ONLY for a ReadOnlyMany one);
 // nothing is created. A refusal wraps
 // controller.ErrInvalid and says what to do.
-func (a *csiAccount) validate(vols []sim.VolumeSpec) error {
+func (a *csiAccount) validate(vols []cloud.VolumeSpec) error {
 	ctx, cancel := context.WithTimeout(context.Background(), csiCallTimeout)
 	defer cancel()
 	driver := a.p.Plugin().Name
@@ -250,25 +249,25 @@ func (a *csiAccount) validate(vols []sim.VolumeSpec) error {
 // CreateVolume implements Account: the driver must have the volume (see
 // validate); nothing is created.
 func (a *csiAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) error {
-	return a.validate([]sim.VolumeSpec{{ID: id, Mode: mode}})
+	return a.validate([]cloud.VolumeSpec{{ID: id, Mode: mode}})
 }
 
-// CreateVolumesUncommitted implements api.Nodes: the volumes an apply
+// CreateVolumesUncommitted implements cloud.Provisioner: the volumes an apply
 // names that tether does not know yet (Volume) must exist in the driver
 // with their mode's capability (validate); nothing is created, so nothing
 // is tagged.
-func (a *csiAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error { return a.validate(vols) }
+func (a *csiAccount) CreateVolumesUncommitted(vols []cloud.VolumeSpec) error { return a.validate(vols) }
 
-// CommitVolumes implements api.Nodes: nothing was tagged.
+// CommitVolumes implements cloud.Provisioner: nothing was tagged.
 func (a *csiAccount) CommitVolumes([]cloud.VolumeID) error { return nil }
 
-// CommitVolume implements api.Nodes: nothing was tagged.
+// CommitVolume implements cloud.Provisioner: nothing was tagged.
 func (a *csiAccount) CommitVolume(cloud.VolumeID) error { return nil }
 
-// Uncommitted implements api.Nodes: tether creates no CSI volume.
+// Uncommitted implements cloud.Provisioner: tether creates no CSI volume.
 func (a *csiAccount) Uncommitted(cloud.VolumeID) bool { return false }
 
-// Volume implements api.Nodes from tether's store: a volume tether knows
+// Volume implements cloud.Provisioner from tether's store: a volume tether knows
 // was checked in the driver when it was applied, with the mode it has
 // there. One it does not know is reported missing, so that an apply of
 // it is checked (CreateVolumesUncommitted). The driver is not asked: a
@@ -285,7 +284,7 @@ func (a *csiAccount) Volume(id cloud.VolumeID) (cloud.AccessMode, []cloud.Instan
 	return spec.Mode, nil, true
 }
 
-// DeleteVolume implements api.Nodes: the volume is the driver's, and
+// DeleteVolume implements cloud.Provisioner: the volume is the driver's, and
 // stays (an apply that failed only forgets the volumes it checked).
 func (a *csiAccount) DeleteVolume(cloud.VolumeID) error { return nil }
 

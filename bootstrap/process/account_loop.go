@@ -32,7 +32,6 @@ import (
 	"sync/atomic"
 
 	"github.com/tether/tether/actors/controller"
-	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/loop"
 	"github.com/tether/tether/cloud/sim"
@@ -91,8 +90,8 @@ type loopAccount struct {
 }
 
 var (
-	_ Account           = (*loopAccount)(nil)
-	_ api.ReadOnlyDisks = (*loopAccount)(nil) // the loop cloud's VolumeReadOnly
+	_ Account             = (*loopAccount)(nil)
+	_ cloud.ReadOnlyDisks = (*loopAccount)(nil) // the loop cloud's VolumeReadOnly
 )
 
 // openLoop opens the loop cloud under dataDir and tether's file about it.
@@ -223,12 +222,12 @@ func (a *loopAccount) CreateVolume(id cloud.VolumeID, mode cloud.AccessMode) err
 	return a.Cloud.CreateVolume(id, mode, a.size)
 }
 
-// CreateVolumesUncommitted implements api.Nodes: the disks that do not
+// CreateVolumesUncommitted implements cloud.Provisioner: the disks that do not
 // exist yet are tagged, then created (all or nothing; a ReadWriteMany one
 // refuses them all: errReadWriteMany); those that exist are left as they
 // are, tags included. A ReadOnlyMany disk's devices are all read-only,
 // and its image carries ext4 before the disk exists (formatImage).
-func (a *loopAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
+func (a *loopAccount) CreateVolumesUncommitted(vols []cloud.VolumeSpec) error {
 	for _, v := range vols {
 		if v.Mode == cloud.MultiNode && !v.ReadOnly {
 			return errReadWriteMany(v.ID)
@@ -264,7 +263,7 @@ func (a *loopAccount) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
 	return nil
 }
 
-// CommitVolumes implements api.Nodes: the tags of ids go, in one write;
+// CommitVolumes implements cloud.Provisioner: the tags of ids go, in one write;
 // an unknown volume fails them all with cloud.ErrNotFound.
 func (a *loopAccount) CommitVolumes(ids []cloud.VolumeID) error {
 	a.mu.Lock()
@@ -282,12 +281,12 @@ func (a *loopAccount) CommitVolumes(ids []cloud.VolumeID) error {
 	return a.writeLocked(a.state.withTags(ids, false))
 }
 
-// CommitVolume implements api.Nodes.
+// CommitVolume implements cloud.Provisioner.
 func (a *loopAccount) CommitVolume(id cloud.VolumeID) error {
 	return a.CommitVolumes([]cloud.VolumeID{id})
 }
 
-// Uncommitted implements api.Nodes: the disk exists and is tagged.
+// Uncommitted implements cloud.Provisioner: the disk exists and is tagged.
 func (a *loopAccount) Uncommitted(id cloud.VolumeID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -295,7 +294,7 @@ func (a *loopAccount) Uncommitted(id cloud.VolumeID) bool {
 	return ok && slices.Contains(a.state.Uncommitted, id)
 }
 
-// DeleteVolume implements api.Nodes: the disk goes (refused while
+// DeleteVolume implements cloud.Provisioner: the disk goes (refused while
 // attached), then its tag.
 func (a *loopAccount) DeleteVolume(id cloud.VolumeID) error {
 	a.mu.Lock()

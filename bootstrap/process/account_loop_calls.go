@@ -55,12 +55,12 @@ func (a *loopAccount) InstanceVolumes(ctx context.Context, insts []cloud.Instanc
 	return a.Cloud.InstanceVolumes(ctx, insts)
 }
 
-// Terminate implements api.Nodes (observed).
+// Terminate implements cloud.Provisioner (observed).
 func (a *loopAccount) Terminate(inst cloud.InstanceID) error {
 	return a.changed(sim.ReasonTerminate, func() error { return a.Cloud.Terminate(inst) })
 }
 
-// Delete implements api.Nodes (observed).
+// Delete implements cloud.Provisioner (observed).
 func (a *loopAccount) Delete(inst cloud.InstanceID) error {
 	return a.changed(sim.ReasonDelete, func() error { return a.Cloud.Delete(inst) })
 }

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/remote"
@@ -25,8 +24,8 @@ import (
 // A client of tether cloud serve is the cloud an API server provisions
 // with and the one a node agent resolves its devices with.
 var (
-	_ api.Nodes      = (*remote.Client)(nil)
-	_ agent.SimCloud = (*remote.Client)(nil)
+	_ cloud.Provisioner = (*remote.Client)(nil)
+	_ agent.SimCloud    = (*remote.Client)(nil)
 )
 
 // tether cloud serve: a client in another process's place attaches through
@@ -250,7 +249,7 @@ func TestServeCloudAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "v1", Mode: cloud.Exclusive}}); err != nil {
+	if err := c.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "v1", Mode: cloud.Exclusive}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CommitVolume("v1"); err != nil {
@@ -367,9 +366,9 @@ func TestServeCloudAttachLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []cloud.VolumeID{"v1", "v2", "v3", "v4", "v5", "v6"}
-	var vols []sim.VolumeSpec
+	var vols []cloud.VolumeSpec
 	for _, v := range ids {
-		vols = append(vols, sim.VolumeSpec{ID: v, Mode: cloud.Exclusive})
+		vols = append(vols, cloud.VolumeSpec{ID: v, Mode: cloud.Exclusive})
 	}
 	if err := c.CreateVolumesUncommitted(vols); err != nil {
 		t.Fatal(err)

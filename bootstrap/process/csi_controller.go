@@ -13,7 +13,7 @@ import (
 // CSIController is a CSI driver's controller plugin as a distributed
 // mode controller member uses it: the cloud.Provider its controller calls
 // (each call counted; an attach held to the node's max_volumes_per_node,
-// counted from tether's records), the api.Nodes of its API, and the
+// counted from tether's records), the cloud.Provisioner of its API, and the
 // driver's Listing. Its nodes run on other machines: each node's agent
 // dials the node plugin there and reports the plugin's node ID and limit
 // with its heartbeats, the node actor records them in the node status,

@@ -13,7 +13,6 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
-	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/node/reconciler"
 )
 
@@ -172,7 +171,7 @@ func TestCSIRestartsRedoNothing(t *testing.T) {
 // directory another cloud ran.
 func TestCSIRefusals(t *testing.T) {
 	r := newCSIRig(t, csitest.Config{})
-	err := r.e.Account.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "nope", Mode: cloud.Exclusive}})
+	err := r.e.Account.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "nope", Mode: cloud.Exclusive}})
 	if !errors.Is(err, controller.ErrInvalid) || !strings.Contains(err.Error(), "tether does not create CSI volumes") {
 		t.Errorf("a volume the driver lacks: %v", err)
 	}

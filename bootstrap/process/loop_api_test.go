@@ -45,7 +45,7 @@ func TestLoopAccountTags(t *testing.T) {
 	if err := a.SetTag("id-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "b", Mode: cloud.Exclusive}, {ID: "a", Mode: cloud.Exclusive}}); err != nil {
+	if err := a.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "b", Mode: cloud.Exclusive}, {ID: "a", Mode: cloud.Exclusive}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.CreateVolume("c", cloud.Exclusive); err != nil {
@@ -59,7 +59,7 @@ func TestLoopAccountTags(t *testing.T) {
 	if a.Uncommitted("c") || a.Uncommitted("nope") {
 		t.Error("a committed or missing disk is tagged uncommitted")
 	}
-	err := a.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "d", Mode: cloud.Exclusive}, {ID: "m", Mode: cloud.MultiNode}})
+	err := a.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "d", Mode: cloud.Exclusive}, {ID: "m", Mode: cloud.MultiNode}})
 	if !errors.Is(err, controller.ErrInvalid) || !strings.Contains(err.Error(), "not a cluster filesystem") {
 		t.Errorf("a multi-node disk: %v; want an invalid apply", err)
 	}
@@ -69,7 +69,7 @@ func TestLoopAccountTags(t *testing.T) {
 	if err := a.CreateVolume("m", cloud.MultiNode); !errors.Is(err, controller.ErrInvalid) {
 		t.Errorf("CreateVolume of a multi-node disk: %v; want refused", err)
 	}
-	if err := a.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "ro", Mode: cloud.MultiNode, ReadOnly: true}}); err != nil {
+	if err := a.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "ro", Mode: cloud.MultiNode, ReadOnly: true}}); err != nil {
 		t.Fatal(err)
 	}
 	img, err := a.ImagePath("ro")

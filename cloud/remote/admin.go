@@ -3,7 +3,7 @@ package remote
 // The sim cloud's admin side (messages.SimAdmin), but for Watch
 // (watch.go): the server's handlers and the Client's methods, which have
 // the signatures of *sim.Cloud's so that a Client stands in for it in
-// another process (bootstrap/operator/api.Nodes, agent.SimDevices).
+// another process (cloud.Provisioner, agent.SimDevices).
 
 import (
 	"context"
@@ -71,9 +71,9 @@ func (a *admin) AddInstanceChecked(_ context.Context, r *messages.SimNodeRequest
 }
 
 func (a *admin) CreateVolumesUncommitted(_ context.Context, r *messages.SimCreateVolumesRequest) (*messages.SimDone, error) {
-	specs := make([]sim.VolumeSpec, len(r.GetVolumes()))
+	specs := make([]cloud.VolumeSpec, len(r.GetVolumes()))
 	for i, v := range r.GetVolumes() {
-		specs[i] = sim.VolumeSpec{ID: cloud.VolumeID(v.GetVolumeId()), Mode: modeOf(v.GetMode())}
+		specs[i] = cloud.VolumeSpec{ID: cloud.VolumeID(v.GetVolumeId()), Mode: modeOf(v.GetMode())}
 	}
 	return done(a.c.CreateVolumesUncommitted(specs))
 }
@@ -207,7 +207,7 @@ func (c *Client) AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, erro
 }
 
 // CreateVolumesUncommitted is sim.Cloud.CreateVolumesUncommitted.
-func (c *Client) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
+func (c *Client) CreateVolumesUncommitted(vols []cloud.VolumeSpec) error {
 	req := &messages.SimCreateVolumesRequest{Volumes: make([]*messages.SimVolumeSpec, len(vols))}
 	for i, v := range vols {
 		req.Volumes[i] = &messages.SimVolumeSpec{VolumeId: string(v.ID), Mode: modeMsg(v.Mode)}
@@ -264,8 +264,8 @@ const disksPerCall = 10000
 // cloud it could not read. A cloud service from before Disks answers
 // Unimplemented: the error then wraps errors.ErrUnsupported, and the
 // caller asks disk by disk (a rolling upgrade).
-func (c *Client) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error) {
-	out := make(map[cloud.VolumeID]sim.Disk, len(ids))
+func (c *Client) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]cloud.Disk, error) {
+	out := make(map[cloud.VolumeID]cloud.Disk, len(ids))
 	for len(ids) > 0 {
 		n := min(len(ids), disksPerCall)
 		var raw error
@@ -279,7 +279,7 @@ func (c *Client) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error
 		}
 		for _, d := range r.GetDisks() {
 			if d.GetFound() {
-				out[cloud.VolumeID(d.GetVolumeId())] = sim.Disk{Mode: modeOf(d.GetMode()), AttachedTo: idsOf[cloud.InstanceID](d.GetAttachedTo()), Uncommitted: d.GetUncommitted()}
+				out[cloud.VolumeID(d.GetVolumeId())] = cloud.Disk{Mode: modeOf(d.GetMode()), AttachedTo: idsOf[cloud.InstanceID](d.GetAttachedTo()), Uncommitted: d.GetUncommitted()}
 			}
 		}
 		ids = ids[n:]

@@ -27,12 +27,12 @@ type simCloud interface {
 	Terminate(inst cloud.InstanceID) error
 	Start(inst cloud.InstanceID) error
 	AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error)
-	CreateVolumesUncommitted(vols []sim.VolumeSpec) error
+	CreateVolumesUncommitted(vols []cloud.VolumeSpec) error
 	CommitVolumes(ids []cloud.VolumeID) error
 	CommitVolume(id cloud.VolumeID) error
 	Uncommitted(id cloud.VolumeID) bool
 	Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool)
-	Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error)
+	Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]cloud.Disk, error)
 	DeleteVolume(id cloud.VolumeID) error
 	Delete(inst cloud.InstanceID) error
 	DeviceSource(inst cloud.InstanceID, devicePath string) (string, error)
@@ -118,7 +118,7 @@ func TestAdminMatchesSim(t *testing.T) {
 
 	// Volumes: created uncommitted (an odd mode crosses unchanged), then
 	// committed one way and the other.
-	specs := []sim.VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "b", Mode: cloud.MultiNode}, {ID: "odd", Mode: cloud.AccessMode(7)}}
+	specs := []cloud.VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "b", Mode: cloud.MultiNode}, {ID: "odd", Mode: cloud.AccessMode(7)}}
 	mustNil(t, cl.CreateVolumesUncommitted(specs))
 	for _, s := range specs {
 		if !cl.Uncommitted(s.ID) || !c.Uncommitted(s.ID) {
@@ -158,7 +158,7 @@ func TestAdminMatchesSim(t *testing.T) {
 	}
 	// Disks says of each what Volume and Uncommitted say, in one call:
 	// attached, committed, tagged, missing.
-	mustNil(t, cl.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "tagged", Mode: cloud.Exclusive}}))
+	mustNil(t, cl.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "tagged", Mode: cloud.Exclusive}}))
 	ask := []cloud.VolumeID{"a", "b", "odd", "tagged", "nope"}
 	disks, err := cl.Disks(ask)
 	mustNil(t, err)
@@ -205,7 +205,7 @@ func TestAdminMatchesSim(t *testing.T) {
 		{"start an unknown instance", func(s simCloud) error { return s.Start("i-unknown") }, []error{cloud.ErrNotFound}},
 		{"delete an unknown instance", func(s simCloud) error { return s.Delete("i-unknown") }, []error{cloud.ErrNotFound}},
 		{"an invalid volume name", func(s simCloud) error {
-			return s.CreateVolumesUncommitted([]sim.VolumeSpec{{ID: "../x", Mode: cloud.Exclusive}})
+			return s.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "../x", Mode: cloud.Exclusive}})
 		}, []error{names.ErrInvalidName}},
 		{"no volume at that device", func(s simCloud) error { _, err := s.DeviceSource(i1, "/dev/xvdzz"); return err }, []error{cloud.ErrNotFound}},
 		{"console detach of an unknown volume", func(s simCloud) error { return s.ConsoleDetach("nope", i1) }, []error{cloud.ErrNotFound}},

@@ -9,7 +9,7 @@
 // ServeSim serves a *sim.Cloud with its admin side as well
 // (messages.SimAdmin), and a Client then stands in for the *sim.Cloud in
 // another process: the same methods with the same signatures (those
-// bootstrap/operator/api.Nodes and agent.SimDevices need), each bounded by
+// cloud.Provisioner and agent.SimDevices need), each bounded by
 // Client.AdminTimeout since they take no context, plus Attachments and
 // Watch, the ground truth for checkers. Errors cross as the provider's do
 // (below), and the other sentinels the sim's admin side wraps

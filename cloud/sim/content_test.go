@@ -148,7 +148,7 @@ func listDir(t *testing.T, dir string) []string {
 func TestVirtualContent(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "content")
 	f := newFixture(t, Config{ContentDir: dir, VirtualContent: true})
-	if err := f.c.CreateVolumesUncommitted([]VolumeSpec{{ID: "v1", Mode: cloud.Exclusive}, {ID: "v2", Mode: cloud.Exclusive}}); err != nil {
+	if err := f.c.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "v1", Mode: cloud.Exclusive}, {ID: "v2", Mode: cloud.Exclusive}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {

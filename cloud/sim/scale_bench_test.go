@@ -100,9 +100,9 @@ func BenchmarkChangeAfterBulkCreate(b *testing.B) {
 	for _, vols := range []int{1000, 100000} {
 		b.Run(fmt.Sprint(vols, "vols"), func(b *testing.B) {
 			c := mustOpenB(b, Config{StatePath: filepath.Join(b.TempDir(), "cloud.json")})
-			specs := make([]VolumeSpec, vols)
+			specs := make([]cloud.VolumeSpec, vols)
 			for i := range specs {
-				specs[i] = VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%06d", i)), Mode: cloud.Exclusive}
+				specs[i] = cloud.VolumeSpec{ID: cloud.VolumeID(fmt.Sprintf("v%06d", i)), Mode: cloud.Exclusive}
 			}
 			if err := c.CreateVolumesUncommitted(specs); err != nil {
 				b.Fatal(err)

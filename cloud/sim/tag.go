@@ -36,7 +36,7 @@ type InventoryVolume struct {
 	ID   cloud.VolumeID
 	Mode cloud.AccessMode
 	// ReadOnly: a ReadOnlyMany disk, for a cloud that knows (never the
-	// sim: see VolumeSpec.ReadOnly).
+	// sim: see cloud.VolumeSpec.ReadOnly).
 	ReadOnly bool
 	Attached []cloud.NodeName // nodes whose instances have it attached, sorted
 }

@@ -104,22 +104,15 @@ func (c *Cloud) CommitVolume(id cloud.VolumeID) error {
 	return c.commitUnlock("commit volume " + string(id))
 }
 
-// Disk is what Volume and Uncommitted say of one disk.
-type Disk struct {
-	Mode        cloud.AccessMode
-	AttachedTo  []cloud.InstanceID // sorted
-	Uncommitted bool
-}
-
 // Disks describes the disks of ids that exist, as of one moment. It never
 // fails; the error is a remote cloud's (cloud/remote.Client.Disks).
-func (c *Cloud) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]Disk, error) {
+func (c *Cloud) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]cloud.Disk, error) {
 	c.lockSettled()
 	defer c.mu.Unlock()
-	out := make(map[cloud.VolumeID]Disk, len(ids))
+	out := make(map[cloud.VolumeID]cloud.Disk, len(ids))
 	for _, id := range ids {
 		if v, ok := c.vols[id]; ok {
-			out[id] = Disk{Mode: v.mode, AttachedTo: sortedKeys(v.attached), Uncommitted: v.uncommitted}
+			out[id] = cloud.Disk{Mode: v.mode, AttachedTo: sortedKeys(v.attached), Uncommitted: v.uncommitted}
 		}
 	}
 	return out, nil
@@ -134,26 +127,13 @@ func (c *Cloud) Uncommitted(id cloud.VolumeID) bool {
 	return ok && v.uncommitted
 }
 
-// VolumeSpec is a disk to create: its ID and access mode.
-type VolumeSpec struct {
-	ID   cloud.VolumeID
-	Mode cloud.AccessMode
-	// ReadOnly asks for the disk of a ReadOnlyMany volume (with MultiNode).
-	// The sim keeps no such flag, nor does its remote admin carry it: its
-	// disks are directories, kept from writers by the read-only publishes
-	// of the nodes. A cloud whose devices can be read-only says so with
-	// it (the loop cloud's account binds every device of such a disk
-	// read-only).
-	ReadOnly bool
-}
-
 // CreateVolumesUncommitted is CreateVolumeUncommitted for many disks, all
 // or nothing, with one durable commit: if an ID is not a valid name, or
 // the change cannot be written, no disk is created. Disks that exist
 // already (or appear twice) are left as they are. Content directories are
 // made after the commit, as CreateVolumeUncommitted makes them: an error
 // there leaves the disks created.
-func (c *Cloud) CreateVolumesUncommitted(vols []VolumeSpec) error {
+func (c *Cloud) CreateVolumesUncommitted(vols []cloud.VolumeSpec) error {
 	for _, v := range vols {
 		if err := validVolume(v.ID); err != nil {
 			return fmt.Errorf("sim: create volumes: %w", err)

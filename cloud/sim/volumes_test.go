@@ -128,7 +128,7 @@ func TestVolumeBatches(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.json")
 	c := mustOpen(t, Config{StatePath: path})
 	mustNil(t, c.CreateVolumeChecked("old", cloud.Exclusive))
-	if err := c.CreateVolumesUncommitted([]VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "bad/name", Mode: cloud.Exclusive}}); err == nil {
+	if err := c.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "bad/name", Mode: cloud.Exclusive}}); err == nil {
 		t.Fatal("a batch with an invalid name succeeded")
 	}
 	if _, _, ok := c.Volume("a"); ok {
@@ -137,7 +137,7 @@ func TestVolumeBatches(t *testing.T) {
 	var groups int
 	def := c.state.appendAndSync
 	setAppend(c, func(f *os.File, data []byte) error { groups++; return def(f, data) })
-	mustNil(t, c.CreateVolumesUncommitted([]VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "b", Mode: cloud.MultiNode}, {ID: "old", Mode: cloud.MultiNode}, {ID: "a", Mode: cloud.MultiNode}}))
+	mustNil(t, c.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "a", Mode: cloud.Exclusive}, {ID: "b", Mode: cloud.MultiNode}, {ID: "old", Mode: cloud.MultiNode}, {ID: "a", Mode: cloud.MultiNode}}))
 	if groups != 1 {
 		t.Errorf("batch creation wrote %d groups, want 1", groups)
 	}
@@ -156,7 +156,7 @@ func TestVolumeBatches(t *testing.T) {
 		t.Errorf("commit: %d groups, tags a=%v b=%v; want 1, false, false", groups, c.Uncommitted("a"), c.Uncommitted("b"))
 	}
 	setAppend(c, func(*os.File, []byte) error { return errors.New("injected write failure") })
-	checkErr(t, c.CreateVolumesUncommitted([]VolumeSpec{{ID: "c", Mode: cloud.Exclusive}, {ID: "d", Mode: cloud.Exclusive}}), cloud.KindRetryable, path)
+	checkErr(t, c.CreateVolumesUncommitted([]cloud.VolumeSpec{{ID: "c", Mode: cloud.Exclusive}, {ID: "d", Mode: cloud.Exclusive}}), cloud.KindRetryable, path)
 	if _, _, ok := c.Volume("c"); ok {
 		t.Error("a batch whose write failed created a disk")
 	}

@@ -160,9 +160,9 @@ func TestCloudServeAttachLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []cloud.VolumeID{"v1", "v2", "v3"}
-	var specs []sim.VolumeSpec
+	var specs []cloud.VolumeSpec
 	for _, v := range ids {
-		specs = append(specs, sim.VolumeSpec{ID: v, Mode: cloud.Exclusive})
+		specs = append(specs, cloud.VolumeSpec{ID: v, Mode: cloud.Exclusive})
 	}
 	if err := c.CreateVolumesUncommitted(specs); err != nil {
 		t.Fatal(err)

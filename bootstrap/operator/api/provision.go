@@ -34,7 +34,6 @@ import (
 	"github.com/tether/tether/actors/runtime/parallel"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
 )
 
 // disk is what the cloud has under a volume's name.
@@ -42,7 +41,7 @@ type disk struct {
 	exists bool
 	mode   cloud.AccessMode
 	// readOnly: a ReadOnlyMany disk. A cloud that does not say
-	// (ReadOnlyDisks) has it as the volume asked for: see diskOf.
+	// (cloud.ReadOnlyDisks) has it as the volume asked for: see diskOf.
 	readOnly    bool
 	attached    []cloud.InstanceID
 	uncommitted bool // made by an apply that never committed: empty
@@ -109,10 +108,10 @@ func (s *service) diskOf(asked store.VolumeSpec) disk {
 	return s.readOnlyOf(asked, d)
 }
 
-// readOnlyOf sets d.readOnly: the cloud's (ReadOnlyDisks), or asked's.
+// readOnlyOf sets d.readOnly: the cloud's (cloud.ReadOnlyDisks), or asked's.
 func (s *service) readOnlyOf(asked store.VolumeSpec, d disk) disk {
 	d.readOnly = asked.ReadOnly
-	if ro, ok := s.nodes.(ReadOnlyDisks); ok && d.exists {
+	if ro, ok := s.nodes.(cloud.ReadOnlyDisks); ok && d.exists {
 		d.readOnly, _ = ro.VolumeReadOnly(asked.ID)
 	}
 	return d
@@ -172,7 +171,7 @@ const lookups = 32
 
 // volumeFacts reads the desired state and the disk of every volume
 // changes name: the desired state in one read, the disks in one call of a
-// DiskReader, else lookups at a time.
+// cloud.DiskReader, else lookups at a time.
 func (s *service) volumeFacts(changes []controller.Change) (map[cloud.VolumeID]volumeFact, error) {
 	var vols []store.VolumeSpec
 	var ids []cloud.VolumeID
@@ -202,7 +201,7 @@ func (s *service) volumeFacts(changes []controller.Change) (map[cloud.VolumeID]v
 }
 
 // disksOf reads the disk of each of vols, its uncommitted tag too: in one
-// call of a DiskReader, else (or where the cloud says it cannot) one by
+// call of a cloud.DiskReader, else (or where the cloud says it cannot) one by
 // one.
 func (s *service) disksOf(vols []store.VolumeSpec) ([]disk, error) {
 	out := make([]disk, len(vols))
@@ -214,7 +213,7 @@ func (s *service) disksOf(vols []store.VolumeSpec) ([]disk, error) {
 		})
 		return out, nil
 	}
-	dr, ok := s.nodes.(DiskReader)
+	dr, ok := s.nodes.(cloud.DiskReader)
 	if !ok {
 		return oneByOne()
 	}
@@ -251,7 +250,7 @@ type created struct {
 // (or may have: the disks of a batch that failed too, which undo finds
 // gone). A cloud of DriverVolumes is handed the disks' volumes whole.
 func (s *service) provision(steps []step) (made created, err error) {
-	var disks []sim.VolumeSpec
+	var disks []cloud.VolumeSpec
 	var specs []store.VolumeSpec
 	for _, st := range steps {
 		switch st.kind {
@@ -261,7 +260,7 @@ func (s *service) provision(steps []step) (made created, err error) {
 			}
 			fallthrough
 		case createDisk:
-			disks = append(disks, sim.VolumeSpec{ID: st.vol, Mode: st.mode, ReadOnly: st.readOnly})
+			disks = append(disks, cloud.VolumeSpec{ID: st.vol, Mode: st.mode, ReadOnly: st.readOnly})
 			specs = append(specs, st.spec)
 		}
 	}

@@ -346,8 +346,8 @@ func TestApplyReadsDisksOneByOneFromAnOlderCloud(t *testing.T) {
 	}
 }
 
-// oneByOne hides recordingNodes' Disks (Nodes only).
-type oneByOne struct{ Nodes }
+// oneByOne hides recordingNodes' Disks (cloud.Provisioner only).
+type oneByOne struct{ cloud.Provisioner }
 
 func applyReq(docs ...*messages.Document) *messages.ApplyRequest {
 	return &messages.ApplyRequest{Documents: docs}
@@ -369,7 +369,7 @@ type recordingNodes struct {
 	perDisk          atomic.Int64 // Volume and Uncommitted calls
 }
 
-func (r *recordingNodes) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error) {
+func (r *recordingNodes) Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]cloud.Disk, error) {
 	r.mu.Lock()
 	r.disksCalls++
 	r.mu.Unlock()
@@ -396,7 +396,7 @@ func (f *fixture) recording(c *sim.Cloud) *recordingNodes {
 	return r
 }
 
-func (r *recordingNodes) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
+func (r *recordingNodes) CreateVolumesUncommitted(vols []cloud.VolumeSpec) error {
 	var ids []cloud.VolumeID
 	for _, v := range vols {
 		ids = append(ids, v.ID)
@@ -445,7 +445,7 @@ func TestPlanVolume(t *testing.T) {
 	rwo := store.VolumeSpec{ID: "x", Mode: cloud.Exclusive}
 	rwx := store.VolumeSpec{ID: "x", Mode: cloud.MultiNode}
 	rox := store.VolumeSpec{ID: "x", Mode: cloud.MultiNode, ReadOnly: true}
-	roDisk := disk{exists: true, mode: cloud.MultiNode, readOnly: true} // as a cloud that says (ReadOnlyDisks)
+	roDisk := disk{exists: true, mode: cloud.MultiNode, readOnly: true} // as a cloud that says (cloud.ReadOnlyDisks)
 	for _, tt := range []struct {
 		name    string
 		asked   store.VolumeSpec

@@ -68,7 +68,7 @@ func TestReadOnlyManyRoundTrip(t *testing.T) {
 }
 
 // roNodes is the sim cloud as a cloud whose disks are read-only or not
-// (ReadOnlyDisks), as the loop cloud's: it remembers the flag each disk
+// (cloud.ReadOnlyDisks), as the loop cloud's: it remembers the flag each disk
 // was asked with.
 type roNodes struct {
 	*sim.Cloud
@@ -76,7 +76,7 @@ type roNodes struct {
 	readOnly map[cloud.VolumeID]bool
 }
 
-func (r *roNodes) CreateVolumesUncommitted(vols []sim.VolumeSpec) error {
+func (r *roNodes) CreateVolumesUncommitted(vols []cloud.VolumeSpec) error {
 	if err := r.Cloud.CreateVolumesUncommitted(vols); err != nil {
 		return err
 	}

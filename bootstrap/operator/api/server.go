@@ -24,59 +24,11 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
 )
 
 // MaxRequestBytes bounds one request, and one message of a stream.
 const MaxRequestBytes = 1 << 20
-
-// Nodes is the cloud behind the nodes as the API needs it (the sim cloud
-// in embedded mode): it provisions instances for new nodes and disks for
-// new volumes, removes them when the apply that created them fails
-// (provision.go), reads a disk's mode (fixed at creation) and where it is
-// attached, and terminates and starts instances.
-type Nodes interface {
-	InstanceOf(node cloud.NodeName) (cloud.InstanceID, bool)
-	Running(inst cloud.InstanceID) bool
-	Terminate(inst cloud.InstanceID) error
-	Start(inst cloud.InstanceID) error
-	AddInstanceChecked(node cloud.NodeName) (cloud.InstanceID, error)
-	// CreateVolumesUncommitted creates disks tagged "uncommitted" (an
-	// existing one is left as it is), all or nothing, with one durable
-	// write; CommitVolumes (CommitVolume) removes the tags once the apply
-	// that needed them has committed (the volume is deleted).
-	CreateVolumesUncommitted(vols []sim.VolumeSpec) error
-	CommitVolumes(ids []cloud.VolumeID) error
-	CommitVolume(id cloud.VolumeID) error
-	Uncommitted(id cloud.VolumeID) bool
-	Volume(id cloud.VolumeID) (mode cloud.AccessMode, attachedTo []cloud.InstanceID, ok bool)
-	DeleteVolume(id cloud.VolumeID) error // refuses an attached disk
-	Delete(inst cloud.InstanceID) error
-}
-
-// DiskReader is implemented by a Nodes that describes many disks in one
-// call (sim.Cloud, and cloud/remote.Client as one request per 10,000): an
-// apply of a fleet's volumes otherwise asks a remote cloud about each
-// disk twice (Volume, Uncommitted), 32 at a time. An error wrapping
-// errors.ErrUnsupported (a cloud service from before Disks) makes the
-// apply ask disk by disk.
-type DiskReader interface {
-	Disks(ids []cloud.VolumeID) (map[cloud.VolumeID]sim.Disk, error)
-}
-
-// ReadOnlyDisks is implemented by a Nodes whose disks are made read-only
-// or read-write for good (the loop cloud binds every device of a
-// ReadOnlyMany disk read-only): whether a disk is read-only is then part
-// of its mode, which an apply must match as it matches the mode
-// (provision.go) and get shows. Without it, a multi-node disk serves
-// ReadWriteMany and ReadOnlyMany alike (the sim's, whose read-only
-// volumes are kept so by the nodes' read-only publishes).
-type ReadOnlyDisks interface {
-	// VolumeReadOnly reports whether disk id is read-only; ok is false
-	// when there is no such disk.
-	VolumeReadOnly(id cloud.VolumeID) (readOnly, ok bool)
-}
 
 // Server is a running API server.
 type Server struct {
@@ -90,7 +42,7 @@ type Server struct {
 // Serve listens on addr (a loopback address) and serves in plain text in a
 // goroutine. allowRemote is kept for its callers: beyond loopback the API
 // needs TLS (ServeTLS) as well.
-func Serve(addr, token string, ctl *controller.Controller, nodes Nodes, allowRemote bool) (*Server, error) {
+func Serve(addr, token string, ctl *controller.Controller, nodes cloud.Provisioner, allowRemote bool) (*Server, error) {
 	return ServeTLS(addr, token, ctl, nodes, allowRemote, nil)
 }
 

@@ -27,7 +27,7 @@ const actorTimeout = 5 * time.Second
 type service struct {
 	messages.UnimplementedTetherServer
 	ctl   *controller.Controller
-	nodes Nodes
+	nodes cloud.Provisioner
 	// applying serializes applies: each plans the cloud's resources from
 	// what the cloud and the desired state hold (provision.go).
 	applying sync.Mutex

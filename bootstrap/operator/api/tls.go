@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/tether/tether/actors/controller"
+	"github.com/tether/tether/cloud"
 )
 
 // ErrPlainRemote is returned for a non-loopback address without TLS: the
@@ -20,7 +21,7 @@ var ErrPlainRemote = errors.New("api: refusing to serve beyond loopback without 
 // tlsCfg; both checks happen before listening. Client certificates are
 // checked as tlsCfg says (ClientAuth, ClientCAs); the bearer token is
 // checked on every call in any case.
-func ServeTLS(addr, token string, ctl *controller.Controller, nodes Nodes, allowRemote bool, tlsCfg *tls.Config) (*Server, error) {
+func ServeTLS(addr, token string, ctl *controller.Controller, nodes cloud.Provisioner, allowRemote bool, tlsCfg *tls.Config) (*Server, error) {
 	if tlsCfg == nil {
 		if err := checkLoopback(addr); err != nil && allowRemote {
 			return nil, fmt.Errorf("%w: %q", ErrPlainRemote, addr)

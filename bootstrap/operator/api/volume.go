@@ -17,12 +17,12 @@ const (
 	VolumeModeBlock      = "Block"
 )
 
-// DriverVolumes is implemented by a Nodes whose volumes are a storage
+// DriverVolumes is implemented by a cloud.Provisioner whose volumes are a storage
 // driver's (a CSI driver's): their documents may carry what the driver
 // needs (store.VolumeSpec.HasDriverFields), and provision hands it the
 // new volumes whole, with ProvisionVolumes, instead of
 // CreateVolumesUncommitted (a CSI driver checks the capability with the
-// volume's attributes and secrets). A Nodes without it refuses such
+// volume's attributes and secrets). A Provisioner without it refuses such
 // fields: its cloud would ignore them.
 type DriverVolumes interface {
 	// ProvisionVolumes is CreateVolumesUncommitted with the whole specs.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 	"github.com/tether/tether/messages"
 )
@@ -75,9 +76,9 @@ func (d *driverNodes) ProvisionVolumes(vols []store.VolumeSpec) error {
 	d.mu.Lock()
 	d.specs = append(d.specs, vols...)
 	d.mu.Unlock()
-	disks := make([]sim.VolumeSpec, len(vols))
+	disks := make([]cloud.VolumeSpec, len(vols))
 	for i, v := range vols {
-		disks[i] = sim.VolumeSpec{ID: v.ID, Mode: v.Mode, ReadOnly: v.ReadOnly}
+		disks[i] = cloud.VolumeSpec{ID: v.ID, Mode: v.Mode, ReadOnly: v.ReadOnly}
 	}
 	return d.Cloud.CreateVolumesUncommitted(disks)
 }

@@ -379,7 +379,7 @@ func (m *Member) provider() cloud.Provider {
 }
 
 // nodes is the API's administration of instances and disks.
-func (m *Member) nodes() api.Nodes {
+func (m *Member) nodes() cloud.Provisioner {
 	if m.CSI != nil {
 		return m.CSI
 	}
