@@ -70,6 +70,8 @@ func check(pkgs []pkg) []string {
 			out = append(out, forbid(p, "node/csinode (a CSI node plugin's client) imports no actors/ nor bootstrap/", "actors", "bootstrap")...)
 		case under("node"):
 			out = append(out, forbid(p, "node/ imports no bootstrap/", "bootstrap")...)
+		case under("bootstrap/operator/api"):
+			out = append(out, forbidCode(p, "the operator API provisions through cloud.Provisioner, on any cloud: it depends on no cloud/sim (its tests may use the sim)", "cloud/sim")...)
 		case under("cmd"):
 			for _, imp := range p.Imports {
 				r, ok := strings.CutPrefix(imp, module+"/")
@@ -85,30 +87,38 @@ func check(pkgs []pkg) []string {
 // forbid says where p (its code, transitively, or its tests, directly)
 // reaches one of the module's rooms it may not.
 func forbid(p pkg, rule string, rooms ...string) []string {
-	var out []string
-	hit := func(imp string) bool {
-		r, ok := strings.CutPrefix(imp, module+"/")
-		if !ok {
-			return false
-		}
-		for _, room := range rooms {
-			if r == room || strings.HasPrefix(r, room+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	for _, d := range p.Deps {
-		if hit(d) {
-			out = append(out, fmt.Sprintf("%s depends on %s: %s", p.ImportPath, d, rule))
-		}
-	}
+	out := forbidCode(p, rule, rooms...)
 	for _, d := range append(slices.Clone(p.TestImports), p.XTestImports...) {
-		if hit(d) {
+		if reaches(d, rooms) {
 			out = append(out, fmt.Sprintf("%s's tests import %s: %s", p.ImportPath, d, rule))
 		}
 	}
 	return out
+}
+
+// forbidCode says where p's code, transitively, reaches one of rooms.
+func forbidCode(p pkg, rule string, rooms ...string) []string {
+	var out []string
+	for _, d := range p.Deps {
+		if reaches(d, rooms) {
+			out = append(out, fmt.Sprintf("%s depends on %s: %s", p.ImportPath, d, rule))
+		}
+	}
+	return out
+}
+
+// reaches says whether imp is one of the module's rooms, or under one.
+func reaches(imp string, rooms []string) bool {
+	r, ok := strings.CutPrefix(imp, module+"/")
+	if !ok {
+		return false
+	}
+	for _, room := range rooms {
+		if r == room || strings.HasPrefix(r, room+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkCore applies the pure cores' rules to p.
@@ -228,6 +238,7 @@ func TestLayeringCatches(t *testing.T) {
 		{"cmd imports actors", pkg{ImportPath: module + "/cmd/tether", Imports: []string{module + "/bootstrap/process", module + "/actors/controller"}}, "cmd/ imports only bootstrap/"},
 		{"cmd imports cloud", pkg{ImportPath: module + "/cmd/tether", Imports: []string{module + "/cloud/sim"}}, "cmd/ imports only bootstrap/"},
 		{"node/csinode reaches actors", pkg{ImportPath: module + "/node/csinode", Deps: []string{module + "/actors/runtime/clock"}}, "node/csinode"},
+		{"the API reaches the sim", pkg{ImportPath: module + "/bootstrap/operator/api", Deps: []string{module + "/cloud", module + "/cloud/sim"}}, "depends on no cloud/sim"},
 		{"node reaches bootstrap", pkg{ImportPath: module + "/node/agent", Deps: []string{module + "/bootstrap/process"}}, "node/ imports no bootstrap/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,11 +249,13 @@ func TestLayeringCatches(t *testing.T) {
 		})
 	}
 	// And what keeps the rules is not caught: a core handed the time,
-	// cmd importing bootstrap and messages, node importing actors.
+	// cmd importing bootstrap and messages, node importing actors, the
+	// API's tests using the sim.
 	for _, p := range []pkg{
 		core(clean, []string{"time", "fmt"}, []string{module + "/cloud", "fmt"}),
 		{ImportPath: module + "/cmd/tether", Imports: []string{module + "/bootstrap/operator/api", module + "/messages", "fmt"}},
 		{ImportPath: module + "/node/reconciler", Deps: []string{module + "/actors/runtime/backoff"}},
+		{ImportPath: module + "/bootstrap/operator/api", Deps: []string{module + "/cloud"}, TestImports: []string{module + "/cloud/sim"}},
 	} {
 		if got := check([]pkg{p}); len(got) != 0 {
 			t.Errorf("check(%s) = %q, want nothing", p.ImportPath, got)
