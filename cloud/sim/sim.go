@@ -39,6 +39,10 @@ type Config struct {
 	// unless its ctx's deadline passes first (see Provider calls in the
 	// package doc).
 	Latency time.Duration
+	// HangMargin is how long before its deadline a hung call is sent
+	// (faulty.Config.HangMargin; 0: a tenth of what is left, at most
+	// 10ms).
+	HangMargin time.Duration
 	// Permissive makes the cloud accept whatever it is asked, as a
 	// multi-attach disk would: an exclusive volume attached to another
 	// instance is attached here too (and recorded, so that ground-truth
@@ -162,7 +166,7 @@ func newCloud(cfg Config) *Cloud {
 		cfg.Now = time.Now
 	}
 	c := &Cloud{
-		Faults:   faulty.New(faulty.Config{Seed: uint64(cfg.Seed), Now: cfg.Now, Name: "sim"}),
+		Faults:   faulty.New(faulty.Config{Seed: uint64(cfg.Seed), Now: cfg.Now, Name: "sim", HangMargin: cfg.HangMargin}),
 		batch:    cfg.BatchSize,
 		now:      cfg.Now,
 		lenient:  cfg.Permissive,
