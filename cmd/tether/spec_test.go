@@ -51,8 +51,6 @@ func TestParseInput(t *testing.T) {
 		{"missing name", "kind: Node\n", "name is required"},
 		{"field of another kind", "kind: Volume\nname: v\nnode: n1\n", "workload fields"},
 		{"workload without node", "kind: Workload\nname: w\n", "node is required"},
-		{"duplicate names", "kind: Node\nname: n1\n---\nkind: Node\nname: n1\n", "in: document 2 (line 4): node/n1 is also in: document 1 (line 1)"},
-		{"duplicate in a list", "- kind: Node\n  name: a\n- kind: Node\n  name: a\n", "in: document 1, item 2 (line 3): node/a is also in: document 1, item 1 (line 1)"},
 		{"empty", "", "in: no documents"},
 		{"only comments", "# x\n---\n", "in: no documents"},
 		// Nothing is skipped: what follows a document is another one, or an error.
@@ -103,13 +101,13 @@ func TestReadInputsBound(t *testing.T) {
 		{"together", []string{file, "-"}, strings.Replace(big, "n1", "n2", 1), "stdin: the -f files together are larger than 4096 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, err := readInputsWithin(tt.files, strings.NewReader(tt.stdin), limit)
+			docs, _, err := readInputsWithin(tt.files, strings.NewReader(tt.stdin), limit)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || docs != nil {
 				t.Fatalf("%d docs, err = %v; want none and an error with %q", len(docs), err, tt.want)
 			}
 		})
 	}
-	if docs, err := readInputsWithin([]string{file}, nil, limit); err != nil || len(docs) != 1 {
+	if docs, _, err := readInputsWithin([]string{file}, nil, limit); err != nil || len(docs) != 1 {
 		t.Fatalf("half the bound: %d docs, %v", len(docs), err)
 	}
 }
