@@ -192,10 +192,10 @@ func parseYAML(file string, data []byte) ([]entry, error) {
 
 // toDocuments converts the objects of every file given into the
 // documents of one apply. It refuses only what no document can say (a
-// missing kind or name, a field of another kind): whether the documents
-// are valid (names, modes, fields, an object named twice, references) is
-// the server's to say, once; sources.explain names the file and document
-// of what it refuses.
+// missing or unknown kind, a field of another kind): whether the
+// documents are valid (names, modes, fields, an object named twice,
+// references) is the server's to say, once; sources.explain names the
+// file and document of what it refuses.
 func toDocuments(es []entry) ([]*messages.Document, error) {
 	var docs []*messages.Document
 	for _, e := range es {
@@ -209,9 +209,6 @@ func toDocuments(es []entry) ([]*messages.Document, error) {
 }
 
 func toDocument(s docSpec) (*messages.Document, error) {
-	if s.Name == "" {
-		return nil, errors.New("name is required")
-	}
 	switch strings.ToLower(s.Kind) {
 	case "volume":
 		if s.Node != "" || s.Volumes != nil {
@@ -226,9 +223,6 @@ func toDocument(s docSpec) (*messages.Document, error) {
 	case "workload":
 		if f := s.volumeFields(); len(f) > 0 {
 			return nil, fmt.Errorf("workload %q: %s: volume fields", s.Name, strings.Join(f, ", "))
-		}
-		if s.Node == "" {
-			return nil, fmt.Errorf("workload %q: node is required", s.Name)
 		}
 		w := &messages.WorkloadDoc{Name: s.Name, Node: s.Node}
 		for _, v := range s.Volumes {
