@@ -456,6 +456,6 @@ func (a *nodeActor) heardFromAgent(ctx actor.Context) {
 	if a.env.agents.learn(a.name, ctx.Sender()) || !a.agentTold {
 		a.agentTold = true
 		a.sendWorkloads(ctx)
-		a.later(ctx, held{do: a.pushStatus, push: true})
+		a.PushStatus()
 	}
 }

@@ -26,7 +26,7 @@ type extraKey struct {
 
 // extra reports a listed attachment no node status has, the first time a
 // pass sees it.
-func (a *syncActor) extra(f syncer.Finding) {
+func (a *SyncRunner) extra(f syncer.Finding) {
 	k := extraKey{f.Volume, f.Node}
 	if a.extras == nil {
 		a.extras = map[extraKey]uint64{}
@@ -38,13 +38,13 @@ func (a *syncActor) extra(f syncer.Finding) {
 		return
 	}
 	msg := fmt.Sprintf("the cloud lists volume %q as attached to node %q, where tether did not attach it: not detaching it (its listing may name nodes a volume is not attached to)", f.Volume, f.Node)
-	a.env.log.WithFields(map[string]any{"volume": f.Volume, "node": f.Node}).Info(msg)
-	a.env.record(events.Ref{Kind: events.KindVolume, Name: string(f.Volume)}, EventUnexpectedAttachment, string(f.Node), true, msg)
+	a.log.WithFields(map[string]any{"volume": f.Volume, "node": f.Node}).Info(msg)
+	a.host.Record(events.Ref{Kind: events.KindVolume, Name: string(f.Volume)}, EventUnexpectedAttachment, f.Node, true, msg)
 }
 
 // forgetExtras forgets the extras that the full pass pass did not see
 // again: if one comes back, it is reported again.
-func (a *syncActor) forgetExtras(pass uint64) {
+func (a *SyncRunner) forgetExtras(pass uint64) {
 	for k, p := range a.extras {
 		if p != pass {
 			delete(a.extras, k)

@@ -18,10 +18,12 @@ import (
 // nodeActor owns one node's status. Every change is persisted to the store
 // before anybody hears of it (see nodestatus).
 type nodeActor struct {
+	// NodeRunner is this incarnation's shell logic (node_runner.go): the
+	// core, its group commit. Reset at every start.
+	NodeRunner
 	env   *env
 	name  cloud.NodeName
 	ref   events.Ref
-	core  *nodestatus.Node
 	self  *actor.PID
 	timer timer
 	// heard: a heartbeat came since this actor started; warned: the
@@ -38,16 +40,6 @@ type nodeActor struct {
 	// agentEpoch: the epoch of the agent incarnation last heard announce
 	// itself (0: none yet). Another one means the agent came back.
 	agentEpoch uint64
-	// epoch is this incarnation's claim on the node (store.Fences): its
-	// status writes land only while no newer incarnation claimed it.
-	epoch uint64
-	// dirty: the status changed since the last write, and a flushStatus
-	// is on its way; held: what waits for that write (node_flush.go).
-	dirty bool
-	held  []held
-	// busy: a step or a flush is under way (a panic then drops the
-	// burst: the status may be half changed).
-	busy bool
 	// firstTold: the agent's desired state this first incarnation took
 	// from Start's bulk read; sent again, instead of read again, when the
 	// agent (started after this actor, as in one process) announces
@@ -77,7 +69,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			// failed) or a stop between messages: the status is whole, and
 			// the burst's answers would otherwise be lost with it (each a
 			// volume waiting PrepareTimeout). Write it as the flush would.
-			a.flush(ctx)
+			a.Flush()
 		}
 		a.dirty, a.held = false, nil // what is left: as if the process had died
 	case *actor.Stopped:
@@ -85,37 +77,26 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *messages.Crash:
 		panic("node " + string(a.name) + ": crash requested: " + m.Reason)
 	case flushStatus:
-		a.flush(ctx)
+		a.Flush()
 	case registerFailed:
 		a.registering = false // the next heartbeat tries again
 	case *messages.GetNodeStatus:
 		// What is durable: answered after the pending write, if any.
 		if sender := ctx.Sender(); sender != nil {
-			a.later(ctx, held{do: func(ctx actor.Context) { ctx.Send(sender, a.status()) }})
+			a.Later(func() { ctx.Send(sender, a.status()) })
 		}
-	case *messages.MarkVolumeAttached:
-		a.step(ctx, nodestatus.VolumeAttached{Volume: cloud.VolumeID(m.VolumeId), DevicePath: m.DevicePath})
-	case *messages.MarkVolumeDetached:
-		a.step(ctx, nodestatus.VolumeDetached{Volume: cloud.VolumeID(m.VolumeId)})
-	case *messages.PrepareDetach:
-		a.step(ctx, nodestatus.DetachRequested{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Force: m.Force})
+	case *messages.MarkVolumeAttached, *messages.MarkVolumeDetached, *messages.PrepareDetach:
+		a.Handle(m)
 	case *messages.ReportVolumesInUse:
-		vols := make([]cloud.VolumeID, len(m.VolumeIds))
-		for i, v := range m.VolumeIds {
-			vols[i] = cloud.VolumeID(v)
-		}
 		a.heardFromAgent(ctx)
-		a.step(ctx, nodestatus.InUseReported{Volumes: vols, Seq: m.Seq})
-		// Answer every report, changed or not, with the status and the
-		// number of the report it reflects (once it is written).
-		a.later(ctx, held{do: a.pushStatus, push: true})
+		a.Handle(m)
 	case *messages.Heartbeat:
 		if ctx.Sender() != nil {
 			a.register(m.Node) // an agent's, not the controller's own hello
 		}
 		a.heardFromAgent(ctx)
 		a.heard = true
-		a.step(ctx, nodestatus.HeartbeatReceived{InstanceID: cloud.InstanceID(m.InstanceId), MaxVolumes: m.MaxVolumes})
+		a.Handle(m)
 	case *messages.AgentStarted:
 		if a.env.cluster != nil && ctx.Sender() != nil {
 			a.env.agents.learn(a.name, ctx.Sender())
@@ -125,8 +106,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		if !a.resendFirst() {
 			a.sendWorkloads(ctx)
 		}
-		a.later(ctx, held{do: a.pushStatus, push: true})
-		a.step(ctx, nodestatus.Resynced{})
+		a.Handle(m)
 	case *messages.GetAgentStatus:
 		// Distributed mode: the controller asks through the node actor,
 		// which knows where the agent listens.
@@ -134,11 +114,11 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			ctx.Forward(pid)
 		}
 	case *messages.SetOutOfService:
-		a.step(ctx, nodestatus.OutOfServiceSet{OutOfService: m.OutOfService})
+		a.Handle(m)
 	case *messages.Wake:
 		a.refreshUID() // ApplyAll wakes the actor of every node it puts
 		a.timer.fired(a.env.clock.Now())
-		a.step(ctx, nodestatus.Tick{From: a.env.livenessFrom()})
+		a.Step(nodestatus.Tick{From: a.env.livenessFrom()})
 		a.warnWorkloads() // ApplyAll wakes the node of every workload it puts
 	}
 }
@@ -146,18 +126,17 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 func (a *nodeActor) onStarted(ctx actor.Context) {
 	a.self = ctx.Self()
 	a.refreshUID()
-	a.core = nodestatus.New(a.name, a.env.cfg.Node)
 	epoch, err := a.env.store.Claim(store.NodeOwner(a.name))
 	if err != nil {
 		panic(fmt.Sprintf("node %s: claiming the node: %v", a.name, err))
 	}
-	a.epoch = epoch
+	a.NodeRunner = NodeRunner{name: a.name, host: nodeShell{a}, core: nodestatus.New(a.name, a.env.cfg.Node), epoch: epoch}
 	st, found, err := a.env.store.NodeStatus(a.name)
 	if err != nil {
 		panic(fmt.Sprintf("node %s: rebuild from store: %v", a.name, err))
 	}
 	a.graceUntil = a.env.clock.Now().Add(a.env.cfg.Node.NotReadyAfter)
-	a.step(ctx, nodestatus.Restored{Status: st, Found: found})
+	a.Step(nodestatus.Restored{Status: st, Found: found})
 	// An agent that started before this actor is waiting for its state:
 	// Start's bulk read of it for a first incarnation (restore_handoff.go),
 	// else the store's now.
@@ -167,44 +146,7 @@ func (a *nodeActor) onStarted(ctx actor.Context) {
 	} else {
 		a.sendWorkloads(ctx)
 	}
-	a.later(ctx, held{do: a.pushStatus, push: true})
-}
-
-func (a *nodeActor) step(ctx actor.Context, ev nodestatus.Event) {
-	before := a.core.Ready()
-	a.busy = true // a panic now may leave the status half changed
-	a.runAll(ctx, a.core.Step(a.env.clock.Now(), ev))
-	a.busy = false
-	after := a.core.Ready()
-	if before != after {
-		if after {
-			a.env.record(a.ref, "NodeReady", string(a.name), false, fmt.Sprintf("node %q is Ready", a.name))
-		} else {
-			a.env.record(a.ref, "NodeNotReady", string(a.name), true, a.notReadyMessage())
-			a.told = true
-			a.warnWorkloads()
-		}
-	}
-}
-
-// runEffect carries out one effect other than Persist (see runAll).
-func (a *nodeActor) runEffect(ctx actor.Context, eff nodestatus.Effect) {
-	switch f := eff.(type) {
-	case nodestatus.PrepareAnswer:
-		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.DetachPrepared{VolumeId: string(f.Volume), Node: string(a.name), Op: f.Op, Ok: f.OK, Error: f.Msg})
-	case nodestatus.NotifyVolume:
-		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.NodeVolumeStateChanged{
-			VolumeId: string(f.Volume), Node: string(a.name), InUse: f.Info.InUse, Ready: f.Info.Ready,
-			NotReadySinceUnixNano: toNanos(f.Info.NotReadySince), OutOfService: f.Info.OutOfService})
-	case nodestatus.WakeAt:
-		a.timer.wakeAt(a.env, a.self, f.At)
-	case nodestatus.AttachRecorded:
-		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
-	case nodestatus.AttachNotRecorded:
-		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachNotRecorded{VolumeId: string(f.Volume), Node: string(a.name)})
-	default:
-		panic(fmt.Sprintf("controller: unknown node effect %T", eff))
-	}
+	a.PushStatus()
 }
 
 func (a *nodeActor) status() *messages.NodeStatus {
@@ -219,17 +161,6 @@ func (a *nodeActor) status() *messages.NodeStatus {
 		out.VolumesInUse = append(out.VolumesInUse, string(v))
 	}
 	return out
-}
-
-// pushStatus tells the agent the status; called when it is persisted
-// (after every write, and through later).
-func (a *nodeActor) pushStatus(ctx actor.Context) {
-	st := a.status()
-	pid := a.env.agentFor(a.name)
-	if pid == nil {
-		return // distributed mode, agent not heard from yet: it gets everything when it is
-	}
-	a.env.guard.Send(pid, &messages.NodeStatusUpdated{Node: st.Node, VolumesAttached: st.VolumesAttached, VolumesInUse: st.VolumesInUse, InUseSeq: a.core.View().InUseSeq})
 }
 
 // sendWorkloads tells the agent its desired state from the store.

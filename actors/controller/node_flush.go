@@ -3,8 +3,6 @@ package controller
 import (
 	"errors"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
@@ -38,14 +36,14 @@ type flushStatus struct{}
 // action (push the status, answer a query).
 type held struct {
 	eff       nodestatus.Effect
-	do        func(actor.Context)
+	do        func()
 	push      bool // do is pushStatus: once per write is enough
 	dependent bool // came after a Persist: dropped if the write fails
 }
 
 // runAll carries out effects in order; from a Persist on (and while a
 // write is pending) they wait for the flush.
-func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
+func (a *NodeRunner) runAll(effs []nodestatus.Effect) {
 	if !a.dirty {
 		a.prefetch(effs)
 	}
@@ -54,31 +52,33 @@ func (a *nodeActor) runAll(ctx actor.Context, effs []nodestatus.Effect) {
 		if _, ok := eff.(nodestatus.Persist); ok {
 			if !a.dirty {
 				a.dirty = true
-				ctx.Send(a.self, flushStatus{})
+				a.host.QueueFlush()
 			}
 			dependent = true
 			continue
 		}
-		if a.dirty {
+		if a.dirty && !a.breakEarly {
 			a.held = append(a.held, held{eff: eff, dependent: dependent})
 			continue
 		}
-		a.runEffect(ctx, eff)
+		a.runEffect(eff)
 	}
 }
 
 // later runs do now, or after the pending write, in order with the held
 // effects.
-func (a *nodeActor) later(ctx actor.Context, h held) {
+func (a *NodeRunner) later(h held) {
 	if a.dirty {
 		a.held = append(a.held, h)
 		return
 	}
-	h.do(ctx)
+	h.do()
 }
 
-// flush writes the dirty status, then runs what waited for it.
-func (a *nodeActor) flush(ctx actor.Context) {
+// Flush writes the dirty status, then runs what waited for it. The host
+// calls it for the flush QueueFlush asked for (and may call it at any
+// time between messages: a stop writes the burst first).
+func (a *NodeRunner) Flush() {
 	if !a.dirty {
 		return
 	}
@@ -89,18 +89,17 @@ func (a *nodeActor) flush(ctx actor.Context) {
 	// The status as it is, not a copy: a store keeps none of what it is
 	// given (it encodes it, or copies it), and nothing changes it during
 	// the write.
-	err := a.env.store.PutNodeStatusAt(a.core.View(), a.epoch)
+	err := a.host.PutStatus(a.core.View(), a.epoch)
 	if errors.Is(err, store.ErrFenced) {
 		// A newer incarnation owns the node: stop, tell nobody.
-		a.env.log.WithField("node", a.name).Warnf("stopping a stale activation: %v", err)
-		ctx.Stop(a.self)
+		a.host.Fenced(err)
 		return
 	}
 	if err != nil {
-		a.env.record(a.ref, "FailedPersistStatus", string(a.name), true, err.Error())
+		a.host.Record("FailedPersistStatus", true, err.Error())
 		// Roll back first: what runs now (a query's answer) sees the
 		// status as written.
-		failed := a.core.Step(a.env.clock.Now(), nodestatus.PersistFailed{Msg: err.Error()})
+		failed := a.core.Step(a.host.Now(), nodestatus.PersistFailed{Msg: err.Error()})
 		a.prefetchHeld(waiting)
 		push := false
 		for _, h := range waiting {
@@ -109,27 +108,27 @@ func (a *nodeActor) flush(ctx actor.Context) {
 			case h.push:
 				push = true
 			case h.do != nil:
-				h.do(ctx)
+				h.do()
 			default:
-				a.runEffect(ctx, h.eff)
+				a.runEffect(h.eff)
 			}
 		}
-		a.runAll(ctx, failed)
+		a.runAll(failed)
 		if push {
-			a.later(ctx, held{do: a.pushStatus, push: true})
+			a.later(held{do: a.pushStatus, push: true})
 		}
 		return
 	}
-	a.core.Step(a.env.clock.Now(), nodestatus.Persisted{})
+	a.core.Step(a.host.Now(), nodestatus.Persisted{})
 	a.prefetchHeld(waiting)
-	a.pushStatus(ctx)
+	a.pushStatus()
 	for _, h := range waiting {
 		switch {
 		case h.push: // pushed above, with the status just written
 		case h.do != nil:
-			h.do(ctx)
+			h.do()
 		default:
-			a.runEffect(ctx, h.eff)
+			a.runEffect(h.eff)
 		}
 	}
 }
@@ -137,18 +136,20 @@ func (a *nodeActor) flush(ctx actor.Context) {
 // prefetch resolves at once the volume actors effs are about to tell
 // (localLookup.prefetch), so that telling them one after the other does not
 // wait for each owner in turn.
-func (a *nodeActor) prefetch(effs []nodestatus.Effect) {
-	var names []string
+func (a *NodeRunner) prefetch(effs []nodestatus.Effect) {
+	var vols []cloud.VolumeID
 	for _, eff := range effs {
 		if v := toldVolume(eff); v != "" {
-			names = append(names, volumePrefix+string(v))
+			vols = append(vols, v)
 		}
 	}
-	a.env.lookup.prefetch(names)
+	if len(vols) > 0 {
+		a.host.Prefetch(vols)
+	}
 }
 
 // prefetchHeld is prefetch of the held core effects.
-func (a *nodeActor) prefetchHeld(hs []held) {
+func (a *NodeRunner) prefetchHeld(hs []held) {
 	effs := make([]nodestatus.Effect, 0, len(hs))
 	for _, h := range hs {
 		if h.eff != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/tether/tether/actors/syncer"
+	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
@@ -24,26 +24,14 @@ import (
 // that arrive meanwhile share one, in ceil(nodes/batch) calls. A partial
 // pass does not delay the periodic one (the timer keeps the earliest wake).
 type syncActor struct {
-	env      *env
-	self     *actor.PID
-	timer    timer
-	sem      chan struct{}
-	pass     uint64
-	inflight int
-	rerun    bool
-	// asked: nodes SyncNodes asked for that no pass started since has
-	// covered; partial: the pass in flight is over such nodes only.
-	asked    map[cloud.NodeName]bool
-	partial  bool
-	believed map[cloud.NodeName]map[cloud.VolumeID]string // node -> volume -> device path
-	stats    *messages.SyncPassFinished
-	// extras: attachments a ListingMayOverstate cloud listed that no node
-	// status has, reported once (extra.go), by the pass that last saw
-	// them; a full pass that no longer sees one forgets it.
-	extras  map[extraKey]uint64
-	ctx     context.Context
-	cancel  context.CancelFunc
-	started time.Time
+	// r is this incarnation's shell logic (sync_runner.go).
+	r      *SyncRunner
+	env    *env
+	self   *actor.PID
+	timer  timer
+	sem    chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func newSyncActor(e *env) actor.Actor {
@@ -54,11 +42,12 @@ func (a *syncActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.self = ctx.Self()
+		a.ctx, a.cancel = context.WithCancel(a.env.ctx)
+		e := a.env
 		// Pass numbers of this incarnation never match an earlier one's
 		// answers still queued in the mailbox.
-		a.pass = incarnationBase()
-		a.ctx, a.cancel = context.WithCancel(a.env.ctx)
-		a.timer.wakeAt(a.env, a.self, a.env.clock.Now().Add(a.env.cfg.SyncPeriod))
+		a.r = NewSyncRunner(SyncRunnerConfig{Host: syncShell{a}, Store: e.store, Listing: e.listing, BatchSize: e.cloud.BatchSize(),
+			Period: e.cfg.SyncPeriod, Log: e.log, Pass: incarnationBase()})
 	case *actor.Restarting, *actor.Stopping:
 		a.timer.stop()
 		a.cancel()
@@ -68,126 +57,10 @@ func (a *syncActor) Receive(ctx actor.Context) {
 		panic("sync: crash requested: " + m.Reason)
 	case *messages.Wake:
 		a.timer.fired(a.env.clock.Now())
-		a.start()
-	case *messages.SyncNow:
-		a.start()
-	case *messages.SyncNodes:
-		a.ask(m.Nodes)
-	case *messages.SyncBatchFinished:
-		a.onBatch(ctx, m)
+		a.r.Handle(m)
+	case *messages.SyncNow, *messages.SyncNodes, *messages.SyncBatchFinished:
+		a.r.Handle(m)
 	}
-}
-
-// start starts a pass over every node, or, with one in flight, has one
-// follow it.
-func (a *syncActor) start() {
-	if a.inflight > 0 {
-		a.rerun = true
-		return
-	}
-	a.asked = nil // every node is in this pass
-	a.begin(nil)
-}
-
-// ask notes nodes to verify now, and starts a partial pass over them
-// unless a pass is in flight (its end starts it then).
-func (a *syncActor) ask(nodes []string) {
-	if len(nodes) == 0 {
-		return
-	}
-	if a.asked == nil {
-		a.asked = map[cloud.NodeName]bool{}
-	}
-	for _, n := range nodes {
-		a.asked[cloud.NodeName(n)] = true
-	}
-	if a.inflight == 0 {
-		a.startAsked()
-	}
-}
-
-// startAsked starts a partial pass over the nodes asked for.
-func (a *syncActor) startAsked() {
-	only := sortedKeys(a.asked)
-	a.asked = nil
-	a.begin(only)
-}
-
-// begin starts a pass: over every node if only is nil, else over those of
-// only that are known (a partial pass).
-func (a *syncActor) begin(only []cloud.NodeName) {
-	a.pass++
-	a.started = a.env.clock.Now()
-	a.partial = only != nil
-	a.stats = &messages.SyncPassFinished{Pass: a.pass, StartedUnixNano: a.started.UnixNano(), Partial: a.partial}
-	if a.env.listing == cloud.ListingNone {
-		// The cloud cannot tell: nothing to compare the records with,
-		// nothing read, nothing asked.
-		a.finish()
-		return
-	}
-	nodes, err := a.readBelief(only)
-	if err != nil {
-		a.env.log.Errorf("sync: reading node statuses: %v", err)
-		a.schedule() // a partial pass's nodes wait for the periodic one
-		return
-	}
-	a.stats.Nodes = int32(len(nodes))
-	batches := syncer.Batches(nodes, a.env.cloud.BatchSize())
-	a.inflight = len(batches)
-	if a.inflight == 0 {
-		a.finish()
-		return
-	}
-	for _, b := range batches {
-		go a.query(a.ctx, a.pass, b)
-	}
-}
-
-// readBelief snapshots VolumesAttached of every known node, or of those
-// of only (if not nil).
-func (a *syncActor) readBelief(only []cloud.NodeName) ([]cloud.NodeName, error) {
-	if only != nil {
-		return a.readSome(only)
-	}
-	statuses, err := a.env.store.NodeStatuses()
-	if err != nil {
-		return nil, err
-	}
-	specs, err := a.env.store.Nodes()
-	if err != nil {
-		return nil, err
-	}
-	a.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
-	for _, s := range specs {
-		a.believed[s.Name] = map[cloud.VolumeID]string{}
-	}
-	for _, st := range statuses {
-		a.believed[st.Name] = st.VolumesAttached
-	}
-	return sortedKeys(a.believed), nil
-}
-
-// readSome is readBelief for the nodes of only, read one by one: a node
-// is known by its status or, without one, by its spec.
-func (a *syncActor) readSome(only []cloud.NodeName) ([]cloud.NodeName, error) {
-	a.believed = map[cloud.NodeName]map[cloud.VolumeID]string{}
-	for _, n := range only {
-		st, ok, err := a.env.store.NodeStatus(n)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			a.believed[n] = st.VolumesAttached
-			continue
-		}
-		if _, ok, err := a.env.store.Node(n); err != nil {
-			return nil, err
-		} else if ok {
-			a.believed[n] = map[cloud.VolumeID]string{}
-		}
-	}
-	return sortedKeys(a.believed), nil
 }
 
 // query runs on its own goroutine: one InstanceVolumes call for the batch
@@ -201,7 +74,7 @@ func (a *syncActor) query(c context.Context, pass uint64, batch []cloud.NodeName
 	defer cancel()
 	listBatch(ctx, e, batch, res)
 	if c.Err() != nil {
-		return // this incarnation is gone; see volumeActor.sendSelf
+		return // this incarnation is gone; see volumeShell.SendSelf
 	}
 	e.guard.Send(a.self, res)
 }
@@ -273,65 +146,32 @@ func listBatch(ctx context.Context, e *env, batch []cloud.NodeName, res *message
 	}
 }
 
-func (a *syncActor) onBatch(ctx actor.Context, m *messages.SyncBatchFinished) {
-	if m.Pass != a.pass || a.inflight == 0 {
-		return
-	}
-	a.inflight--
-	a.stats.Calls++
-	if m.Error != "" {
-		a.stats.Errors++
-		a.env.log.WithField("nodes", m.FailedNodes).Warnf("sync: cloud query failed, keeping what we believe: %s", m.Error)
-	}
-	actual := map[cloud.NodeName]map[cloud.VolumeID]string{}
-	for n, nv := range m.Actual {
-		vols := map[cloud.VolumeID]string{}
-		for v, dev := range nv.Volumes {
-			vols[cloud.VolumeID(v)] = dev
-		}
-		actual[cloud.NodeName(n)] = vols
-	}
-	for _, f := range syncer.Compare(a.believed, actual) {
-		if f.Attached && !f.Moved && a.env.listing == cloud.ListingMayOverstate {
-			a.extra(f)
-			continue
-		}
-		if f.Moved {
-			a.stats.Moved++
-		} else if f.Attached {
-			a.stats.Dangling++
-		} else {
-			a.stats.Lost++
-		}
-		a.env.guard.Send(a.env.lookup.Volume(f.Volume), &messages.AttachmentVerified{VolumeId: string(f.Volume), Node: string(f.Node),
-			Attached: f.Attached, DevicePath: f.DevicePath, AsOfUnixNano: m.AsOfUnixNano})
-	}
-	if a.inflight == 0 {
-		a.finish()
-	}
+// syncShell is the SyncHost of one incarnation of the sync actor.
+type syncShell struct{ a *syncActor }
+
+var _ SyncHost = syncShell{}
+
+func (s syncShell) Now() time.Time { return s.a.env.clock.Now() }
+
+func (s syncShell) SendVolume(v cloud.VolumeID, msg any) {
+	e := s.a.env
+	e.guard.Send(e.lookup.Volume(v), msg)
 }
 
-func (a *syncActor) finish() {
-	st := a.stats
-	if !a.partial {
-		a.forgetExtras(st.Pass)
-	}
-	a.env.sys.EventStream.Publish(st)
-	if obs := a.env.cfg.Observer; obs != nil {
-		obs.SyncPass(a.env.clock.Now().Sub(a.started), int(st.Calls), int(st.Errors))
-	}
-	a.env.log.WithField("pass", st.Pass).Debugf("sync: %d nodes, %d calls, %d errors, %d lost, %d unknown attachments", st.Nodes, st.Calls, st.Errors, st.Lost, st.Dangling)
-	if a.rerun {
-		a.rerun = false
-		a.start()
-		return
-	}
-	a.schedule() // after a partial pass: the periodic wake pending keeps its time
-	if len(a.asked) > 0 {
-		a.startAsked()
-	}
+func (s syncShell) WakeAt(at time.Time) { s.a.timer.wakeAt(s.a.env, s.a.self, at) }
+
+// Query runs on a goroutine of its own (query), at most SyncConcurrency
+// at once.
+func (s syncShell) Query(pass uint64, batch []cloud.NodeName) { go s.a.query(s.a.ctx, pass, batch) }
+
+func (s syncShell) Record(obj events.Ref, typ string, node cloud.NodeName, warning bool, msg string) {
+	s.a.env.record(obj, typ, string(node), warning, msg)
 }
 
-func (a *syncActor) schedule() {
-	a.timer.wakeAt(a.env, a.self, a.env.clock.Now().Add(a.env.cfg.SyncPeriod))
+func (s syncShell) PassFinished(st *messages.SyncPassFinished, took time.Duration) {
+	e := s.a.env
+	e.sys.EventStream.Publish(st)
+	if obs := e.cfg.Observer; obs != nil {
+		obs.SyncPass(took, int(st.Calls), int(st.Errors))
+	}
 }

@@ -36,8 +36,8 @@ var errNoListing = errors.New("the cloud cannot say what is attached (its listin
 // startHold bounds how long the first pass waits for the volumes of Start.
 const startHold = 10 * time.Second
 
-// verifyAnswer is the verifier's answer to one question.
-type verifyAnswer struct {
+// VerifyAnswer is the verifier's answer to one question.
+type VerifyAnswer struct {
 	Attached map[string]bool // node -> attached (every node asked, unless Err)
 	AsOf     time.Time
 	Err      error // the first failure among the calls covering the question
@@ -47,7 +47,7 @@ type verifyAsk struct {
 	ctx   alive // the asker's lifetime: no answer once it ended
 	vol   cloud.VolumeID
 	nodes []cloud.NodeName
-	reply func(verifyAnswer)
+	reply func(VerifyAnswer)
 }
 
 type verifier struct {
@@ -93,7 +93,7 @@ func (v *verifier) settled(vol cloud.VolumeID) {
 
 // ask queues a question; reply is called once, from the verifier's
 // goroutine, unless ctx ends first (then maybe never).
-func (v *verifier) ask(ctx alive, vol cloud.VolumeID, nodes []cloud.NodeName, reply func(verifyAnswer)) {
+func (v *verifier) ask(ctx alive, vol cloud.VolumeID, nodes []cloud.NodeName, reply func(VerifyAnswer)) {
 	v.mu.Lock()
 	v.asks = append(v.asks, &verifyAsk{ctx: ctx, vol: vol, nodes: nodes, reply: reply})
 	delete(v.expect, vol)
@@ -191,7 +191,7 @@ func (v *verifier) pass(asks []*verifyAsk) {
 		// repeating them).
 		for _, a := range live {
 			if a.ctx.Err() == nil {
-				a.reply(verifyAnswer{AsOf: asOf, Err: errNoListing})
+				a.reply(VerifyAnswer{AsOf: asOf, Err: errNoListing})
 			}
 		}
 		return
@@ -220,7 +220,7 @@ func (v *verifier) pass(asks []*verifyAsk) {
 	}
 	wg.Wait()
 	for _, a := range live {
-		ans := verifyAnswer{Attached: make(map[string]bool, len(a.nodes)), AsOf: asOf}
+		ans := VerifyAnswer{Attached: make(map[string]bool, len(a.nodes)), AsOf: asOf}
 		for _, n := range a.nodes {
 			if err, ok := failed[n]; ok {
 				ans.Err = err

@@ -17,32 +17,23 @@ import (
 // volumeActor serializes every decision about one volume. Its state is a
 // cache of the store and the cloud, rebuilt on every start.
 type volumeActor struct {
-	env     *env
-	id      cloud.VolumeID
-	ref     events.Ref
-	core    *volume.Volume
-	self    *actor.PID
-	timer   timer
-	deleted bool
-	rev     uint64 // store revision of the desired state this actor has
+	// VolumeRunner is this incarnation's shell logic (volume_runner.go):
+	// the core, the desired state's revision, the start-up queue. Reset
+	// at every start.
+	VolumeRunner
+	env   *env
+	id    cloud.VolumeID
+	ref   events.Ref
+	self  *actor.PID
+	timer timer
 	// states: attachments per state last told to the observer.
 	states map[string]int
 	// retireAt: when an idle actor of a deleted volume stops (zero: not
 	// idle).
 	retireAt time.Time
-	// restoring holds the messages that arrive before the start-up verify
-	// answers; they are replayed after it, in order.
-	restoring bool
-	queued    []any
-	base      *volume.Restored
 	// life is this incarnation's: its cloud calls are cancelled when it
 	// stops or restarts.
-	life        *lifetime
-	incarnation uint64
-	// epoch is this incarnation's claim on the volume (store.Fences):
-	// its intents are written only while no newer incarnation, here or on
-	// another member, has claimed the volume.
-	epoch uint64
+	life *lifetime
 	// passiveAt: when this settled actor stops if it hears nothing
 	// before (passivate.go); passivating: it decided to.
 	passiveAt   time.Time
@@ -100,67 +91,25 @@ func (a *volumeActor) receive(ctx actor.Context) {
 	case *messages.VolumeRestored:
 		a.onRestored(ctx, m)
 	default:
-		if a.restoring {
-			a.queued = append(a.queued, m)
+		_, woke := m.(*messages.Wake)
+		if woke {
+			a.timer.fired(a.env.clock.Now())
+		}
+		restoring := a.restoring
+		a.Handle(m)
+		a.afterStep()
+		if restoring {
 			return
 		}
-		a.handle(ctx, m)
 		a.maybeRetire(ctx)
-		_, woke := m.(*messages.Wake)
 		a.maybePassivate(ctx, woke)
 	}
 }
 
-func (a *volumeActor) handle(ctx actor.Context, msg any) {
-	var ev volume.Event
-	switch m := msg.(type) {
-	case *messages.SetDesiredNodes:
-		if m.Revision <= a.rev {
-			return // older than (or as old as) what this actor already knows
-		}
-		a.rev = m.Revision
-		a.deleted = m.Deleted
-		if !m.Deleted {
-			a.ref.UID = m.ObjectUid // a deleted volume's leftovers stay its own
-		}
-		ev = volume.DesiredChanged{Mode: modeFromProto(m.AccessMode), Desired: nodeNames(m.Nodes)}
-	case *messages.NodeVolumeStateChanged:
-		ev = volume.NodeChanged{Node: cloud.NodeName(m.Node), Info: nodeInfoFromProto(m)}
-	case *messages.AttachFinished:
-		ev = volume.AttachDone{Node: cloud.NodeName(m.Node), Op: m.Op, DevicePath: m.DevicePath, Err: cloud.Kind(m.ErrorKind), Msg: m.Error}
-	case *messages.DetachFinished:
-		ev = volume.DetachDone{Node: cloud.NodeName(m.Node), Op: m.Op, Err: cloud.Kind(m.ErrorKind), Msg: m.Error}
-	case *messages.DetachPrepared:
-		ev = volume.DetachPrepared{Node: cloud.NodeName(m.Node), Op: m.Op, OK: m.Ok, Msg: m.Error}
-	case *messages.AttachRecorded:
-		ev = volume.AttachRecorded{Node: cloud.NodeName(m.Node)}
-	case *messages.AttachNotRecorded:
-		ev = volume.ReportFailed{Node: cloud.NodeName(m.Node)}
-	case *messages.AttachmentVerified:
-		ev = volume.Verified{Node: cloud.NodeName(m.Node), Attached: m.Attached, DevicePath: m.DevicePath, AsOf: fromNanos(m.AsOfUnixNano)}
-	case *messages.Wake:
-		a.timer.fired(a.env.clock.Now())
-		ev = volume.Tick{}
-	default:
-		return
-	}
-	a.step(ctx, ev)
-}
-
-func (a *volumeActor) step(ctx actor.Context, ev volume.Event) {
-	now := a.env.clock.Now()
-	woken := false
-	for _, eff := range a.core.Step(now, ev) {
-		_, wake := eff.(volume.WakeAt)
-		woken = woken || wake
-		a.run(ctx, eff)
-	}
-	if !woken && a.core.Settled() {
-		// Nothing pending: a timer set for a report's acknowledgement (or
-		// any earlier wake) would only bring a Tick that does nothing. A
-		// fleet at rest keeps no timer per volume.
-		a.timer.stop()
-	}
+// afterStep follows what the runner did: the volume's UID, and the
+// attachment states told to the observer.
+func (a *volumeActor) afterStep() {
+	a.ref.UID = a.uid
 	a.reportStates()
 }
 
@@ -235,31 +184,27 @@ func (a *volumeActor) shutdown() {
 func (a *volumeActor) onStarted(ctx actor.Context) {
 	a.self = ctx.Self()
 	a.life = newLifetime(a.env.ctx)
-	a.incarnation = incarnationBase()
-	a.core = volume.NewShared(a.id, a.volumeConfig(), a.incarnation)
-	a.restoring = true
+	incarnation := incarnationBase()
 	epoch, err := a.env.store.Claim(store.VolumeOwner(a.id))
 	if err != nil {
 		panic("volume " + string(a.id) + ": claiming the volume: " + err.Error())
 	}
-	a.epoch = epoch
-	base, candidates, err := a.readStore()
-	if err != nil {
-		// The store is the source of truth: without it, fail and let the
-		// supervisor retry with backoff.
-		panic("volume " + string(a.id) + ": rebuild from store: " + err.Error())
+	e := a.env
+	a.init(VolumeRunnerConfig{ID: a.id, Host: volumeShell{a}, Core: volume.NewShared(a.id, a.volumeConfig(), incarnation),
+		Cloud: e.cloud, CloudTimeout: e.cfg.CloudTimeout, Listing: e.listing, Log: e.log, Incarnation: incarnation, Epoch: epoch})
+	snap, ok := a.env.restore.handoff.take(a.id)
+	if !ok {
+		if snap, err = ReadVolume(a.env.store, a.id); err != nil {
+			// The store is the source of truth: without it, fail and let
+			// the supervisor retry with backoff.
+			panic("volume " + string(a.id) + ": rebuild from store: " + err.Error())
+		}
 	}
-	a.base = &base
-	a.verifyNodes(candidates, true) // the verifier's answer comes as VolumeRestored
-}
-
-// fenced: a newer incarnation of this volume claimed it (distributed mode:
-// another activation, on this member or another). This one must not act
-// any more: it stops, and whatever it was asked goes to the new owner.
-// Called from the goroutine of a cloud call.
-func (a *volumeActor) fenced(err error) {
-	a.env.log.WithField("volume", a.id).Warnf("stopping a stale activation: %v", err)
-	a.env.guard.Stop(a.self)
+	// snap is this incarnation's: the one Start read in bulk if this is
+	// the volume's first incarnation (restore_handoff.go), else the
+	// store's now.
+	a.deleted, a.uid, a.ref.UID = snap.Deleted, snap.ObjectUID, snap.ObjectUID
+	a.Start(snap.Restored, snap.Revision, snap.Candidates) // the verifier's answer comes as VolumeRestored
 }
 
 // volumeConfig is the machine's configuration: the controller's, shared
@@ -283,44 +228,16 @@ func (a *volumeActor) seed() uint64 {
 	return a.env.cfg.Seed ^ h.Sum64()
 }
 
-// readStore gives this incarnation's snapshot: the one Start read in bulk
-// if this is the volume's first incarnation (restore_handoff.go), else
-// the store's now.
-func (a *volumeActor) readStore() (volume.Restored, []cloud.NodeName, error) {
-	snap, ok := a.env.restore.handoff.take(a.id)
-	if !ok {
-		var err error
-		if snap, err = ReadVolume(a.env.store, a.id); err != nil {
-			return snap.Restored, nil, err
-		}
-	}
-	a.rev, a.deleted, a.ref.UID = snap.Revision, snap.Deleted, snap.ObjectUID
-	return snap.Restored, snap.Candidates, nil
-}
-
 func (a *volumeActor) onRestored(ctx actor.Context, m *messages.VolumeRestored) {
-	if !a.restoring || m.Incarnation != a.incarnation {
+	if !a.restoring {
+		return
+	}
+	a.Handle(m)
+	if a.restoring {
 		return // an earlier incarnation's verify
 	}
-	a.restoring = false
 	a.env.volumeSettled(a.id)
-	r := *a.base
-	r.AsOf = fromNanos(m.AsOfUnixNano)
-	if !m.VerifyFailed {
-		r.Truth = map[cloud.NodeName]bool{}
-		for n, att := range m.Attached {
-			r.Truth[cloud.NodeName(n)] = att
-		}
-	} else if a.env.listing != cloud.ListingNone {
-		a.env.log.WithField("volume", a.id).Warnf("start-up verify failed: trusting node statuses, and holding every node of the intent journal Uncertain until an idempotent attach or detach or newer truth settles it: %s", m.Error)
-	}
-	a.base = nil // release the snapshot
-	a.step(ctx, r)
-	queued := a.queued
-	a.queued = nil
-	for _, q := range queued {
-		a.handle(ctx, q)
-	}
+	a.afterStep()
 	asks := a.statusAsks
 	a.statusAsks = nil
 	for _, to := range asks {

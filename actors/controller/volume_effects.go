@@ -5,99 +5,104 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/messages"
 )
 
-// run carries out one effect. Cloud calls go to the call queue
-// (callqueue.go); their result comes back to this actor as a message.
-func (a *volumeActor) run(ctx actor.Context, eff volume.Effect) {
-	e := a.env
+// run carries out one effect. Cloud calls go through the host's Call
+// (the actor's call queue, callqueue.go); their result comes back to this
+// incarnation as a message.
+func (r *VolumeRunner) run(eff volume.Effect) {
+	h := r.host
 	switch f := eff.(type) {
 	case volume.CallAttach:
-		e.calls.run(func() { a.callAttach(f) })
+		r.callAttach(f)
 	case volume.CallDetach:
-		e.calls.run(func() { a.callDetach(f) })
+		r.callDetach(f)
 	case volume.PrepareDetach:
-		e.guard.Send(e.lookup.Node(f.Node), &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(a.id), Op: f.Op, Force: f.Force})
-	case volume.ReportAttached:
-		e.guard.Send(e.lookup.Node(f.Node), &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(a.id), DevicePath: f.DevicePath})
-	case volume.ReportDetached:
-		e.guard.Send(e.lookup.Node(f.Node), &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(a.id)})
-	case volume.VerifyNode:
-		a.verifyNodes([]cloud.NodeName{f.Node}, false)
-	case volume.Record:
-		e.record(a.ref, f.Type, string(f.Node), f.Warning, f.Message)
-		if f.Retry > 0 && e.cfg.Observer != nil {
-			op := "attach"
-			if f.Type == volume.EventFailedDetach {
-				op = "detach"
-			}
-			e.cfg.Observer.BackoffWait(op, f.Retry)
+		if r.breakI2 && f.Force == "" {
+			f.Force = "broken-by-test-hook"
 		}
+		h.SendNode(f.Node, &messages.PrepareDetach{Node: string(f.Node), VolumeId: string(r.id), Op: f.Op, Force: f.Force})
+	case volume.ReportAttached:
+		h.SendNode(f.Node, &messages.MarkVolumeAttached{Node: string(f.Node), VolumeId: string(r.id), DevicePath: f.DevicePath})
+	case volume.ReportDetached:
+		h.SendNode(f.Node, &messages.MarkVolumeDetached{Node: string(f.Node), VolumeId: string(r.id)})
+	case volume.VerifyNode:
+		r.verifyNodes([]cloud.NodeName{f.Node}, false)
+	case volume.Record:
+		h.Record(f)
 	case volume.WakeAt:
-		a.timer.wakeAt(e, a.self, f.At)
+		h.WakeAt(f.At)
 	default:
 		panic(fmt.Sprintf("controller: unknown volume effect %T", eff))
 	}
 }
 
-func (a *volumeActor) callAttach(f volume.CallAttach) {
-	res := &messages.AttachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
-	err := a.callCloud(f.Node, f.Op, true, func(c context.Context, inst cloud.InstanceID) (err error) {
-		res.DevicePath, err = a.env.cloud.Attach(c, a.id, inst)
+func (r *VolumeRunner) callAttach(f volume.CallAttach) {
+	res := &messages.AttachFinished{VolumeId: string(r.id), Node: string(f.Node), Op: f.Op}
+	r.callCloud(CloudOp{Node: f.Node, Op: f.Op, Attach: true}, func(c context.Context, inst cloud.InstanceID) (err error) {
+		res.DevicePath, err = r.cloud.Attach(c, r.id, inst)
 		return err
+	}, func(err error) {
+		if err != nil {
+			res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
+		}
+		r.host.SendSelf(res)
 	})
-	if err != nil {
-		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
-	}
-	a.sendSelf(res)
 }
 
-func (a *volumeActor) callDetach(f volume.CallDetach) {
-	res := &messages.DetachFinished{VolumeId: string(a.id), Node: string(f.Node), Op: f.Op}
-	err := a.callCloud(f.Node, f.Op, false, func(c context.Context, inst cloud.InstanceID) error {
-		return a.env.cloud.Detach(c, a.id, inst)
+func (r *VolumeRunner) callDetach(f volume.CallDetach) {
+	res := &messages.DetachFinished{VolumeId: string(r.id), Node: string(f.Node), Op: f.Op}
+	r.callCloud(CloudOp{Node: f.Node, Op: f.Op, Force: f.Force}, func(c context.Context, inst cloud.InstanceID) error {
+		return r.cloud.Detach(c, r.id, inst)
+	}, func(err error) {
+		if err != nil {
+			res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
+		}
+		r.host.SendSelf(res)
 	})
-	if err != nil {
-		res.ErrorKind, res.Error = int32(cloud.Classify(err)), err.Error()
-	}
-	a.sendSelf(res)
 }
 
-// callCloud sends one attach or detach of this volume on node n, bounded
+// callCloud sends one attach or detach of this volume on op.Node, bounded
 // by CloudTimeout. It records the operation's intent, with that deadline,
 // BEFORE sending it: a call once sent may land even if this incarnation
 // dies, and the next one must know until when (volume.InFlight). Without
 // the intent recorded nothing is sent, and the failure is retryable.
-func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call func(context.Context, cloud.InstanceID) error) error {
-	e := a.env
-	if err := a.life.Err(); err != nil {
-		return err // this incarnation died while the call waited its turn: send nothing
-	}
-	c, release := a.life.call(e.cfg.CloudTimeout)
-	defer release()
-	intent := store.Intent{Volume: a.id, Node: n, Op: op, Attach: attach, Deadline: e.clock.Now().Add(e.cfg.CloudTimeout), Epoch: a.epoch}
-	if err := e.store.PutIntent(intent); err != nil {
-		if errors.Is(err, store.ErrFenced) {
-			a.fenced(err)
+func (r *VolumeRunner) callCloud(op CloudOp, call func(context.Context, cloud.InstanceID) error, done func(error)) {
+	h := r.host
+	var intent store.Intent
+	var inst cloud.InstanceID
+	sent := false
+	op.Prepare = func(c context.Context) error {
+		intent = store.Intent{Volume: r.id, Node: op.Node, Op: op.Op, Attach: op.Attach, Deadline: h.Now().Add(r.timeout), Epoch: r.epoch}
+		if err := h.PutIntent(intent); err != nil {
+			if errors.Is(err, store.ErrFenced) {
+				h.Fenced(err)
+			}
+			return fmt.Errorf("%w: recording the operation before sending it: %w", cloud.ErrRetryable, err)
 		}
-		return fmt.Errorf("%w: recording the operation before sending it: %w", cloud.ErrRetryable, err)
+		if err := c.Err(); err != nil {
+			return err // this incarnation died while recording: send nothing
+		}
+		var err error
+		inst, err = h.Resolve(c, op.Node)
+		return err
 	}
-	if err := c.Err(); err != nil {
-		return err // this incarnation died while recording: send nothing
+	op.Send = func(c context.Context) error {
+		sent = true
+		return call(c, inst)
 	}
-	inst, err := e.inst.resolve(c, n)
-	if err == nil {
-		err = call(c, inst)
-		e.inst.forget(n, err)
-		a.landed(intent, err, c.Err())
+	op.Finish = func(err, ctxErr error) {
+		if sent {
+			h.Forget(op.Node, err)
+			r.landed(intent, err, ctxErr)
+		}
+		done(err)
 	}
-	return err
+	h.Call(op)
 }
 
 // landed shortens the intent of an operation whose reply arrived: it can
@@ -109,55 +114,41 @@ func (a *volumeActor) callCloud(n cloud.NodeName, op uint64, attach bool, call f
 // (the original deadline stays: conservative). The volume actor starts no
 // other operation on this node before this call's result, which comes
 // after this write: the shortened intent never replaces a newer one.
-func (a *volumeActor) landed(intent store.Intent, callErr, ctxErr error) {
+func (r *VolumeRunner) landed(intent store.Intent, callErr, ctxErr error) {
 	if ctxErr != nil || errors.Is(callErr, context.Canceled) || errors.Is(callErr, context.DeadlineExceeded) {
 		return
 	}
-	e := a.env
-	intent.Deadline = e.clock.Now()
-	if err := e.store.PutIntent(intent); err != nil {
-		e.log.WithField("volume", a.id).Debugf("keeping the intent's deadline: %v", err)
+	intent.Deadline = r.host.Now()
+	if err := r.host.PutIntent(intent); err != nil {
+		r.log.WithField("volume", r.id).Debugf("keeping the intent's deadline: %v", err)
 	}
 }
 
-// verifyNodes asks the verifier (verifier.go) whether this volume is
-// attached to each node: it shares one cloud call per batch of instances
-// with every other volume asking at the time. At start-up the answer is one
-// VolumeRestored; later, one AttachmentVerified per node. Asking never
-// blocks: the answer comes from the verifier's goroutine.
-func (a *volumeActor) verifyNodes(nodes []cloud.NodeName, start bool) {
-	e := a.env
-	incarnation := a.incarnation
-	e.verify.ask(a.life, a.id, nodes, func(ans verifyAnswer) {
+// verifyNodes asks the cloud (the actor: through the verifier,
+// verifier.go, which shares one cloud call per batch of instances with
+// every other volume asking at the time) whether this volume is attached
+// to each node. At start-up the answer is one VolumeRestored; later, one
+// AttachmentVerified per node. Asking never blocks.
+func (r *VolumeRunner) verifyNodes(nodes []cloud.NodeName, start bool) {
+	incarnation, h := r.incarnation, r.host
+	h.Verify(nodes, func(ans VerifyAnswer) {
 		asOf := ans.AsOf.UnixNano()
 		if start {
-			res := &messages.VolumeRestored{VolumeId: string(a.id), Attached: ans.Attached, AsOfUnixNano: asOf, Incarnation: incarnation}
+			res := &messages.VolumeRestored{VolumeId: string(r.id), Attached: ans.Attached, AsOfUnixNano: asOf, Incarnation: incarnation}
 			if ans.Err != nil {
 				res.VerifyFailed, res.Error = true, ans.Err.Error()
 			}
-			a.sendSelf(res)
+			h.SendSelf(res)
 			return
 		}
 		if ans.Err != nil {
-			if e.listing != cloud.ListingNone { // nothing was asked: no news
-				e.log.WithField("volume", a.id).Warnf("verify failed: %v", ans.Err)
+			if r.listing != cloud.ListingNone { // nothing was asked: no news
+				r.log.WithField("volume", r.id).Warnf("verify failed: %v", ans.Err)
 			}
 			return
 		}
-		for n, att := range ans.Attached {
-			a.sendSelf(&messages.AttachmentVerified{VolumeId: string(a.id), Node: n, Attached: att, AsOfUnixNano: asOf})
+		for _, n := range sortedKeys(ans.Attached) {
+			h.SendSelf(&messages.AttachmentVerified{VolumeId: string(r.id), Node: n, Attached: ans.Attached[n], AsOfUnixNano: asOf})
 		}
 	})
-}
-
-// sendSelf delivers a goroutine's result to this incarnation. Once it has
-// stopped or restarted (its lifetime ended) the result is dropped:
-// the next incarnation rebuilds from the store and the cloud (and fences a
-// node where a detach may still land), and a send by name could reach a
-// new actor of the same name while Proto.Actor is still initialising it.
-func (a *volumeActor) sendSelf(msg any) {
-	if a.life.Err() != nil {
-		return
-	}
-	a.env.guard.Send(a.self, msg)
 }

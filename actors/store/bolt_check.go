@@ -33,7 +33,7 @@ var (
 
 // recovery is what ErrCorrupt and ErrEmpty tell the user to do.
 func recovery(path string) string {
-	return "restore it from a backup, or start tether up with --rebuild-store, which moves it aside and rebuilds the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)"
+	return "restore it from a backup, or start tether up with --rebuild-store, which moves it aside and rebuilds the desired state from what the cloud has attached and the nodes have mounted (see docs/operating.md: Recovery)"
 }
 
 type corruptError struct{ path, found string }

@@ -35,7 +35,7 @@ func openRefused(t *testing.T, path string, want error) error {
 	if !errors.Is(err, want) {
 		t.Errorf("err = %v, want it to match %v", err, want)
 	}
-	for _, says := range []string{path, "restore it from a backup", "--rebuild-store", "(see README: Recovery)"} {
+	for _, says := range []string{path, "restore it from a backup", "--rebuild-store", "(see docs/operating.md: Recovery)"} {
 		if !strings.Contains(err.Error(), says) {
 			t.Errorf("err = %q, want it to say %q", err, says)
 		}
@@ -246,8 +246,8 @@ func TestBoltTruncatedWhileOpen(t *testing.T) {
 	}
 }
 
-// TestOpenBoltCheckTime measures the whole verification of a sound ~40 MB
-// store (the number in the README).
+// TestOpenBoltCheckTime measures the whole verification of a sound store
+// of the fixture's size, ~90 MB (the number in docs/operating.md).
 func TestOpenBoltCheckTime(t *testing.T) {
 	path := storeFile(t, bigStore(t))
 	start := time.Now()

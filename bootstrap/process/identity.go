@@ -37,7 +37,7 @@ const IdentityFile = "identity"
 var ErrUntrusted = errors.New("refusing to start")
 
 // rebuildHint is what every refusal ends with.
-const rebuildHint = "restore it from a backup, or start with --rebuild-store to rebuild the desired state from what the cloud has attached and the nodes have mounted (the old file is kept aside; see README: Recovery)"
+const rebuildHint = "restore it from a backup, or start with --rebuild-store to rebuild the desired state from what the cloud has attached and the nodes have mounted (the old file is kept aside; see docs/operating.md: Recovery)"
 
 // newIdentity returns a fresh random identity.
 func newIdentity() string {

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/bench"
-	"github.com/tether/tether/cloud/sim"
 )
 
 func benchCommand() *cobra.Command {
@@ -94,7 +94,7 @@ calls, CPU time and peak RSS, and lease lapses.`,
 	f.IntVar(&cfg.Volumes, "volumes", cfg.Volumes, "volumes (and workloads, one volume each); with --distributed default "+distVolumes)
 	f.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "nodes, each with its sim instance and node agent; with --distributed default "+distNodes+" (at most 500: an agent process each)")
 	f.DurationVar(&cfg.CloudLatency, "cloud-latency", 0, "latency added to every sim cloud call (0 to 10s)")
-	f.IntVar(&cfg.AttachLimit, "attach-limit", sim.DefaultAttachLimit, "volumes each sim instance may have attached (1 to 100000); a node holds its share of the volumes, and during churn the volumes moving onto it too (a shape that does not fit is refused, naming the limit it needs)")
+	f.IntVar(&cfg.AttachLimit, "attach-limit", process.DefaultAttachLimit, "volumes each sim instance may have attached (1 to 100000); a node holds its share of the volumes, and during churn the volumes moving onto it too (a shape that does not fit is refused, naming the limit it needs)")
 	f.StringVar(&cfg.Mounter, "mounter", cfg.Mounter, "symlink (no privileges), bind (real bind mounts; root; every agent shares this host's mount table) or memory (an in-memory mount table per node: the agents' logic without the kernel's mount work, for the control plane's figures)")
 	f.DurationVar(&cfg.SyncPeriod, "sync-period", cfg.SyncPeriod, "the controller's verification period")
 	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of each phase")
@@ -145,7 +145,7 @@ func validateBench(fs *pflag.FlagSet) error {
 		// need (both sides get it), at least the sim's own.
 		vols, _ := fs.GetInt("volumes")
 		nodes, _ := fs.GetInt("nodes")
-		_ = fs.Set("attach-limit", strconv.Itoa(max(sim.DefaultAttachLimit, bench.PeakPerNode(vols, nodes))))
+		_ = fs.Set("attach-limit", strconv.Itoa(max(process.DefaultAttachLimit, bench.PeakPerNode(vols, nodes))))
 	}
 	v.attachLimit("attach-limit") // bench.MaxAttachLimit is maxAttachLimit
 	v.atLeast("sync-period", minSyncPeriod, "as tether up's --sync-period")

@@ -124,6 +124,6 @@ func TestByteSize(t *testing.T) {
 		}
 	}
 	if process.DefaultLoopVolumeSize != 64<<20 {
-		t.Errorf("the default volume size is %d, the README says 64 MiB", process.DefaultLoopVolumeSize)
+		t.Errorf("the default volume size is %d, docs/storage.md and docs/operating.md say 64 MiB", process.DefaultLoopVolumeSize)
 	}
 }

@@ -12,12 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/process/distributed"
-	"github.com/tether/tether/cloud"
-	"github.com/tether/tether/cloud/limit"
-	"github.com/tether/tether/node/agent"
 )
 
 // distributedFlags are the flags every process of distributed mode shares.
@@ -82,15 +78,15 @@ func (c *chaosFlags) stdin() io.Reader {
 }
 
 func controllerCommand() *cobra.Command {
-	cfg := distributed.MemberConfig{Controller: controller.DefaultConfig(), CloudLimit: limit.Defaults()}
+	cfg := distributed.DefaultMemberConfig()
 	var cf chaosFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run one controller member of a distributed tether (a Proto.Actor cluster on etcd)",
 		Long: `Run one controller member. Members find each other through etcd and share the
 volume and node actors between them (virtual actors placed by identity); the
-desired state and node statuses live in etcd. See "Distributed mode" in the
-README for a whole cluster by hand.`,
+desired state and node statuses live in etcd. See docs/distributed.md for a
+whole cluster by hand.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateDistributed(cmd.Flags()); err != nil {
@@ -125,8 +121,8 @@ README for a whole cluster by hand.`,
 	f.StringVar(&cfg.APITLS.ClientCA, "tls-client-ca", "", "require API clients to present certificates of this CA")
 	f.DurationVar(&cfg.JoinTimeout, "join-timeout", distributed.DefaultJoinTimeout, "how long a starting member tries to reach the members already there over remote before it gives up (it holds no actors until it has)")
 	f.DurationVar(&cfg.MemberTTL, "member-ttl", distributed.DefaultMemberTTL, "the lease of this member's place in the cluster: how long after it dies (or loses etcd) the others serve its actors")
-	controllerFlags(f, &cfg.Controller, &cfg.CloudLimit)
-	eventFlags(f, &cfg.Events)
+	process.ControllerFlags(f, &cfg.Controller, &cfg.CloudLimit)
+	process.EventFlags(f, &cfg.Events)
 	f.StringVar(&cfg.CSIControllerSocket, "csi-controller-socket", "", "unix socket of a CSI driver's controller plugin on this machine: the driver is the cloud, instead of --cloud (each node's agent is given its node plugin's socket)")
 	f.DurationVar(&cfg.CSIWait, "csi-wait", process.DefaultCSIDialTimeout, "how long to wait at start for the CSI controller plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "this member's own directory: with a CSI driver, the secrets volumes name by csi.secretRef (csi-secrets/<name>.json, mode 0600)")
@@ -144,7 +140,7 @@ README for a whole cluster by hand.`,
 }
 
 func agentCommand() *cobra.Command {
-	cfg := distributed.AgentConfig{Agent: agent.DefaultConfig()}
+	cfg := distributed.DefaultAgentConfig()
 	var nodeName string
 	var cf chaosFlags
 	cmd := &cobra.Command{
@@ -166,7 +162,7 @@ func agentCommand() *cobra.Command {
 			if v.err != nil {
 				return v.err
 			}
-			cfg.Node = cloud.NodeName(nodeName)
+			cfg.Node = distributed.NodeName(nodeName)
 			cfg.Backoff, cfg.Journal, cfg.Control = cf.backoff(), cf.journal, cf.stdin()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -187,7 +183,7 @@ func agentCommand() *cobra.Command {
 	f.StringVar(&cfg.CSINodeSocket, "csi-node-socket", "", "unix socket of the CSI driver's node plugin on this machine: the agent mounts through it and reports its node ID (NodeGetInfo) to the controllers, instead of --cloud")
 	f.DurationVar(&cfg.CSIWait, "csi-wait", process.DefaultCSIDialTimeout, "how long to wait at start for the CSI node plugin to be ready")
 	f.StringVar(&cfg.DataDir, "data-dir", "", "the node's directory: its mounts and its state (required)")
-	eventFlags(f, &cfg.Events)
+	process.EventFlags(f, &cfg.Events)
 	f.DurationVar(&cfg.Agent.HeartbeatEvery, "heartbeat", cfg.Agent.HeartbeatEvery, "how often the agent tells the controller it is alive")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.LogFormat, "log-format", "text", "text or json")

@@ -4,7 +4,8 @@ import (
 	"testing"
 )
 
-// The files the README's tour applies must parse.
+// The files the README's tour and docs/distributed.md's cluster by hand
+// apply must parse.
 func TestExamplesParse(t *testing.T) {
 	for _, f := range []string{"../../examples/three-nodes.yaml", "../../examples/move-app-1.json", "../../examples/two-nodes.yaml"} {
 		docs, _, err := readInputs([]string{f}, nil)

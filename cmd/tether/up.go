@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tether/tether/bootstrap/process"
-	"github.com/tether/tether/cloud/limit"
-	"github.com/tether/tether/cloud/sim"
 )
 
 func upCommand() *cobra.Command {
@@ -53,16 +51,16 @@ func upCommand() *cobra.Command {
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:7071", "metrics, /healthz and /readyz listen address")
 	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses (the API then needs --tls-cert and --tls-key)")
 	registerUpTLS(f, &cfg)
-	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see README: Recovery)")
+	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see docs/operating.md: Recovery)")
 	cloudFlags(f, &cfg.Embedded.Cloud, &cfg.Embedded.Loop.VolumeSize)
 	csiFlags(f, &cfg.Embedded.CSI)
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")
 	f.DurationVar(&cfg.Embedded.Sim.Latency, "sim-latency", 0, "latency the sim cloud adds to every call")
 	f.Float64Var(&cfg.Embedded.Sim.ThrottleRate, "sim-throttle", 0, "calls per second the sim cloud accepts before throttling (0: unlimited; otherwise 0.1 to 1000000)")
 	attachLimitFlag(f, &cfg.Embedded.Sim.AttachLimit, "sim-attach-limit")
-	cfg.Embedded.CloudLimit = limit.Defaults()
-	controllerFlags(f, &cfg.Embedded.Controller, &cfg.Embedded.CloudLimit)
-	eventFlags(f, &cfg.Embedded.Events)
+	cfg.Embedded.CloudLimit = process.DefaultCloudLimit()
+	process.ControllerFlags(f, &cfg.Embedded.Controller, &cfg.Embedded.CloudLimit)
+	process.EventFlags(f, &cfg.Embedded.Events)
 	f.StringVar(&cfg.Embedded.LogLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.Embedded.LogFormat, "log-format", "text", "text or json")
 	return cmd
@@ -100,7 +98,7 @@ const maxAttachLimit = 100_000
 // has instances already the flag applies to instances created from then on
 // (new nodes, replacements), not to those.
 func attachLimitFlag(f *pflag.FlagSet, p *int, name string) {
-	f.IntVar(p, name, sim.DefaultAttachLimit, fmt.Sprintf("volumes each sim instance created from now on may have attached (1 to %d); instances the data directory has already keep the limit they were created with", maxAttachLimit))
+	f.IntVar(p, name, process.DefaultAttachLimit, fmt.Sprintf("volumes each sim instance created from now on may have attached (1 to %d); instances the data directory has already keep the limit they were created with", maxAttachLimit))
 }
 
 // attachLimit refuses a sim attach limit flag outside 1..maxAttachLimit;

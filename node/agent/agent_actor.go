@@ -79,8 +79,13 @@ type Config struct {
 	// incarnations).
 	Calls *Calls
 	// Middleware wraps the agent actor's Receive (metrics, message
-	// counts).
+	// counts; chaos records there each node status delivered).
 	Middleware []actor.ReceiverMiddleware
+	// OnCall, if set, is told of each mount call as the agent starts it:
+	// in its Receive, before the call runs, so that a recording point
+	// knows what the agent had received when it acted (chaos judges I3
+	// so). It must not block.
+	OnCall func(n cloud.NodeName, vol cloud.VolumeID, r reconciler.Running)
 	// Dispatcher, if set, runs the agent's mailbox (nil: Proto.Actor's
 	// default; see package actors/runtime/dispatch).
 	Dispatcher actor.Dispatcher
@@ -104,31 +109,20 @@ const resyncEvery = 6
 // and from the controller. Receive never waits for a mount call or the
 // disk: both run in goroutines and report back as messages.
 type agentActor struct {
-	cfg     *Config
+	cfg *Config
+	// r is this incarnation's shell logic (runner.go), made at every
+	// start.
+	r       *Runner
 	layout  layout.Layout
 	mounter mount.Mounter
-	core    *reconciler.Agent
 	self    *actor.PID
 	sys     *actor.ActorSystem
 	wake    clock.Timer
-	wakeAt  time.Time
 	beat    *beater
-	beats   int
-	// epoch: this incarnation's durable start count (nextEpoch), told to
-	// the controller in every AgentStarted.
-	epoch uint64
 	// beatQueued: a beat's Heartbeat to self waits in the mailbox.
 	beatQueued atomic.Bool
 	ctx        context.Context
 	cancel     context.CancelFunc
-	// running: the calls of earlier incarnations running when this one
-	// attached to Calls (token), until the disk scan is stepped; results
-	// that arrive before that wait in held.
-	running  map[cloud.VolumeID]reconciler.Running
-	token    uint64
-	restored bool
-	held     []*messages.MountFinished
-	uids     objectUIDs
 }
 
 // scanned is the disk scan's result, sent by the scan's goroutine to the
@@ -149,20 +143,16 @@ func (a *agentActor) Receive(ctx actor.Context) {
 		panic("agent " + string(a.cfg.Node) + ": crash requested: " + m.Reason)
 	case *messages.GetAgentStatus:
 		ctx.Respond(a.status())
-	case *messages.NodeWorkloads:
-		a.step(ctx, a.desired(m))
-	case *messages.NodeStatusUpdated:
-		a.step(ctx, statusFromProto(m))
+	case *messages.NodeWorkloads, *messages.NodeStatusUpdated, *messages.MountFinished:
+		a.r.Handle(m)
 	case scanned:
 		a.onScanned(ctx, m)
-	case *messages.MountFinished:
-		a.onMountFinished(ctx, m)
 	case *messages.Wake:
 		a.wake = nil
-		a.step(ctx, reconciler.Tick{})
+		a.r.Handle(m)
 	case *messages.Heartbeat:
 		a.beatQueued.Store(false)
-		a.onHeartbeat(ctx)
+		a.r.Heartbeat()
 	}
 }
 
@@ -186,20 +176,21 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 	if err != nil {
 		panic(fmt.Sprintf("agent %s: %v", a.cfg.Node, err))
 	}
-	a.epoch = epoch
 	core := a.cfg.Agent
 	core.OpTimeout = a.cfg.OpTimeout
-	a.core = reconciler.New(core, epoch<<32)
+	c := a.cfg
+	a.r = NewRunner(RunnerConfig{Node: c.Node, Host: agentShell{a}, Mounts: diskMounts{layout: l, mounter: a.mounter, devices: c.Devices, plugin: c.Plugin},
+		Calls: c.Calls, Core: reconciler.New(core, epoch<<32), InstanceID: c.InstanceID, MaxVolumes: c.MaxVolumes,
+		OpTimeout: c.OpTimeout, Epoch: epoch, Context: a.ctx, OnCall: c.OnCall})
 	self, g := a.self, a.cfg.Guard
-	a.running, a.token = a.cfg.Calls.attach(func(m *messages.MountFinished) { g.Send(self, m) })
 	a.startScan()
-	a.onHeartbeat(ctx) // says hello: the node actor answers with our state
+	a.r.Heartbeat() // says hello: the node actor answers with our state
 	// From now on the beat runs off the mailbox (heartbeat.go); each beat
 	// also asks the mailbox for the rest of onHeartbeat.
 	// At most one of those waits in the mailbox: a busy agent does not
 	// pile them up.
 	node, ctl, queued := a.cfg.Node, a.cfg.Controller, &a.beatQueued
-	beat := a.heartbeat()
+	beat := a.r.HeartbeatMsg()
 	a.beat = &beater{}
 	a.beat.start(a.cfg.Clock, a.cfg.HeartbeatEvery, func() {
 		g.SendFrom(ctl(node), beat, self)
@@ -207,45 +198,6 @@ func (a *agentActor) onStarted(ctx actor.Context) {
 			g.Send(self, &messages.Heartbeat{})
 		}
 	})
-}
-
-// heartbeat is this agent's heartbeat: its node, and what its machine is
-// to the cloud if it knows (Config.InstanceID). It is never changed once
-// sent, so one can be sent again and again.
-func (a *agentActor) heartbeat() *messages.Heartbeat {
-	return &messages.Heartbeat{Node: string(a.cfg.Node), InstanceId: string(a.cfg.InstanceID), MaxVolumes: a.cfg.MaxVolumes}
-}
-
-// onMountFinished steps a mount call's result, once the disk scan has been.
-func (a *agentActor) onMountFinished(ctx actor.Context, m *messages.MountFinished) {
-	if !a.restored {
-		a.held = append(a.held, m)
-		return
-	}
-	a.step(ctx, reconciler.OpDone{Volume: cloud.VolumeID(m.VolumeId), Op: m.Op, Err: m.Error, Terminal: m.Terminal})
-}
-
-// onHeartbeat tells the controller we are alive and, until the agent knows
-// its desired state, asks for it again (a hello lost while the controller
-// was down costs one heartbeat period, never more).
-func (a *agentActor) onHeartbeat(ctx actor.Context) {
-	ctl := a.cfg.Controller(a.cfg.Node)
-	g := a.cfg.Guard
-	if a.beats == 0 {
-		g.SendFrom(ctl, a.heartbeat(), a.self) // the hello; the beater sends the rest
-	}
-	st := a.core.Status()
-	a.beats++
-	if !st.Ready || a.beats%resyncEvery == 0 {
-		// Ask for the desired state: at start, and now and then in case a
-		// snapshot was lost on the way (revisions make repeats harmless).
-		g.SendFrom(ctl, &messages.AgentStarted{Node: string(a.cfg.Node), AgentEpoch: a.epoch}, a.self)
-	}
-	if st.Ready {
-		// Repeat the report: at-most-once delivery must not leave the
-		// controller with a stale VolumesInUse.
-		g.SendFrom(ctl, inUseMsg(a.cfg.Node, st.InUse, st.Seq), a.self)
-	}
 }
 
 // shutdown never waits for mount calls: they stay in Calls, and the next
@@ -260,14 +212,8 @@ func (a *agentActor) shutdown() {
 	if a.cancel != nil {
 		a.cancel()
 	}
-	if a.token != 0 {
-		a.cfg.Calls.detach(a.token)
-	}
-}
-
-func (a *agentActor) step(ctx actor.Context, ev reconciler.Event) {
-	for _, eff := range a.core.Step(a.cfg.Clock.Now(), ev) {
-		a.run(ctx, eff)
+	if a.r != nil {
+		a.r.Detach()
 	}
 }
 

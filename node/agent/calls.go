@@ -28,6 +28,8 @@ type Calls struct {
 	// incarnations: the next one's disk scan accounts for the call).
 	deliver func(*messages.MountFinished)
 	gen     uint64
+	// spawn runs a call's body off the caller (nil: a goroutine).
+	spawn func(vol cloud.VolumeID, r reconciler.Running, run func())
 }
 
 type call struct {
@@ -37,6 +39,14 @@ type call struct {
 
 // NewCalls returns an empty registry.
 func NewCalls() *Calls { return &Calls{} }
+
+// NewCallsOn returns an empty registry whose calls (call r on vol) run
+// through spawn, which must run run at most once, later, off the caller's
+// turn: the simulation's scheduler, which decides when (and whether) a
+// call returns.
+func NewCallsOn(spawn func(vol cloud.VolumeID, r reconciler.Running, run func())) *Calls {
+	return &Calls{spawn: spawn}
+}
 
 // attach makes deliver the receiver of results from now on and returns the
 // calls running now, with a token for detach. Every call returns either
@@ -62,8 +72,8 @@ func (c *Calls) detach(token uint64) {
 	}
 }
 
-// start runs f as call r on vol in a goroutine of its own, which delivers
-// its result when f returns, however late. While an earlier call on vol
+// start runs f as call r on vol in a goroutine of its own (or through
+// spawn), which delivers its result when f returns, however late. While an earlier call on vol
 // is still running, f is not run and a failure is delivered at once.
 func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) {
 	res := &messages.MountFinished{VolumeId: string(vol), Op: r.Op}
@@ -83,7 +93,11 @@ func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) 
 	}
 	c.running[vol] = cl
 	c.mu.Unlock()
-	go func() {
+	spawn := c.spawn
+	if spawn == nil {
+		spawn = func(_ cloud.VolumeID, _ reconciler.Running, run func()) { go run() }
+	}
+	spawn(vol, r, func() {
 		defer close(cl.done)
 		if err := f(); err != nil {
 			res.Error, res.Terminal = err.Error(), errors.Is(err, cloud.ErrTerminal)
@@ -98,7 +112,7 @@ func (c *Calls) start(vol cloud.VolumeID, r reconciler.Running, f func() error) 
 		if deliver != nil {
 			deliver(res)
 		}
-	}()
+	})
 }
 
 // wait waits, at most d in real time, for the calls running now to return

@@ -13,4 +13,11 @@
 // until it returns. The disk scan at start runs in a goroutine too, and
 // gives up on a mount whose state does not come within OpTimeout. Stop
 // waits for running calls at most StopGrace.
+//
+// The shell is split in two: Runner (runner.go, agent_effects.go) is plain
+// code over a Host (send to the controller, send to itself, a timer, the
+// clock, events), Mounts and Calls; agentActor is the thin Proto.Actor
+// adapter that provides them. The simulation
+// (bootstrap/verify/simulation) runs the same Runner over its scheduler,
+// its simulated disk and a Calls whose calls it schedules (NewCallsOn).
 package agent

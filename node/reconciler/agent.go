@@ -34,6 +34,7 @@ type Agent struct {
 	uses         []use             // of the desired workloads, in their order
 	wanted       []int32           // wantedBy's answer for desired; nil: not computed yet
 	seen         seen              // the latest node status: VolumesAttached and VolumesInUse
+	stale        *StatusChanged    // BreakStaleStatus only: the latest status received
 	mounts       mounts
 	reported     []VolumeID
 	reportedOnce bool
@@ -71,11 +72,7 @@ func (a *Agent) Step(now time.Time, ev Event) []Effect {
 	case DesiredChanged:
 		a.onDesired(now, e)
 	case StatusChanged:
-		a.statusKnown = true
-		if !a.seen.same(e) {
-			a.seen = seenFrom(e)
-		}
-		a.ackedSeq = e.InUseSeq
+		a.onStatus(e)
 	case OpDone:
 		effs = a.onOpDone(now, e)
 	case Tick:
@@ -84,6 +81,37 @@ func (a *Agent) Step(now time.Time, ev Event) []Effect {
 	}
 	effs = append(effs, a.overdue(now)...)
 	return coalesce(append(effs, a.reconcile(now)...))
+}
+
+func (a *Agent) onStatus(e StatusChanged) {
+	if a.cfg.BreakStaleStatus {
+		e = a.staleStatus(e)
+	}
+	a.statusKnown = true
+	if !a.seen.same(e) {
+		a.seen = seenFrom(e)
+	}
+	a.ackedSeq = e.InUseSeq
+}
+
+// staleStatus is e as BreakStaleStatus's agent acts on it: VolumesAttached
+// still lists, at their old devices, the volumes the status before e
+// listed and e withdrew.
+func (a *Agent) staleStatus(e StatusChanged) StatusChanged {
+	prev := a.stale
+	a.stale = &e
+	if prev == nil {
+		return e
+	}
+	out := e
+	out.Attached = make(map[VolumeID]string, len(e.Attached)+len(prev.Attached))
+	for v, d := range prev.Attached {
+		out.Attached[v] = d
+	}
+	for v, d := range e.Attached {
+		out.Attached[v] = d
+	}
+	return out
 }
 
 func (a *Agent) onRestored(now time.Time, e Restored) []Effect {

@@ -231,3 +231,14 @@ func TestStageFailureTellsEveryWaitingWorkload(t *testing.T) {
 	h.now = h.now.Add(62 * time.Second)
 	h.expect(Tick{}, "stage v1 /dev/v1", "wake +1s")
 }
+
+// The TEST-ONLY BreakStaleStatus hook acts on the VolumesAttached of the
+// status before the last: a withdrawn listing still stages.
+func TestBreakStaleStatusActsOnAWithdrawnListing(t *testing.T) {
+	h := newHarness(t)
+	h.a = New(Config{WaitForAttachAndMount: DefaultConfig().WaitForAttachAndMount, Backoff: DefaultConfig().Backoff, BreakStaleStatus: true}, 0)
+	h.expect(Restored{})
+	h.expect(h.status(nil, "v1")) // attached, nobody wants it
+	h.expect(DesiredChanged{Workloads: []Workload{wl("w1", "v1")}}, "in-use [v1]", "wake +2m3s")
+	h.expect(h.status(vols("v1")), "stage v1 /dev/v1", "wake +2m3s") // withdrawn, yet it stages
+}

@@ -61,6 +61,14 @@ type Config struct {
 	// tests can prove the invariant checkers catch an I3 violation. Never
 	// set it elsewhere.
 	BreakMountBeforeInUse bool
+	// BreakStaleStatus is a TEST-ONLY hook that breaks I3 on purpose: the
+	// agent keeps acting on the VolumesAttached of the status before the
+	// last one it received, as an agent reading a stale copy would: a
+	// volume the last status withdrew still counts as attached, at its
+	// old device, until the next status. It exists so that tests can
+	// prove the checkers judge I3 against the status the agent had
+	// received when it acted. Never set it elsewhere.
+	BreakStaleStatus bool
 	// OpTimeout bounds one mount call: past it, the call is reported
 	// failed (timed out) and its volume backs off, but the volume is not
 	// operated on again before the call has actually returned. 0: no

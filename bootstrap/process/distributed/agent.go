@@ -29,6 +29,12 @@ import (
 	"github.com/tether/tether/node/mount"
 )
 
+// NodeName is the name of the node an agent serves (cloud.NodeName).
+type NodeName = cloud.NodeName
+
+// DefaultAgentConfig is an agent's configuration before flags.
+func DefaultAgentConfig() AgentConfig { return AgentConfig{Agent: agent.DefaultConfig()} }
+
 // AgentConfig configures one node agent process.
 type AgentConfig struct {
 	LogLevel, LogFormat string

@@ -45,6 +45,12 @@ import (
 // each other under it in etcd.
 const ClusterName = "tether"
 
+// DefaultMemberConfig is a member's configuration before flags: the
+// controller's defaults and tether's default bound toward the cloud.
+func DefaultMemberConfig() MemberConfig {
+	return MemberConfig{Controller: controller.DefaultConfig(), CloudLimit: limit.Defaults()}
+}
+
 // MemberConfig configures one controller member.
 type MemberConfig struct {
 	LogLevel, LogFormat string

@@ -53,8 +53,8 @@ func run(t *testing.T, cfg Config) Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d break %q: %d kills, %d restarts, %d faults %v, %d mount calls (%d disks checked), %d violations, converged=%v in %.2fs",
-		cfg.Seed, cfg.Break, rep.Kills, rep.Restarts, rep.Faults, rep.FaultsByKind, rep.MountCalls, rep.DisksChecked, rep.Violations, rep.Converged, rep.ConvergeSeconds)
+	t.Logf("seed %d break %q: %d kills, %d restarts, %d faults %v, %d mount calls (%d disks checked, %d decisions checked), %d violations, converged=%v in %.2fs",
+		cfg.Seed, cfg.Break, rep.Kills, rep.Restarts, rep.Faults, rep.FaultsByKind, rep.MountCalls, rep.DisksChecked, rep.DecisionsChecked, rep.Violations, rep.Converged, rep.ConvergeSeconds)
 	return rep
 }
 

@@ -53,7 +53,8 @@ func (v Violation) String() string {
 const judgeEvery = 512
 
 // Checker keeps the timeline and judges I1-I4 on it. Wire it with
-// WrapMounter and WrapStore (process.Config) and Watch; the zero value is
+// Wire (process.Config: mounts, devices, store, and what each agent
+// receives and acts on: WireAgents) and Watch; the zero value is
 // ready to use. It is safe for concurrent use; its lock is a leaf (nothing
 // is called while it is held), so the cloud may record under its own lock.
 type Checker struct {
@@ -165,6 +166,15 @@ func (c *Checker) MountCalls() int {
 	defer c.mu.Unlock()
 	c.judgeLocked()
 	return c.j.mountCalls
+}
+
+// DecisionsChecked counts the stages and publishes judged against the
+// node status their agent had received when it started them.
+func (c *Checker) DecisionsChecked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.judgeLocked()
+	return c.j.decisions
 }
 
 // DisksChecked counts the mounts whose disk CheckImages checked.

@@ -46,8 +46,9 @@ func waitConverged(ctx context.Context, limit time.Duration, diff func() []Viola
 }
 
 // diff: attachments exactly where workloads are, and exactly their mounts
-// (stage and publish) on disk, nothing half-done; on CSI, in the
-// driver's own state (csiRig.diff).
+// (stage and publish) on disk, nothing half-done, every stage on its
+// volume's current device (stageDevices); on CSI, in the driver's own
+// state (csiRig.diff).
 func (r *runner) diff() []Violation {
 	if r.csi != nil {
 		return r.csi.diff(r)
@@ -58,7 +59,8 @@ func (r *runner) diff() []Violation {
 			nodeOf[in] = n
 		}
 	}
-	return diffTruth(r.wls, r.cfg.Volumes, r.e.NodeNames, r.acct.Attachments(), nodeOf, r.diskMounts)
+	out := diffTruth(r.wls, r.cfg.Volumes, r.e.NodeNames, r.acct.Attachments(), nodeOf, r.diskMounts)
+	return append(out, r.stageDevices()...)
 }
 
 func (r *runner) diskMounts(n cloud.NodeName) ([]found, error) {

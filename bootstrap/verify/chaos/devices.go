@@ -9,9 +9,11 @@ import (
 	"github.com/tether/tether/node/agent"
 )
 
-// Wire makes ec's agents, store and devices record into c.
+// Wire makes ec's agents (their mounts, devices, and what they receive
+// and act on), and store record into c.
 func (c *Checker) Wire(ec *process.Config) {
 	ec.WrapMounter, ec.WrapStore, ec.WrapDevices = c.WrapMounter, c.WrapStore, c.WrapDevices
+	c.WireAgents(&ec.Agent)
 }
 
 // WrapDevices records each device resolution of node n that succeeded,

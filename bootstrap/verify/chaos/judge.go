@@ -24,6 +24,9 @@ const (
 	recNodeDown                    // a node went down: agent stopped, every mount gone
 	recDevice                      // an agent resolved a volume's device path
 	recRebase                      // a new watch of the cloud: its snapshot of every attachment
+	recDelivered                   // an agent's Receive is handed a node status (received.go)
+	recAgentStart                  // an agent incarnation starts, holding no status
+	recCall                        // an agent starts a stage or publish call, in its Receive
 	recNote                        // narrative, for the histories
 )
 
@@ -35,11 +38,11 @@ type record struct {
 	vol     cloud.VolumeID
 	node    cloud.NodeName
 	change  sim.Change // recCloud
-	op      string     // stage, publish, unstage, unpublish
+	op      string     // stage, publish, unstage, unpublish (recCall: stage, publish)
 	target  string     // mount target
 	mounted bool       // recMountEnd, recUnmountEnd: a mount is at target afterwards
 	err     string
-	status  statusRec // recStatus
+	status  statusRec // recStatus, recDelivered
 	// epoch fenced the status write (recStatus; 0: unfenced or read).
 	epoch    uint64
 	snapshot []sim.Change // recRebase: sorted by volume, then instance
@@ -91,8 +94,14 @@ type judge struct {
 	resolved map[volNode]uint64
 	// staged: the stamp of the start of the stage mounted (or mounting)
 	// on the node.
-	staged     map[volNode]uint64
-	forced     map[volNode]bool
+	staged map[volNode]uint64
+	forced map[volNode]bool
+	// held: the node status each node's agent holds (received.go).
+	held map[cloud.NodeName]held
+	// decided: what the agent held when it started the call on the
+	// volume whose mount start is still to come.
+	decided    map[volNode]decision
+	decisions  int // mount starts judged against a received status
 	forceCount int
 	mountCalls int // stages and publishes started
 	diskChecks int // mounts whose disk was checked (CheckImages)
@@ -111,6 +120,7 @@ func (j *judge) init() {
 	j.listed, j.lost, j.forced = map[volNode]uint64{}, map[volNode]uint64{}, map[volNode]bool{}
 	j.resolved, j.staged = map[volNode]uint64{}, map[volNode]uint64{}
 	j.granted = map[volNode]bool{}
+	j.held, j.decided = map[cloud.NodeName]held{}, map[volNode]decision{}
 	j.history = map[cloud.VolumeID][]string{}
 }
 
@@ -155,6 +165,12 @@ func (j *judge) step(r record) {
 		j.note(r, r.vol, "device %s on %s resolved (attached=%v)", r.text, r.node, j.resolved[key] != 0)
 	case recRebase:
 		j.onRebase(r)
+	case recDelivered:
+		j.onDelivered(r)
+	case recAgentStart:
+		j.onAgentStart(r)
+	case recCall:
+		j.onCall(r)
 	case recNote:
 		j.note(r, r.vol, "%s", r.text)
 	}
@@ -267,6 +283,7 @@ func (j *judge) onMountStart(r record) {
 		j.violate(r, "I3", r.vol, r.node, "%s while the durable node status lists it attached=%v in-use=%v, and reported it attached since it was in use: %v",
 			r.op, listed, st.inUse[r.vol], j.granted[key])
 	}
+	j.judgeReceived(r)
 }
 
 // attachedTo reports whether vol is attached to an instance backing n.

@@ -56,6 +56,18 @@ func device(v cloud.VolumeID, n cloud.NodeName) record {
 
 var vs = []cloud.VolumeID{"v"}
 
+// received is a node status handed to n's agent (WireAgents).
+func received(n cloud.NodeName, attached, inUse []cloud.VolumeID) record {
+	r := status(n, attached, inUse)
+	r.kind = recDelivered
+	return r
+}
+
+// started is n's agent starting a stage or publish of v.
+func started(v cloud.VolumeID, n cloud.NodeName, op string) record {
+	return record{kind: recCall, vol: v, node: n, op: op}
+}
+
 // rebase is a new watch's snapshot: the attachments of each volume given.
 func rebase(on map[cloud.VolumeID][]cloud.NodeName) record {
 	var snap []sim.Change
@@ -127,6 +139,17 @@ func TestJudgeTimelines(t *testing.T) {
 		{"a stage showing another volume's disk", append(slices.Clone(up), showing("v", "n1", "/img/w", "")), []string{"I3"}},
 		{"a stage showing a device that is no loop device", append(slices.Clone(up), showing("v", "n1", "device 8:1, not a bound loop device", "")), []string{"I3"}},
 		{"a stage whose disk could not be read", append(slices.Clone(up), showing("v", "n1", "", "no mount at the target")), nil},
+		{"stage on the status received", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), received("n1", vs, vs), started("v", "n1", "stage"), stage("v", "n1")}, nil},
+		{"stage on a withdrawn listing received", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), status("n1", nil, vs),
+			received("n1", vs, vs), received("n1", nil, vs), started("v", "n1", "stage"), stage("v", "n1")}, []string{"I3"}},
+		{"stage decided before a withdrawal arrived", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), received("n1", vs, vs),
+			started("v", "n1", "stage"), status("n1", nil, vs), received("n1", nil, vs), stage("v", "n1")}, nil},
+		{"publish on a status not in use", append(slices.Clone(up), received("n1", vs, nil), started("v", "n1", "publish"), publish("v", "n1")), []string{"I3"}},
+		{"stage by a new incarnation that received nothing", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), received("n1", vs, vs),
+			{kind: recAgentStart, node: "n1"}, started("v", "n1", "stage"), stage("v", "n1")}, []string{"I3"}},
+		{"stage of an earlier incarnation's call", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), received("n1", vs, vs),
+			started("v", "n1", "stage"), {kind: recAgentStart, node: "n1"}, stage("v", "n1")}, nil},
+		{"received on another node", []record{attach("v", "n1", cloud.Exclusive), status("n1", vs, vs), received("n2", vs, vs), started("v", "n1", "stage"), stage("v", "n1")}, []string{"I3"}},
 		{"lost on another node", []record{attach("v", "n2", cloud.MultiNode), detach("v", "n2", sim.ReasonConsole), status("n1", vs, vs), stage("v", "n1")}, []string{"I3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,7 +83,7 @@ func releaseLoop(e *process.Embedded, dir string) error {
 	}
 	errs = append(errs, process.ReleaseLoop(dir))
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("chaos: releasing the loop cloud under %s (see README.md, Real storage, Cleaning up): %w", dir, err)
+		return fmt.Errorf("chaos: releasing the loop cloud under %s (see docs/storage.md: Cleaning up): %w", dir, err)
 	}
 	return nil
 }

@@ -176,3 +176,57 @@ func checkReleased(t *testing.T, dir string) {
 		}
 	}
 }
+
+// The device check under stages (I5) on real devices: a volume's image
+// bound to two loop devices, as after a console detach whose device the
+// mount kept and a re-attach at a new one; a stage mounted from the old
+// device is reported against the current one, and passes against itself.
+func TestLoopStageOnAnOldDevice(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatalf("needs root (running as uid %d): it binds loop devices, formats and mounts one", os.Geteuid())
+	}
+	dir := loopTestDir(t)
+	img := filepath.Join(dir, "a.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	var devs []string
+	for range 2 {
+		out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+		if err != nil {
+			t.Fatalf("losetup --find --show %s: %v: %s (needs loop devices)", img, err, out)
+		}
+		dev := strings.TrimSpace(string(out))
+		devs = append(devs, dev)
+		t.Cleanup(func() {
+			if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+				t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+			}
+		})
+	}
+	l, err := layout.New(filepath.Join(dir, "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mount.NewBlock(l)
+	target, err := l.GlobalMount("p", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Unstage(target) }) // before the devices are released
+	if err := m.Stage(devs[0], target); err != nil {
+		t.Fatalf("stage %s on %s: %v", devs[0], target, err)
+	}
+	c := fixedDevices{inst: "i-1", current: map[cloud.VolumeID]string{"a": "/dev/xvdbb"}}
+	if got, n := checkStageDevices("n1", l.Root(), m, c, fixedSource(devs[0])); len(got) != 0 || n != 1 {
+		t.Fatalf("a stage of its current device: %v (%d checked)", got, n)
+	}
+	got, _ := checkStageDevices("n1", l.Root(), m, c, fixedSource(devs[1]))
+	if len(got) != 1 || !strings.Contains(got[0].Detail, "not the volume's current device /dev/xvdbb ("+devs[1]+")") {
+		t.Fatalf("a stage of the old device: %v", got)
+	}
+	t.Logf("caught: %s", got[0].Detail)
+}

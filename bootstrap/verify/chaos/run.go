@@ -65,6 +65,12 @@ type Report struct {
 	FaultsByKind    map[string]int `json:"faults_by_kind"`
 	ForcedDetaches  int            `json:"forced_detaches"`
 	MountCalls      int            `json:"mount_calls"` // stages and publishes started
+	// DecisionsChecked counts the mount calls judged against the node
+	// status their agent had received when it started them (I3).
+	DecisionsChecked int `json:"decisions_checked"`
+	// StagesChecked counts the stages whose device the last convergence
+	// check compared with the volume's current one (I5; not on CSI).
+	StagesChecked int `json:"stages_checked"`
 	// DisksChecked counts the mounts whose disk the checker read (the
 	// loop cloud: Checker.CheckImages).
 	DisksChecked int `json:"disks_checked,omitempty"`
@@ -126,8 +132,13 @@ func embeddedConfig(cfg Config, dir string, restarts *atomic.Int64, chk *Checker
 			return *faulty
 		}
 	}
-	if cfg.Break == "I3-device" {
+	switch cfg.Break {
+	case "I3-device":
 		breakDevices(&ec, cfg.Cloud, dir, chk)
+	case "I5-device":
+		ec.WrapDevices = func(n cloud.NodeName, d agent.Devices) agent.Devices {
+			return chk.WrapDevices(n, &staleDevices{Devices: d})
+		}
 	}
 	return ec
 }
@@ -143,9 +154,14 @@ func breakDevices(ec *process.Config, kind, dir string, chk *Checker) {
 }
 
 // Breaks are what Config.Break can break: a rule, through the test-only
-// hooks of tether's cores, or "I3-device", I3 through the agents' wiring
-// (device paths trusted without a check, see trustingDevices).
-var Breaks = []string{"I1", "I2", "I3", "I3-device", "I4", "I5"}
+// hooks of tether's cores, "I3-device", I3 through the agents' wiring
+// (device paths trusted without a check, see trustingDevices), or
+// "I5-device", I5 through it too (stages from a device cache never
+// invalidated, see staleDevices). An agent
+// acting on a stale status (reconciler.Config.BreakStaleStatus) is not
+// among them: a run seldom withdraws a listing an agent is about to act
+// on, so TestStageJudgedAgainstTheReceivedStatus scripts it.
+var Breaks = []string{"I1", "I2", "I3", "I3-device", "I4", "I5", "I5-device"}
 
 // breakRule turns on the test-only hooks that break rule inv.
 func breakRule(ec *process.Config, inv string) {
@@ -168,7 +184,8 @@ func breakRule(ec *process.Config, inv string) {
 // churn, then calm, then a bounded wait for convergence. On the loop
 // cloud every mount and loop device of the run is released before it
 // returns, whatever happened (a failure to release is an error, and a
-// temporary data directory then stays, for the README's cleanup).
+// temporary data directory then stays, for the cleanup by hand of
+// docs/storage.md).
 func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	rep = Report{Seed: cfg.Seed, KillsByKind: map[string]int{}, FaultsByKind: map[string]int{}}
 	if rep.Cloud, err = checkConfig(cfg); err != nil {
@@ -293,6 +310,7 @@ func (r *runner) run(ctx context.Context) error {
 	rep, chk := r.rep, r.chk
 	rep.Converged, rep.ConvergeSeconds = len(i5) == 0, time.Since(t0).Seconds()
 	rep.ForcedDetaches, rep.MountCalls, rep.DisksChecked = chk.ForcedDetaches(), chk.MountCalls(), chk.DisksChecked()
+	rep.DecisionsChecked = chk.DecisionsChecked()
 	if r.csi != nil {
 		rep.DriverCalls, rep.DriverFaults = int(r.csi.calls.Load()), r.csi.faults.Injected()
 	}

@@ -79,14 +79,20 @@ func TestBreakI2IsCaught(t *testing.T) {
 	t.Run("wiring", func(t *testing.T) { expectCaught(t, churnOnly(), "I2-wiring", "I2", 10, 8) })
 }
 
-// I3, three ways: the agent's shell reports a volume in use only once
+// I3, four ways: the agent's shell reports a volume in use only once
 // mounted and tells its core every attached volume is heard in use (the
-// agent's side of the rule); the shell mounts whatever a device path
-// names, attached or not (the cloud's side, which needs stale paths:
-// instances that stop and start); the agent core's own hook.
+// agent's side of the rule); the agent acts on a stale status (a cache
+// that never forgets a volume once listed), which only a check against
+// the status the agent held when it started the mount sees; the shell
+// mounts whatever a device path names, attached or not (the cloud's
+// side, which needs stale paths: instances that stop and start); the
+// agent core's own hook.
 func TestBreakI3IsCaught(t *testing.T) {
 	t.Run("agent shell reports after mounting", func(t *testing.T) {
 		expectCaught(t, churnOnly(), "I3-wiring", "I3", 10, 8)
+	})
+	t.Run("agent runner acts on a stale status", func(t *testing.T) {
+		expectCaught(t, churnOnly(), "I3-stale", "I3", 10, 5)
 	})
 	t.Run("agent shell trusts device paths", func(t *testing.T) {
 		cfg := churnOnly()
@@ -99,10 +105,17 @@ func TestBreakI3IsCaught(t *testing.T) {
 	})
 }
 
-// I4: the node core answers a detach preparation without writing the
-// status first.
+// I4, two ways: the node core answers a detach preparation without
+// writing the status first; the production node runner (node_flush.go)
+// runs what follows a Persist before the write, which shows when the
+// write fails (the write otherwise lands before the detach does).
 func TestBreakI4IsCaught(t *testing.T) {
-	expectCaught(t, churnOnly(), "I4", "I4", 10, 8)
+	t.Run("node core", func(t *testing.T) { expectCaught(t, churnOnly(), "I4", "I4", 10, 8) })
+	t.Run("node runner", func(t *testing.T) {
+		cfg := churnOnly()
+		cfg.Faults.PersistFail = 0.5
+		expectCaught(t, cfg, "I4-runner", "I4", 10, 5)
+	})
 }
 
 // I5: the volume core never detaches.

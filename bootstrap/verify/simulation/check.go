@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/node/reconciler"
 )
 
 type vn struct {
@@ -93,17 +94,17 @@ func (c *checker) observe(ch sim.Change) {
 // the volume, the agent acted on a status older than its own report that
 // dropped the volume, and nothing stops the controller from detaching it
 // under the new mount ("our report was heard").
-func (c *checker) decided(a *agentSim, op *diskOp) {
+func (c *checker) decided(a *agentSim, vol cloud.VolumeID, kind opKind, held reconciler.StatusChanged) {
 	w := c.w
-	_, attached := a.seen.Attached[op.vol]
-	if !attached || !a.seen.InUse[op.vol] {
-		w.violate("I3", op.vol, a.node, fmt.Sprintf("%s started while the status the agent saw has attached=%v in use=%v",
-			op.kind, attached, a.seen.InUse[op.vol]))
+	_, attached := held.Attached[vol]
+	if !attached || !held.InUse[vol] {
+		w.violate("I3", vol, a.node, fmt.Sprintf("%s started while the status the agent held has attached=%v in use=%v",
+			kind, attached, held.InUse[vol]))
 		return
 	}
-	if st, _, _ := w.st.NodeStatus(a.node); !st.VolumesInUse[op.vol] && w.heard[a.node] < a.addedAt[op.vol] {
-		w.violate("I3", op.vol, a.node, fmt.Sprintf("%s started on a superseded status: the node's persisted VolumesInUse %v leaves the volume out, and the node has not heard report #%d that added it again (last heard: #%d)",
-			op.kind, sortedKeys(st.VolumesInUse), a.addedAt[op.vol], w.heard[a.node]))
+	if st, _, _ := w.st.NodeStatus(a.node); !st.VolumesInUse[vol] && w.heard[a.node] < a.addedAt[vol] {
+		w.violate("I3", vol, a.node, fmt.Sprintf("%s started on a superseded status: the node's persisted VolumesInUse %v leaves the volume out, and the node has not heard report #%d that added it again (last heard: #%d)",
+			kind, sortedKeys(st.VolumesInUse), a.addedAt[vol], w.heard[a.node]))
 	}
 }
 

@@ -126,7 +126,7 @@ func (w *world) tell(vols []cloud.VolumeID, nodes ...cloud.NodeName) {
 	rev, _ := w.st.Revision()
 	for _, v := range vols {
 		desired, _ := w.st.DesiredNodes(v)
-		w.send(desiredAddr, volAddr(v), desiredMsg{Rev: rev, Mode: w.modes[v], Nodes: desired})
+		w.send(desiredAddr, volAddr(v), desiredNodes(v, w.modes[v], rev, desired))
 	}
 	for _, n := range nodes {
 		w.sendLink(desiredAddr, agentAddr(n), n, w.workloadsOf(n))

@@ -1,11 +1,11 @@
 package simulation
 
 import (
+	"errors"
 	"time"
 
-	"github.com/tether/tether/actors/store"
+	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/syncer"
-	"github.com/tether/tether/actors/volume"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
 )
@@ -89,122 +89,31 @@ func (w *world) reply(c call, res, timedOut any, hung bool, landed func()) bool 
 	return true
 }
 
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-// recordIntent is the shell's callCloud: the operation's intent, with its
-// deadline, is in the store before the call is sent.
-func (w *world) recordIntent(vol cloud.VolumeID, n cloud.NodeName, op uint64, attach bool) {
-	must(w.st.PutIntent(store.Intent{Volume: vol, Node: n, Op: op, Attach: attach, Deadline: w.now.Add(w.cfg.CloudTimeout)}))
-}
-
-// sendOp is the shell's callCloud for an attach or detach of vol on n: the
-// intent recorded, n resolved through the cache, then the call, which
-// lands after the cloud's latency (a hung one at the very end of
-// CloudTimeout, its reply lost). do carries the call out on the instance
-// and returns its result and the result a timed-out caller gets. A call
-// that fails NotFound makes the cache forget n, once its caller hears it.
-func (w *world) sendOp(c call, vol cloud.VolumeID, n cloud.NodeName, op uint64, attach bool, what string,
-	do func(cloud.InstanceID) (any, any, error)) {
-	w.recordIntent(vol, n, op, attach)
-	inst, rerr := w.resolve(n)
-	// Hangs draw from a site of their own, so that the draws of c.s stay
-	// as they were before hangs existed (older regression seeds replay).
-	hs := w.plan.site("cloud hang " + string(vol))
-	lat, hang, edge := w.cloudLatency(c.s), w.chance(hs, w.cfg.Faults.HangCall), hs.uniform(time.Millisecond, 10*time.Millisecond)
-	if hang && rerr == nil {
-		w.fault("hang the %s until its deadline", what)
-		lat = w.cfg.CloudTimeout - edge
-	}
-	w.after(lat, func() {
-		m := sim.MethodAttach
-		if !attach {
-			m = sim.MethodDetach
-		}
-		w.injectCloudError(c.s, m, what, rerr == nil)
-		var res, lost any
-		err := rerr
-		if rerr == nil {
-			res, lost, err = do(inst)
-		} else {
-			res, lost, _ = do("")
-		}
-		landed := func() {
-			// A reply came: the call can no longer land after now.
-			_ = w.st.PutIntent(store.Intent{Volume: vol, Node: n, Op: op, Attach: attach, Deadline: w.now})
-		}
-		if w.reply(c, res, lost, hang && rerr == nil, landed) {
-			w.forgetInstance(n, err)
-		}
-	})
-}
-
-// callAttach is the shell's callAttach.
-func (w *world) callAttach(vol cloud.VolumeID, f volume.CallAttach) {
-	c := w.newCall("cloud attach "+string(vol), volAddr(vol))
-	what := "attach " + string(vol) + " to " + string(f.Node)
-	w.sendOp(c, vol, f.Node, f.Op, true, what, func(inst cloud.InstanceID) (any, any, error) {
-		lost := volume.AttachDone{Node: f.Node, Op: f.Op, Err: cloud.KindRetryable, Msg: errTimeout}
-		if inst == "" {
-			msg := "no instance backs node " + string(f.Node)
-			return volume.AttachDone{Node: f.Node, Op: f.Op, Err: cloud.KindNotFound, Msg: msg}, lost, nil
-		}
-		dev, err := w.cloud.Attach(bg, vol, inst)
-		w.tracef("cloud: attach %s to %s (%s): device %q err %v", vol, f.Node, inst, dev, err)
-		return volume.AttachDone{Node: f.Node, Op: f.Op, DevicePath: dev, Err: cloud.Classify(err), Msg: errString(err)}, lost, err
-	})
-}
-
-// callDetach is the shell's callDetach.
-func (w *world) callDetach(vol cloud.VolumeID, f volume.CallDetach) {
-	c := w.newCall("cloud detach "+string(vol), volAddr(vol))
-	what := "detach " + string(vol) + " from " + string(f.Node)
-	w.sendOp(c, vol, f.Node, f.Op, false, what, func(inst cloud.InstanceID) (any, any, error) {
-		lost := volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.KindRetryable, Msg: errTimeout}
-		if inst == "" {
-			msg := "no instance backs node " + string(f.Node)
-			return volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.KindNotFound, Msg: msg}, lost, nil
-		}
-		if f.Force != "" {
-			w.chk.forcing = vn{vol, f.Node}
-		}
-		err := w.cloud.Detach(bg, vol, inst)
-		w.chk.forcing = vn{}
-		w.tracef("cloud: detach %s from %s (%s, force %q): err %v", vol, f.Node, inst, f.Force, err)
-		return volume.DetachDone{Node: f.Node, Op: f.Op, Err: cloud.Classify(err), Msg: errString(err)}, lost, err
-	})
-}
-
-// verify is the shell's verifyNodes: one VolumesAreAttached call per batch
-// of nodes, resolved through the cache when the verify is sent (a node no
-// instance backs: not attached). At start-up the answer is one restoredMsg
-// for the incarnation that asked; later one Verified per node, nothing if
-// a call failed.
-func (w *world) verify(vol cloud.VolumeID, nodes []cloud.NodeName, start bool) {
-	inc := w.vols[vol].inc
+// verify is the volume host's Verify (the shell's verifier): one
+// VolumesAreAttached call per batch of nodes, resolved through the cache
+// when the verify is sent (a node no instance backs: not attached). The
+// answer goes to the incarnation that asked, if it is still alive.
+func (w *world) verify(h *volHost, nodes []cloud.NodeName, answer func(controller.VerifyAnswer)) {
+	vol := h.v.id
 	c := w.newCall("cloud verify "+string(vol), volAddr(vol))
 	asOf, s := c.issued, c.s
 	soon := s.uniform(0, 20*time.Millisecond)
-	answer := func(t time.Time, attached map[cloud.NodeName]bool, failed bool) {
-		if start {
-			w.sendResult(t, cloudAddr, c.to, c.epoch, restoredMsg{Inc: inc, Attached: attached, AsOf: asOf, Failed: failed})
-			return
+	reply := func(t time.Time, attached map[cloud.NodeName]bool, failed bool) {
+		ans := controller.VerifyAnswer{Attached: map[string]bool{}, AsOf: asOf}
+		for n, att := range attached {
+			ans.Attached[string(n)] = att
 		}
 		if failed {
-			return
+			ans.Err = errors.New(errTimeout)
 		}
-		var msgs []any
-		for _, n := range sortedKeys(attached) {
-			msgs = append(msgs, volume.Verified{Node: n, Attached: attached[n], AsOf: asOf})
-		}
-		w.sendResult(t, cloudAddr, c.to, c.epoch, msgs...)
+		w.at(t, func() {
+			if h.live() {
+				answer(ans)
+			}
+		})
 	}
 	if len(nodes) == 0 {
-		answer(w.now.Add(soon), map[cloud.NodeName]bool{}, false)
+		reply(w.now.Add(soon), map[cloud.NodeName]bool{}, false)
 		return
 	}
 	insts := map[cloud.NodeName]cloud.InstanceID{}
@@ -215,10 +124,10 @@ func (w *world) verify(vol cloud.VolumeID, nodes []cloud.NodeName, start bool) {
 		attached, failed := w.queryAttached(s, vol, nodes, insts)
 		if w.chance(s, w.cfg.Faults.LostResponse) {
 			w.fault("lose the response to the verify of %s on %v", vol, nodes)
-			answer(asOf.Add(w.cfg.CloudTimeout), map[cloud.NodeName]bool{}, true)
+			reply(asOf.Add(w.cfg.CloudTimeout), map[cloud.NodeName]bool{}, true)
 			return
 		}
-		answer(w.now.Add(soon), attached, failed)
+		reply(w.now.Add(soon), attached, failed)
 	})
 }
 

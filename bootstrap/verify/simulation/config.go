@@ -56,16 +56,21 @@ type Config struct {
 	// (volume and nodestatus BreakIgnoreInUse), "I2-wiring" (BreakI2),
 	// "I3" (reconciler.Config.BreakMountBeforeInUse), "I4"
 	// (nodestatus.Config.BreakPrepareBeforeWrite), "I5"
-	// (volume.Config.BreakNeverDetach). Two more break the agent's shell:
-	// "I3-wiring" (the core is told that the controller heard every report
-	// and lists every attached volume in use) and "I3-device" (a stage
-	// mounts whatever its device path names, attached or not, as a shell
-	// that trusted paths did). "": nothing broken.
+	// (volume.Config.BreakNeverDetach). Four more break the shells:
+	// "I3-wiring" (the agent's core is told that the controller heard
+	// every report and lists every attached volume in use), "I3-stale"
+	// (agent.RunnerConfig.BreakStaleStatus: the production runner acts on
+	// a stale status, a cache that never forgets a volume once listed),
+	// "I3-device" (a stage mounts whatever its device path names,
+	// attached or not, as a shell that trusted paths did) and "I4-runner"
+	// (controller.NodeRunner.BreakRunBeforeWrite: the production node
+	// runner answers before its group commit's write). "": nothing broken.
 	Break string
 
-	// BreakI2 is a test-only hook that breaks the wiring, not the cores: the
-	// volume cores are told that no node uses them, and the node cores see
-	// every detach request as forced. The checker must then report I2.
+	// BreakI2 is a test-only hook that breaks the shells, not the cores:
+	// the volume runners (controller.VolumeRunnerConfig.BreakI2) tell
+	// their cores that no node uses them and ask every detach's
+	// preparation as forced. The checker must then report I2.
 	BreakI2 bool
 }
 
@@ -80,7 +85,7 @@ func (c Config) withBreak() Config {
 		c.Node.BreakIgnoreInUse = true
 	case "I2-wiring":
 		c.BreakI2 = true
-	case "I3-wiring", "I3-device":
+	case "I3-wiring", "I3-stale", "I3-device", "I4-runner":
 	case "I3":
 		c.Agent.BreakMountBeforeInUse = true
 	case "I4":
@@ -108,6 +113,8 @@ type Faults struct {
 	DupResult    float64 // a cloud call's result is delivered twice
 	PersistFail  float64 // a node status write fails
 	MountFail    float64 // a mount operation fails
+	SlowMount    float64 // a mount call returns late, within the agent's OpTimeout
+	HangMount    float64 // a mount call hangs past the agent's OpTimeout (its machine's end ends it)
 	LinkDrop     float64 // an agent <-> node actor message is dropped
 	LinkDup      float64 // ... delivered twice
 	LinkDelay    float64 // ... delayed by seconds (reordered)
@@ -140,6 +147,7 @@ func DefaultConfig() Config {
 	vc.Backoff.Jitter = 0.1
 	ac := reconciler.DefaultConfig()
 	ac.Backoff.Jitter = 0.1
+	ac.OpTimeout = 2 * time.Minute // the node agent's default
 	return Config{
 		Nodes: 3, Volumes: 5, MultiNode: 2, InitialWorkloads: 3,
 		Churn:          10 * time.Minute,
@@ -153,6 +161,7 @@ func DefaultConfig() Config {
 		Faults: Faults{
 			WorkloadEvery: 20 * time.Second, FaultEvery: 30 * time.Second,
 			CloudError: 0.1, LostResponse: 0.03, HangCall: 0.02, DupResult: 0.03, PersistFail: 0.05, MountFail: 0.05,
+			SlowMount: 0.03, HangMount: 0.01,
 			LinkDrop: 0.02, LinkDup: 0.02, LinkDelay: 0.05,
 			KillWeight: 6, TerminateWeight: 1, RebootWeight: 1, ReplaceWeight: 1, DeleteWeight: 1,
 			PartitionWeight: 1, OutOfServiceWeight: 1, ConsoleDetachWeight: 1, NodeDeleteWeight: 1, ControllerRestartWeight: 1,

@@ -62,10 +62,10 @@ func (w *world) deviceNote(v cloud.VolumeID, n cloud.NodeName) string {
 // volumeNote shows what a volume's core believes.
 func (w *world) volumeNote(v cloud.VolumeID) string {
 	vs := w.vols[v]
-	if !vs.alive || vs.restoring {
+	if !vs.alive || vs.runner.Restoring() {
 		return fmt.Sprintf(" [volume %s is down or restoring]", v)
 	}
-	st := vs.core.Status()
+	st := vs.runner.Status()
 	var parts []string
 	for _, n := range sortedKeys(st.Attachments) {
 		a := st.Attachments[n]

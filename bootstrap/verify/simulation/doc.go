@@ -1,20 +1,59 @@
 // Package simulation is tether's deterministic simulation tier (DESIGN.md,
-// testing tier 2). It wires the pure cores (actors/volume,
-// actors/nodestatus, node/reconciler, actors/syncer) to the in-memory sim cloud,
-// the in-memory store and a simulated disk per node, through a
-// single-threaded, seeded event loop with a virtual clock, and checks the
-// safety invariants I1-I4 after every change of the ground truth and I5
-// once the faults stop. It never starts goroutines, never reads the real
-// clock and never sleeps: the same seed gives the same run, trace included.
+// testing tier 2). It runs the production shells' runners over the pure
+// cores (actors/volume, actors/nodestatus, node/reconciler,
+// actors/syncer) against the in-memory sim cloud, the in-memory store and
+// a simulated disk per node, through a single-threaded, seeded event loop
+// with a virtual clock, and checks the safety invariants I1-I4 after
+// every change of the ground truth and I5 once the faults stop. It never
+// starts goroutines, never reads the real clock and never sleeps: the
+// same seed gives the same run, trace included. (The runners' loggers
+// and a stage's context are real, and unused by any decision.)
 //
-// The loop mimics the actor shells (actors/controller, node): how effects
-// are carried out (a Persist before what depends on it; cloud calls started
-// asynchronously, their results sent back to the caller as messages) and
-// how every core rebuilds when it (re)starts (volume: store snapshot then a
-// targeted verify, messages queued until it answers; node: the persisted
-// status, then workloads and status pushed to the agent; agent: a scan of
-// its disk, then a hello). The sync actor's loop is written here over
-// syncer.Batches and syncer.Compare.
+// # Production shells, hosted
+//
+// The simulation runs the shells' own code, not a copy of it. Each shell
+// is split into a runner (plain code: messages in, core stepped, effects
+// carried out) and a host interface that gives it everything it needs
+// from the outside; the Proto.Actor actor and this scheduler both
+// provide that interface:
+//
+//   - volume actor: controller.VolumeRunner over controller.VolumeHost
+//     (volume_host.go): Now; SendNode and SendSelf (protobuf messages);
+//     WakeAt and StopTimer; Record; Verify (the cloud asked off the turn,
+//     answered once); Call (one attach or detach in three steps:
+//     Prepare records the intent and resolves the instance, Send is the
+//     cloud call, Finish forgets the instance, shortens the intent and
+//     sends the result home); PutIntent, Resolve, Forget (the store and
+//     the instance cache); Fenced. Here Call applies the cloud's latency,
+//     injected errors, lost and duplicated replies and hangs between the
+//     steps.
+//   - node agent: agent.Runner over agent.Host (agent_host.go): Now;
+//     SendController and SendSelf; WakeAt; Record; with agent.Mounts (here
+//     the simulated disk) and agent.Calls (here NewCallsOn: this scheduler
+//     decides when a mount call returns: soon, slowly, or hung past the
+//     agent's OpTimeout, dying with its machine).
+//   - node actor: controller.NodeRunner over controller.NodeHost
+//     (node_host.go): Now; SendVolume, SendAgent; QueueFlush (the group
+//     commit's flush, behind the mailbox); WakeAt; PutStatus (here the
+//     store, whose writes the plan may fail); Fenced; Record;
+//     ReadyChanged; Prefetch.
+//   - sync actor: controller.SyncRunner over controller.SyncHost
+//     (sync_host.go): Now; SendVolume; WakeAt; Query (one batch's
+//     InstanceVolumes off the turn, answered as a SyncBatchFinished);
+//     Record; PassFinished.
+//
+// What stays written here is what the hosts provide: the scheduler (the
+// mailboxes, timers and links), the cloud's client side (the volume
+// actors' verifier, the sync actor's query, the instance cache:
+// cloudcall.go, sync_host.go, instances.go), the simulated disk, and the
+// wiring the Proto.Actor shells do around their runners (which store
+// snapshot a core starts from; the node actor's agent registry and
+// readiness events are not simulated). How every core rebuilds when it
+// (re)starts is the shells': volume: store snapshot
+// (controller.ReadVolume) then a targeted verify, messages queued until it
+// answers; node: the persisted status, then workloads and status pushed
+// to the agent; agent: a scan of its disk with the calls still running,
+// then a hello.
 //
 // # Fault model
 //
@@ -49,7 +88,8 @@
 //     delivered twice. Results travel independently (they reorder) and go
 //     to whichever incarnation of the caller is alive when they arrive
 //     (none: lost): a killed core's calls still complete in the cloud and
-//     the new incarnation sees them as stale results. The cloud is
+//     the new incarnation sees them as stale results (the shell drops
+//     what comes back after its incarnation ended). The cloud is
 //     permissive (a second exclusive attach is accepted), so that I1 rests
 //     on tether's decisions alone (Config.StrictCloud opts out).
 //   - The shells name instances as the controller does: through a cache
@@ -60,12 +100,16 @@
 //     and detach, and shortened to the moment its reply reaches the
 //     incarnation that sent it, as the shells do.
 //   - A store write of a node status may fail (FailNodeStatusWrites).
-//   - A mount operation may fail, possibly leaving a half-done mount.
+//   - A mount operation may fail, possibly leaving a half-done mount. A
+//     mount call may be slow (up to the agent's OpTimeout) or hang (it
+//     returns only after the agent's core timed its operation out, up to
+//     half a minute later; the agent leaves its volume alone meanwhile,
+//     across its own restarts), and a call dies with its machine.
 //   - Any core may be killed at any time and comes back after a restart
 //     delay (0.5 to 5 s), with a new random incarnation base for its
 //     operation, report or pass numbers, as the shells draw it; a killed
-//     agent's mount operations in flight complete, stop half-done or never
-//     happen. The whole controller may restart: every volume, node and
+//     agent's mount calls go on (agent.Calls), and their results reach
+//     its next incarnation. The whole controller may restart: every volume, node and
 //     sync core killed at once, its in-process messages, mailboxes (the
 //     results of its calls in flight) and instance cache lost with it.
 //   - Instances (machines.go), as a real cloud treats them: terminated
@@ -108,8 +152,11 @@
 //     the node, or (a publish) the cloud console detached it while the
 //     node had it staged (the mount outlived its device by the cloud's
 //     doing; a new stage needs the device attached, so this excuses nothing
-//     tether did); and the agent decided it while the last node status it
-//     had seen listed the volume in both VolumesInUse and VolumesAttached,
+//     tether did); and the agent decided it (the moment its runner started
+//     the mount call, judged against the node status it held then: the
+//     last one it received, before any wiring of its own touched it)
+//     while that status listed the volume in both VolumesInUse and
+//     VolumesAttached,
 //     and that status was not superseded by the agent's own reports (the
 //     node's persisted VolumesInUse leaving the volume out before the node
 //     heard the report in which the agent started reporting it again).

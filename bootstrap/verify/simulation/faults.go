@@ -3,8 +3,8 @@ package simulation
 import (
 	"time"
 
-	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/messages"
 )
 
 // killable is an actor the fault schedule may kill.
@@ -152,7 +152,7 @@ func (w *world) markOutOfService(s *site, n cloud.NodeName) {
 	}
 	w.fault("mark %s out of service", n)
 	w.outOfSvc[n] = true
-	w.send(desiredAddr, nodeAddr(n), nodestatus.OutOfServiceSet{OutOfService: true})
+	w.send(desiredAddr, nodeAddr(n), &messages.SetOutOfService{Node: string(n), OutOfService: true})
 }
 
 // beginCalm stops the faults: partitions heal, marks are lifted, machines
@@ -162,7 +162,7 @@ func (w *world) beginCalm() {
 	w.tracef("CALM: no more faults")
 	clear(w.partitions)
 	for _, n := range sortedKeys(w.outOfSvc) {
-		w.send(desiredAddr, nodeAddr(n), nodestatus.OutOfServiceSet{OutOfService: false})
+		w.send(desiredAddr, nodeAddr(n), &messages.SetOutOfService{Node: string(n), OutOfService: false})
 	}
 	clear(w.outOfSvc)
 	w.calmMachines()
@@ -175,7 +175,7 @@ func (w *world) probe() {
 	w.checkConverged(false)
 	for _, n := range w.nodeNs {
 		if st, ok, _ := w.st.NodeStatus(n); ok && st.OutOfService && w.now.Sub(w.calmAt) > 10*time.Second {
-			w.send(desiredAddr, nodeAddr(n), nodestatus.OutOfServiceSet{OutOfService: false})
+			w.send(desiredAddr, nodeAddr(n), &messages.SetOutOfService{Node: string(n), OutOfService: false})
 		}
 	}
 	w.after(time.Second, w.probe)

@@ -35,9 +35,7 @@ func (w *world) machineUp(n cloud.NodeName) bool { return w.machines[n] == machi
 // detaches everything (ReasonTerminate), the agent goes down with the
 // machine and, as after a reboot, every mount is left half-done.
 func (w *world) powerOff(n cloud.NodeName) {
-	if a := w.agents[n]; a.alive {
-		a.crash()
-	}
+	w.agents[n].crash()
 	w.disks[n].reboot()
 	must(w.cloud.Terminate(w.instance(n)))
 }
@@ -113,9 +111,7 @@ func (w *world) deleteInstance(s *site, n cloud.NodeName, after time.Duration, x
 		return
 	}
 	w.fault("delete the instance of %s for good", n)
-	if a := w.agents[n]; a.alive {
-		a.crash()
-	}
+	w.agents[n].crash()
 	w.disks[n] = newDisk()
 	must(w.cloud.Delete(w.instance(n)))
 	gen := w.setMachine(n, machineGone)

@@ -212,3 +212,9 @@ func describe(msg any) string {
 	s := fmt.Sprintf("%T%+v", msg, msg)
 	return strings.TrimPrefix(s, "simulation.")
 }
+
+// stop forgets the pending wake.
+func (t *timer) stop() {
+	t.gen++
+	t.pending = false
+}
