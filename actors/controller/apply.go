@@ -51,6 +51,12 @@ func (c *Controller) ApplyAll(changes []Change) ([]string, error) {
 	if err := c.validate(r, changes); err != nil {
 		return nil, err
 	}
+	return c.commit(r, changes)
+}
+
+// commit writes changes, validated against r, and tells the actors (see
+// ApplyAll). Caller holds c.mu.
+func (c *Controller) commit(r objects, changes []Change) ([]string, error) {
 	var ops []store.Op
 	var result []string
 	var vols orderedSet[cloud.VolumeID]
@@ -148,30 +154,10 @@ type batchIndex struct {
 	nodes   map[cloud.NodeName]bool
 }
 
-// Validate is ApplyAll without writing anything (a dry run): the error
-// ApplyAll would return now, or nil. The store may change before an
-// ApplyAll that follows, which therefore validates again.
-func (c *Controller) Validate(changes []Change) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, err := c.reader(len(changes))
-	if err != nil {
-		return err
-	}
-	if err := c.validate(r, changes); err != nil {
-		return err
-	}
-	for _, ch := range changes {
-		if _, err := verb(r, ch); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // validate checks names, duplicates, access modes and references. Caller
 // holds c.mu.
 func (c *Controller) validate(r objects, changes []Change) error {
+	c.validations++
 	b := batchIndex{volumes: map[cloud.VolumeID]bool{}, nodes: map[cloud.NodeName]bool{}}
 	seen := map[string]int{}
 	for i, ch := range changes {
@@ -184,7 +170,7 @@ func (c *Controller) validate(r objects, changes []Change) error {
 		}
 		key := kind + "/" + name
 		if j, dup := seen[key]; dup {
-			return fmt.Errorf("%w: %s appears in documents %d and %d", ErrInvalid, key, j+1, i+1)
+			return fmt.Errorf("%w: document %d: %s is also document %d: one apply may name an object once", ErrInvalid, i+1, key, j+1)
 		}
 		seen[key] = i
 		switch {

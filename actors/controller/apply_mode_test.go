@@ -23,7 +23,7 @@ func TestAccessModeFixedAtCreation(t *testing.T) {
 		{Volume: &store.VolumeSpec{ID: "x", Mode: cloud.Exclusive}},
 	}
 	for name, apply := range map[string]func() error{
-		"Validate": func() error { return r.ctl.Validate(batch) },
+		"Validate": func() error { _, err := r.ctl.Validate(batch); return err },
 		"ApplyAll": func() error { _, err := r.ctl.ApplyAll(batch); return err },
 	} {
 		err := apply()
@@ -43,7 +43,7 @@ func TestAccessModeFixedAtCreation(t *testing.T) {
 		t.Errorf("x is %v", v.Mode)
 	}
 	same := []Change{{Volume: &store.VolumeSpec{ID: "x", Mode: cloud.MultiNode}}, {Node: &store.NodeSpec{Name: "n1"}}}
-	if err := r.ctl.Validate(same); err != nil {
+	if _, err := r.ctl.Validate(same); err != nil {
 		t.Fatal(err)
 	}
 	got, err := r.ctl.ApplyAll(same)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // The queue never runs more than max calls at once, runs them in the
@@ -42,17 +43,17 @@ func TestCallQueueBoundOrderAndIdle(t *testing.T) {
 			}
 			// Every worker it may start is busy; the rest wait their turn.
 			want := min(tc.max, tc.calls)
-			waitFor(t, "workers busy", func() bool {
+			testkit.Eventually(t, 10*time.Second, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return running == want
-			})
+			}, "workers busy")
 			if w, waiting, _ := q.busy(); w != want || waiting != tc.calls-want {
 				t.Fatalf("busy = %d workers, %d waiting; want %d and %d", w, waiting, want, tc.calls-want)
 			}
 			close(release)
 			done.Wait()
-			waitFor(t, "workers gone", func() bool { w, _, _ := q.busy(); return w == 0 })
+			testkit.Eventually(t, 10*time.Second, func() bool { w, _, _ := q.busy(); return w == 0 }, "workers gone")
 			if peak != want {
 				t.Errorf("peak %d calls at once, want %d", peak, want)
 			}
@@ -81,7 +82,7 @@ func TestCallQueueRunNeverBlocks(t *testing.T) {
 	}
 	close(release)
 	done.Wait()
-	waitFor(t, "worker gone", func() bool { w, _, _ := q.busy(); return w == 0 })
+	testkit.Eventually(t, 10*time.Second, func() bool { w, _, _ := q.busy(); return w == 0 }, "worker gone")
 }
 
 // The volume actors' attaches go through the queue: with CallWorkers 2,
@@ -110,16 +111,5 @@ func TestVolumeCallsBounded(t *testing.T) {
 	}
 	if _, peak := r.calls.attaches(); peak != 2 {
 		t.Fatalf("peak %d attaches at once, want 2 (CallWorkers)", peak)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

@@ -27,6 +27,8 @@ type Controller struct {
 	env    *env
 	mu     sync.Mutex
 	cancel context.CancelFunc
+	// validations counts the batches validated (under mu): Validations.
+	validations int
 }
 
 // New builds a controller on sys. Nothing runs before Start.

@@ -99,7 +99,7 @@ func testBigBatch(t *testing.T, wrap func(*store.Memory) store.Store) {
 	if _, err := r.ctl.ApplyAll(batch(cloud.Exclusive, "n9")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `unknown node "n9"`) {
 		t.Fatalf("unknown node in a big batch: %v", err)
 	}
-	if err := r.ctl.Validate(batch(cloud.MultiNode, "n1")); !errors.Is(err, ErrInvalid) {
+	if _, err := r.ctl.Validate(batch(cloud.MultiNode, "n1")); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("dry run of a mode change in a big batch: %v", err)
 	}
 	r.eventually("w1's volumes attached", func() bool { return r.settled("v001", "n1")() && r.settled("v002", "n1")() })

@@ -18,6 +18,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/messages"
 )
 
@@ -123,11 +124,7 @@ func testBurst(t *testing.T, fail, crash bool) {
 		s, ok, _ := st.NodeStatus("n1")
 		return ok && s.Ready
 	}
-	for deadline := time.Now().Add(10 * time.Second); !ready(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("n1 never persisted Ready")
-		}
-	}
+	testkit.Eventually(t, 10*time.Second, ready, "n1 persisted Ready")
 
 	open := st.close()
 	defer func() {

@@ -19,6 +19,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/messages"
 )
 
@@ -164,12 +165,8 @@ func (r *rig) workload(uid string, node cloud.NodeName, vols ...cloud.VolumeID) 
 // eventually polls cond (real time, bounded) until it holds.
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for: %s\ncloud: %v\nevents: %s", what, r.cloud.Attachments(), r.eventLog())
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testkit.Until(10*time.Second, cond) {
+		r.t.Fatalf("not within 10s: %s\ncloud: %v\nevents: %s", what, r.cloud.Attachments(), r.eventLog())
 	}
 }
 

@@ -73,7 +73,7 @@ func TestDriverFieldsFixedAtCreation(t *testing.T) {
 		c := v.Clone()
 		tt.change(&c)
 		batch := []Change{{Volume: &store.VolumeSpec{ID: "y"}}, {Volume: &c}}
-		if err := r.ctl.Validate(batch); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.fields) ||
+		if _, err := r.ctl.Validate(batch); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.fields) ||
 			!strings.Contains(err.Error(), "document 2") {
 			t.Errorf("Validate: %v, want ErrInvalid naming document 2 and %q", err, tt.fields)
 		}

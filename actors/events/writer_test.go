@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // fakeLog records each AppendEvents call; while gated, a call waits for
@@ -179,13 +181,7 @@ func TestWriterCloseFlushesQueue(t *testing.T) {
 		waitEntered(t, f)
 		closed := make(chan struct{})
 		go func() { w.Close(); close(closed) }()
-		deadline := time.Now().Add(10 * time.Second)
-		for !w.closing() {
-			if time.Now().After(deadline) {
-				t.Fatal("Close did not start within 10 s")
-			}
-			time.Sleep(time.Millisecond) // polling for the goroutine's Close
-		}
+		testkit.Eventually(t, 10*time.Second, w.closing, "Close started")
 		close(f.gate)
 		go func() {
 			for range f.entered {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -237,28 +236,15 @@ func checkRecords(tx *bolt.Tx) error {
 // directory must exist) and opens it. It never touches an existing file: if
 // anything is at path, even an empty file, it fails with an error matching
 // fs.ErrExist. The store appears at path whole or not at all: it is built
-// in a temporary file beside path and linked into place, so that a crash
-// while creating leaves no empty or half-made file for OpenBolt to refuse.
+// in a temporary file beside path and linked into place (durable.CreateFrom),
+// so that a crash while creating leaves no empty or half-made file for
+// OpenBolt to refuse.
 func CreateBolt(path string) (*Bolt, error) {
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("store: create %s: %w", path, fs.ErrExist)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
-	if err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", path, err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", path, err)
-	}
-	if err := initBolt(name); err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", path, err)
-	}
-	if err := os.Link(name, path); err != nil {
-		return nil, fmt.Errorf("store: create %s: %w", path, err)
-	}
-	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
+	err := durable.CreateFrom(path, 0o600, func(f *os.File) error { return initBolt(f.Name()) })
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil, fmt.Errorf("store: %w", err) // "create PATH: ..."
+	case err != nil:
 		return nil, fmt.Errorf("store: create %s: %w", path, err)
 	}
 	return OpenBolt(path)

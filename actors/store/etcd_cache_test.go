@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // TestEtcdCacheSeesOtherWriters: a cached store's reads are
@@ -112,7 +113,7 @@ func TestBarrierCoalesces(t *testing.T) {
 	ctx := context.Background()
 	first := make(chan int64)
 	go func() { r, _ := b.wait(ctx); first <- r }()
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return calls == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return calls == 1 }, "condition not reached")
 	// Ten more arrive while the first request is in flight.
 	const n = 10
 	got := make(chan int64, n)
@@ -126,7 +127,7 @@ func TestBarrierCoalesces(t *testing.T) {
 		}()
 	}
 	joined.Wait()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.next != nil && b.next.waiters == n })
+	testkit.Eventually(t, 5*time.Second, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.next != nil && b.next.waiters == n }, "condition not reached")
 	close(release)
 	if r := <-first; r != 1 {
 		t.Fatalf("first waiter answered by request %d, want 1", r)
@@ -140,18 +141,6 @@ func TestBarrierCoalesces(t *testing.T) {
 	defer mu.Unlock()
 	if calls != 2 {
 		t.Fatalf("%d requests for 11 waiters in two waves, want 2", calls)
-	}
-}
-
-// waitFor polls cond for at most 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5 s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tether/tether/actors/nodestatus"
 	"github.com/tether/tether/actors/store/etcdserver/etcdtest"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // freeLoopbackPort returns an address of 127.0.0.1 nobody listens on.
@@ -35,25 +36,6 @@ func fillStore(t *testing.T, s Store) {
 	must(t, s.PutNodeStatus(nodestatus.Status{Name: "n1", Ready: true,
 		VolumesAttached: map[cloud.VolumeID]string{"v1": "/dev/a"}}))
 	must(t, s.PutIntent(Intent{Volume: "v1", Node: "n1", Op: 3, Attach: true, Deadline: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}))
-}
-
-// eventually retries read until it succeeds, for at most 20 s: a client
-// reconnecting to an etcd that came back.
-func eventually(t *testing.T, what string, read func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := read()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing 20 s after etcd came back: %v", what, err)
-		}
-		<-tick.C
-	}
 }
 
 // TestEtcdSurvivesRestart: what was acknowledged before etcd stopped
@@ -98,7 +80,7 @@ func testEtcdSurvivesRestart(t *testing.T, cache bool) {
 			}
 
 			must(t, srv.Restart())
-			eventually(t, "Revision", func() error { _, err := s.Revision(); return err })
+			testkit.EventuallyNil(t, 20*time.Second, func() error { _, err := s.Revision(); return err }, "Revision: still failing after etcd came back")
 			if after := snap(t, s); !reflect.DeepEqual(after, before) {
 				t.Fatalf("after restart:\n %+v\nwant\n %+v", after, before)
 			}
@@ -115,9 +97,9 @@ func testEtcdSurvivesRestart(t *testing.T, cache bool) {
 			must(t, s.DeleteWorkload("c"))
 			// The other client reconnects on its own schedule: a put is
 			// idempotent, so it may be tried until it lands.
-			eventually(t, "the other client's put", func() error {
+			testkit.EventuallyNil(t, 20*time.Second, func() error {
 				return other.PutVolume(VolumeSpec{ID: cloud.VolumeID("after-" + end.name)})
-			})
+			}, "the other client's put: still failing after etcd came back")
 			if _, ok, err := s.Volume(cloud.VolumeID("after-" + end.name)); !ok || err != nil {
 				t.Fatalf("a volume another client wrote after the restart: found %v, %v", ok, err)
 			}

@@ -330,5 +330,3 @@ func formatImage(image string) error {
 	}
 	return nil
 }
-
-// syncDir makes a rename in dir durable.

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/limit"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // fleetStart runs vols workloads (one volume each) over 4 nodes against a
@@ -45,13 +46,13 @@ func fleetStart(t *testing.T, vols int, lim limit.Config) sim.Counters {
 	if _, err := e.Ctl().ApplyAll(chs); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "every volume attached", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		n := 0
 		for _, insts := range e.Cloud.Attachments() {
 			n += len(insts)
 		}
 		return n == vols
-	})
+	}, "every volume attached")
 	return e.Cloud.Calls()
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/csi/csitest"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/layout"
 )
 
@@ -141,12 +142,8 @@ func (r *csiRig) gone(vol cloud.VolumeID) bool {
 // waitFor polls cond, printing the driver's state if it times out.
 func (r *csiRig) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; the driver has:\n%s", what, r.d.Describe())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Until(30*time.Second, cond) {
+		t.Fatalf("not within 30s: %s; the driver has:\n%s", what, r.d.Describe())
 	}
 }
 

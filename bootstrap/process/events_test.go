@@ -9,6 +9,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // eventsOf lists the types of the events of one object, oldest first.
@@ -55,10 +56,10 @@ func TestEventsSurviveRestart(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "data-1 attached and app-1 mounted, in the event log", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		return hasType(eventsOf(t, e, events.KindVolume, "data-1"), "SuccessfulAttachVolume") &&
 			hasType(eventsOf(t, e, events.KindWorkload, "app-1"), "SuccessfulMountVolume")
-	})
+	}, "data-1 attached and app-1 mounted, in the event log")
 	before := map[events.Kind][]events.Event{
 		events.KindVolume:   eventsOf(t, e, events.KindVolume, "data-1"),
 		events.KindWorkload: eventsOf(t, e, events.KindWorkload, "app-1"),

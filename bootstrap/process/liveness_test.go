@@ -10,6 +10,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // slowListing is a store whose Volumes listing takes delay once armed, as
@@ -66,7 +67,7 @@ func TestSlowStartMarksNoNodeNotReady(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "both nodes Ready", 20*time.Second, ready(e))
+	testkit.Eventually(t, 20*time.Second, ready(e), "both nodes Ready")
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestSlowStartMarksNoNodeNotReady(t *testing.T) {
 	}
 	// Every node has heard its agent after the start: a NotReady
 	// transition, had there been one, came before and is recorded.
-	pollUntil(t, "heartbeats heard by the new controller", 20*time.Second, heard)
+	testkit.Eventually(t, 20*time.Second, heard, "heartbeats heard by the new controller")
 	for _, n := range e.NodeNames {
 		for _, ev := range e.Events.For(events.Ref{Kind: events.KindNode, Name: string(n)}) {
 			if ev.Type == "NodeNotReady" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/actors/events"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -47,13 +48,13 @@ func TestLoopBusyUnmountRetriedWithBackoff(t *testing.T) {
 	if err := e.Ctl().DeleteWorkload(uid); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "three refused unmounts", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		if !mountedOn(e, "n1", p) || !attachedOnlyTo(e, vol, "n1") {
 			t.Fatalf("with a file held open through it, the mount or the attachment went: mounted %v, attachments %v",
 				mountedOn(e, "n1", p), e.Account.Attachments())
 		}
 		return len(seen()) >= 3
-	})
+	}, "three refused unmounts")
 	var last time.Duration
 	for i, ev := range seen()[:3] {
 		m := failureRE.FindStringSubmatch(ev.Message)
@@ -69,8 +70,8 @@ func TestLoopBusyUnmountRetriedWithBackoff(t *testing.T) {
 	}
 
 	hold()
-	pollUntil(t, "unmounted and detached once the file is closed", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		_, attached := e.Account.Attachments()[vol]
 		return !mountedOn(e, "n1", p) && !exists(p) && !attached
-	})
+	}, "unmounted and detached once the file is closed")
 }

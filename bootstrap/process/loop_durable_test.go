@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/mount"
 )
 
@@ -68,10 +69,10 @@ func TestLoopDurableRestartFindsEverything(t *testing.T) {
 		t.Fatalf("attachments after the restart %v, before %v", got, attached)
 	}
 	p := waitServed(t, e, "n1", uid, vol)
-	pollUntil(t, "n1's agent ready", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		st, err := e.Agents["n1"].Status(time.Second)
 		return err == nil && st.Ready
-	})
+	}, "n1's agent ready")
 	if after := mountIdentities(t, dir); !maps.Equal(before, after) {
 		t.Errorf("mounts redone across the restart: before %v, after %v", before, after)
 	}

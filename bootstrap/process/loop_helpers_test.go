@@ -2,7 +2,6 @@ package process
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/verify/datatest"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -169,9 +169,9 @@ func attachedOnlyTo(e *Embedded, vol cloud.VolumeID, n cloud.NodeName) bool {
 func waitServed(t *testing.T, e *Embedded, n cloud.NodeName, uid string, vol cloud.VolumeID) string {
 	t.Helper()
 	p := podPath(t, e, n, uid, vol)
-	pollUntil(t, fmt.Sprintf("%s mounted for %s on %s", vol, uid, n), 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		return attachedOnlyTo(e, vol, n) && mountedOn(e, n, p)
-	})
+	}, "%s mounted for %s on %s", vol, uid, n)
 	return p
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/messages"
 )
 
@@ -141,12 +142,12 @@ func TestLoopReadOnlyMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := map[cloud.NodeName]string{"n1": podPath(t, e, "n1", "app-1", shared), "n2": podPath(t, e, "n2", "app-2", shared)}
-	pollUntil(t, "shared attached to n1 and n2 and mounted on both", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		if len(e.Account.Attachments()[shared]) != 2 {
 			return false
 		}
 		return mountedOn(e, "n1", paths["n1"]) && mountedOn(e, "n2", paths["n2"])
-	})
+	}, "shared attached to n1 and n2 and mounted on both")
 	var insts []cloud.InstanceID
 	for _, n := range []cloud.NodeName{"n1", "n2"} {
 		inst, _ := e.Account.InstanceOf(n)
@@ -183,9 +184,9 @@ func TestLoopReadOnlyMany(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pollUntil(t, "shared unmounted and detached from both nodes", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		return len(e.Account.Attachments()[shared]) == 0 && !exists(paths["n1"]) && !exists(paths["n2"])
-	})
+	}, "shared unmounted and detached from both nodes")
 	if _, err := c.Delete(ctx(), &messages.DeleteRequest{Kind: "volume", Name: string(shared)}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestLoopReadOnlyManyRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := podPath(t, e, "n1", "app", shared)
-	pollUntil(t, "shared mounted on n1", 60*time.Second, func() bool { return mountedOn(e, "n1", p) })
+	testkit.Eventually(t, 60*time.Second, func() bool { return mountedOn(e, "n1", p) }, "shared mounted on n1")
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/mount"
 )
@@ -101,7 +102,7 @@ func TestLoopTerminateWhileMountedWaitsForUnmount(t *testing.T) {
 		t.Fatal(err)
 	}
 	applyOn(t, e, "n2")
-	pollUntil(t, "n2's stage refused while n1 still has the disk mounted", 60*time.Second, func() bool { return shared.Load() > 0 })
+	testkit.Eventually(t, 60*time.Second, func() bool { return shared.Load() > 0 }, "n2's stage refused while n1 still has the disk mounted")
 	if !mountedOn(e, "n1", p1) {
 		t.Fatalf("%s was unmounted while a process held it", p1)
 	}
@@ -169,14 +170,14 @@ func TestLoopDataSurvivesAgentStopMidStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The new agent is up and sees the call of its predecessor running.
-	pollUntil(t, "n2's new agent ready", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		a, ok := e.Agents["n2"]
 		if !ok {
 			return false
 		}
 		st, err := a.Status(time.Second)
 		return err == nil && st.Ready
-	})
+	}, "n2's new agent ready")
 	close(g.release)
 	released = true
 	verifyChecksums(t, waitServed(t, e, "n2", uid, vol), sums)

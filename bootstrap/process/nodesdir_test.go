@@ -13,6 +13,7 @@ import (
 	"github.com/tether/tether/actors/controller"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
 )
@@ -61,10 +62,10 @@ func TestNodesDirApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mount.NewSymlink(l)
-	pollUntil(t, "v1 mounted for w1 under the nodes directory", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		st, _, err := m.Inspect(target)
 		return err == nil && st == mount.Mounted
-	})
+	}, "v1 mounted for w1 under the nodes directory")
 	if fi, err := os.Stat(filepath.Join(apart, "cloud", "v1")); err != nil || !fi.IsDir() {
 		t.Errorf("v1's content directory under %s: %v", apart, err)
 	}
@@ -99,10 +100,10 @@ func TestNodesDirApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e3.Stop() })
-	pollUntil(t, "the controller restored and n1's agent ready", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		st, err := e3.Agents["n1"].Status(time.Second)
 		return e3.Ctl().Restored() && err == nil && st.Ready
-	})
+	}, "the controller restored and n1's agent ready")
 	if st, _, err := m.Inspect(target); err != nil || st != mount.Mounted {
 		t.Fatalf("after the restart v1 is %v (%v), want mounted", st, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tether/tether/actors/events"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // A durable start with 100,000 objects (50,000 volumes and 50,000
@@ -56,7 +57,7 @@ func TestRestartAtScale(t *testing.T) {
 	done := time.Now()
 	// Every node has heard its agent since the start returned: a NotReady
 	// transition, had there been one, is recorded by then.
-	pollUntil(t, "heartbeats heard after the start", 3*time.Minute, func() bool {
+	testkit.Eventually(t, 3*time.Minute, func() bool {
 		for _, nn := range e.NodeNames {
 			st, err := e.Ctl().NodeStatus(nn, 5*time.Second)
 			if err != nil || !st.Ready || time.Unix(0, st.LastHeartbeatUnixNano).Before(done) {
@@ -64,11 +65,11 @@ func TestRestartAtScale(t *testing.T) {
 			}
 		}
 		return true
-	})
-	pollUntil(t, "every volume actor restored", 3*time.Minute, func() bool {
+	}, "heartbeats heard after the start")
+	testkit.Eventually(t, 3*time.Minute, func() bool {
 		st, err := e.Ctl().VolumeStatus(cloud.VolumeID(fmt.Sprintf("vol-%06d", n-1)), 5*time.Second)
 		return err == nil && st.Restored
-	})
+	}, "every volume actor restored")
 	t.Logf("restored: %s", time.Since(t0))
 	bad := 0
 	for _, nn := range e.NodeNames {

@@ -15,6 +15,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -49,17 +50,6 @@ func teardownNodes(t *testing.T, dir string, mounterOf func(layout.Layout) mount
 		if err := agent.Teardown(nd, mounterOf(l)); err != nil {
 			t.Errorf("teardown %s: %v", nd, err)
 		}
-	}
-}
-
-func pollUntil(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -144,7 +134,7 @@ func runningFleet(t *testing.T, dir string) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "both workloads mounted", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		n := 0
 		for _, node := range []cloud.NodeName{"n1", "n2"} {
 			st, err := ctl.AgentStatus(node, time.Second)
@@ -158,7 +148,7 @@ func runningFleet(t *testing.T, dir string) world {
 			}
 		}
 		return n == 2
-	})
+	}, "both workloads mounted")
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +315,7 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 	}
 	// The controller has settled on the rebuilt state (every volume
 	// reported attached where its workload runs) and detached nothing.
-	pollUntil(t, "the rebuilt desired state reported attached", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		for _, v := range []cloud.VolumeID{"data-1", "data-2"} {
 			st, err := ctl.VolumeStatus(v, time.Second)
 			if err != nil || len(st.Attachments) != 1 || st.Attachments[0].State != "Attached" {
@@ -333,7 +323,7 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, "the rebuilt desired state reported attached")
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 func isContextErr(err error) bool {
@@ -84,9 +85,9 @@ func TestCancelOnlyStopsTheWait(t *testing.T) {
 		t.Fatal("Attach still waits after its ctx was cancelled")
 	}
 	close(release)
-	waitFor(t, 10*time.Second, "the cancelled attach to land", func() bool {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		return slices.Equal(r.d.PublishedTo("a"), []string{"node-1"})
-	})
+	}, "the cancelled attach to land")
 	mu.Lock()
 	defer mu.Unlock()
 	if driverCtxErr != nil {

@@ -80,15 +80,3 @@ func newRig(t *testing.T, cfg csitest.Config, opts ...Option) *rig {
 	t.Cleanup(func() { _ = p.Close() })
 	return &rig{d: d, p: p, c: c}
 }
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // fakeClock is Config.Now, moved by hand.
@@ -215,15 +216,8 @@ func TestConcurrentCalls(t *testing.T) {
 // waitNoDevices waits (bounded) until no loop device is bound to image.
 func waitNoDevices(t *testing.T, image string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := devicesOf(t, image)
-		if len(got) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v still bound to %s after 5 s", got, image)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got []string
+	if !testkit.Until(5*time.Second, func() bool { got = devicesOf(t, image); return len(got) == 0 }) {
+		t.Fatalf("%v still bound to %s after 5 s", got, image)
 	}
 }

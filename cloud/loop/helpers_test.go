@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // The tests bind real loop devices: they need root and /dev/loop-control,
@@ -130,13 +131,8 @@ func sysReadOnly(t *testing.T, dev string) bool {
 // the kernel finishes a release when the last descriptor closes.
 func waitNotBacking(t *testing.T, dev, image string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for sysBackingOf(t, dev) == image {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is still bound to %s 5 s after its release", dev, image)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, func() bool { return sysBackingOf(t, dev) != image },
+		"%s no longer bound to %s after its release", dev, image)
 }
 
 // bindForeign binds a loop device to a file outside any cloud's data

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -43,18 +44,6 @@ func newRig(t *testing.T, cfg sim.Config) *rig {
 	}
 	t.Cleanup(func() { _ = cl.Close() })
 	return &rig{sim: c, srv: srv, cl: cl, addr: lis.Addr().String()}
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestMethodsMatchSim(t *testing.T) {
@@ -263,7 +252,7 @@ func TestDeadlineShorterThanLatency(t *testing.T) {
 	if _, err := r.cl.Attach(t.Context(), "marker", inst); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the marker attached", func() bool { return len(r.sim.Attachments()["marker"]) == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(r.sim.Attachments()["marker"]) == 1 }, "the marker attached")
 	if got := r.sim.Attachments()["late"]; len(got) != 0 {
 		t.Errorf("attach past its deadline carried out: late on %v", got)
 	}
@@ -280,7 +269,7 @@ func TestServerStoppedMidCall(t *testing.T) {
 		_, err := r.cl.Attach(t.Context(), "v", inst)
 		errc <- err
 	}()
-	waitFor(t, 5*time.Second, "the attach reached the sim", func() bool { return r.sim.Calls().Calls[sim.MethodAttach] == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return r.sim.Calls().Calls[sim.MethodAttach] == 1 }, "the attach reached the sim")
 	r.srv.Stop()
 	var err error
 	select {
@@ -291,9 +280,9 @@ func TestServerStoppedMidCall(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("err = %v, want one wrapping ErrUnknownOutcome and context.DeadlineExceeded", err)
 	}
-	waitFor(t, 5*time.Second, "the sent attach carried out", func() bool {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		return slices.Equal(r.sim.Attachments()["v"], []cloud.InstanceID{inst})
-	})
+	}, "the sent attach carried out")
 }
 
 // TestCallerCancelsMidCall: the caller's own cancellation is its error.
@@ -307,7 +296,7 @@ func TestCallerCancelsMidCall(t *testing.T) {
 		_, err := r.cl.Attach(ctx, "v", inst)
 		errc <- err
 	}()
-	waitFor(t, 5*time.Second, "the attach reached the sim", func() bool { return r.sim.Calls().Calls[sim.MethodAttach] == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return r.sim.Calls().Calls[sim.MethodAttach] == 1 }, "the attach reached the sim")
 	cancel()
 	select {
 	case err := <-errc:
@@ -318,5 +307,5 @@ func TestCallerCancelsMidCall(t *testing.T) {
 		t.Fatal("the client still waits after its ctx was cancelled")
 	}
 	// The call once sent goes on (cancelling only stops the wait).
-	waitFor(t, 5*time.Second, "the sent attach carried out", func() bool { return len(r.sim.Attachments()["v"]) == 1 })
+	testkit.Eventually(t, 5*time.Second, func() bool { return len(r.sim.Attachments()["v"]) == 1 }, "the sent attach carried out")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // watcher runs Client.Watch in a goroutine: its events arrive on events,
@@ -311,7 +312,7 @@ func TestWatchCancelled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watch did not end in 10s")
 	}
-	waitFor(t, 10*time.Second, "the server let go of the watch", func() bool { return r.srv.admin.watches.Load() == 0 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return r.srv.admin.watches.Load() == 0 }, "the server let go of the watch")
 }
 
 // TestWatchSlowWatcher: a watcher that stops reading has its watch ended

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 func TestObserve(t *testing.T) {
@@ -151,17 +152,13 @@ func TestObserveSyncFromUnwritten(t *testing.T) {
 // waitUnwritten waits until n changes wait for their write.
 func waitUnwritten(t *testing.T, c *Cloud, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var got int
+	if !testkit.Until(10*time.Second, func() bool {
 		c.mu.Lock()
-		got := len(c.obs.unwritten)
-		c.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d changes wait for their write, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
+		defer c.mu.Unlock()
+		got = len(c.obs.unwritten)
+		return got == n
+	}) {
+		t.Fatalf("not within 10s: %d changes wait for their write, want %d", got, n)
 	}
 }

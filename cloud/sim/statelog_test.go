@@ -16,23 +16,17 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // waitLocked polls cond under c's lock until it holds, failing after 10s.
 func waitLocked(t *testing.T, c *Cloud, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testkit.Eventually(t, 10*time.Second, func() bool {
 		c.mu.Lock()
-		ok := cond()
-		c.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer c.mu.Unlock()
+		return cond()
+	}, "%s", what)
 }
 
 // TestGroupCommit: while one group is being written, later changes queue

@@ -8,19 +8,8 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
-
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 func TestPermissiveAcceptsSecondExclusiveAttach(t *testing.T) {
 	f := newFixture(t, Config{Permissive: true})
@@ -50,12 +39,12 @@ func TestCallLandsAfterItsCallerLeft(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error, 1)
 		go func() { _, err := f.c.Attach(ctx, "excl", f.i1); errc <- err }()
-		waitFor(t, "the call to be sent", func() bool { return f.c.Calls().Calls[MethodAttach] == 1 })
+		testkit.Eventually(t, 10*time.Second, func() bool { return f.c.Calls().Calls[MethodAttach] == 1 }, "the call to be sent")
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Fatalf("caller got %v, want canceled", err)
 		}
-		waitFor(t, "the abandoned attach to land", func() bool { return len(f.c.Attachments()["excl"]) == 1 })
+		testkit.Eventually(t, 10*time.Second, func() bool { return len(f.c.Attachments()["excl"]) == 1 }, "the abandoned attach to land")
 		if f.c.Calls().AttachNew != 1 {
 			t.Errorf("AttachNew %d, want 1", f.c.Calls().AttachNew)
 		}
@@ -143,7 +132,7 @@ func TestHungCallLandsAtItsDeadline(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- f.c.Detach(ctx2, "excl", f.i1) }()
-	waitFor(t, "the detach to be sent", func() bool { return f.c.Calls().Calls[MethodDetach] == 1 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return f.c.Calls().Calls[MethodDetach] == 1 }, "the detach to be sent")
 	cancel2()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want canceled", err)

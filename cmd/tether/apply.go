@@ -40,7 +40,7 @@ func applyCommand() *cobra.Command {
 			if err := validateClient(cmd.Flags()); err != nil {
 				return err
 			}
-			docs, err := readInputs(files, cmd.InOrStdin())
+			docs, at, err := readInputs(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -51,7 +51,7 @@ func applyCommand() *cobra.Command {
 			defer done()
 			res, err := api.Send(ctx, c, docs)
 			if err != nil {
-				return applyError(err)
+				return at.explain(applyError(err))
 			}
 			printApplied(cmd.OutOrStdout(), res, len(docs))
 			return nil
@@ -93,34 +93,43 @@ func printApplied(w io.Writer, res *messages.ApplyResponse, docs int) {
 // readInputs reads every file in order (- is stdin, at most once), at most
 // maxInputBytes in all, and returns the documents of all of them, or an
 // error naming the file and document: never some of them. It refuses more
-// documents than the server takes in one apply.
-func readInputs(files []string, stdin io.Reader) ([]*messages.Document, error) {
+// documents than the server takes in one apply. It returns where each
+// document was read, for the server's errors.
+func readInputs(files []string, stdin io.Reader) ([]*messages.Document, sources, error) {
 	return readInputsWithin(files, stdin, maxInputBytes)
 }
 
 // readInputsWithin is readInputs reading at most limit bytes.
-func readInputsWithin(files []string, stdin io.Reader, limit int) ([]*messages.Document, error) {
+func readInputsWithin(files []string, stdin io.Reader, limit int) ([]*messages.Document, sources, error) {
 	if err := checkFiles(files); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var all []entry
 	left := limit
 	for _, f := range files {
 		name, data, err := readInput(f, stdin, left, limit)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		left -= len(data)
 		es, err := parseInput(name, data)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		all = append(all, es...)
 		if len(all) > api.MaxApplyDocuments {
-			return nil, fmt.Errorf("%s: the -f files hold more than %d documents, the bound of one apply (split them over several applies)", name, api.MaxApplyDocuments)
+			return nil, nil, fmt.Errorf("%s: the -f files hold more than %d documents, the bound of one apply (split them over several applies)", name, api.MaxApplyDocuments)
 		}
 	}
-	return toDocuments(all)
+	docs, err := toDocuments(all)
+	if err != nil {
+		return nil, nil, err
+	}
+	at := make(sources, len(all))
+	for i, e := range all {
+		at[i] = e.at
+	}
+	return docs, at, nil
 }
 
 // checkFiles refuses -f lists that cannot mean what they say.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -83,16 +82,11 @@ func execute(stdin string, args ...string) (int, string) {
 }
 
 // tether apply reads every -f completely and sends what they hold as one
-// request, or sends nothing and says which file and document is wrong.
+// request, or sends nothing and says which file and document it cannot
+// read.
 func TestApplyFiles(t *testing.T) {
 	dir := t.TempDir()
-	file := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := func(name, content string) string { return testFile(t, dir, name, content) }
 	x := file("x.yaml", "kind: Volume\nname: a\n")
 	y := file("y.yaml", "kind: Volume\nname: b\n---\nkind: Node\nname: n1\n")
 	arrays := file("arrays.json", `[{"kind":"Volume","name":"a"}][{"kind":"Volume","name":"b"}]`)
@@ -101,6 +95,7 @@ func TestApplyFiles(t *testing.T) {
 	alsoA := file("also-a.json", `{"kind":"Volume","name":"a"}`)
 	seq := file("seq.yaml", "- kind: Volume\n  name: c\n- kind: Volume\n  name: d\n")
 	empty := file("empty.yaml", "# nothing here\n")
+	badFields := file("bad-fields.yaml", "kind: Volume\nname: v\nvolumeMode: RawBlock\nfsType: Ext4\nmountOptions: [\"ro,nodev\"]\n")
 	for _, tt := range []struct {
 		name    string
 		stdin   string
@@ -116,7 +111,10 @@ func TestApplyFiles(t *testing.T) {
 		{name: "garbage after a json array", files: []string{garbage}, code: 1, wantOut: "garbage.json: document 2 (offset 31): invalid JSON"},
 		{name: "bracket after a json array", files: []string{extraBracket}, code: 1, wantOut: "bracket.json: document 2 (offset 30): invalid JSON"},
 		{name: "bad second file sends nothing", files: []string{x, garbage}, code: 1, wantOut: "garbage.json: document 2"},
-		{name: "duplicate across files", files: []string{y, x, alsoA}, code: 1, wantOut: "also-a.json: document 1 (offset 0): volume/a is also " + x + ": document 1 (line 1)"},
+		// Whether documents are valid is the server's to say, once
+		// (TestApplyValidatedByServer): the client sends them as read.
+		{name: "fields are the server's to judge", files: []string{badFields, x}, want: []string{"volume/v", "volume/a"}},
+		{name: "duplicates are the server's to judge", files: []string{y, x, alsoA}, want: []string{"volume/b", "node/n1", "volume/a", "volume/a"}},
 		{name: "empty file", files: []string{x, empty}, code: 1, wantOut: "empty.yaml: no documents"},
 		{name: "missing file", files: []string{x, filepath.Join(dir, "missing.yaml")}, code: 1, wantOut: "missing.yaml"},
 		{name: "stdin twice", files: []string{"-", "-"}, code: 2, wantOut: "-f - (stdin) may be given once"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/csi/csitest"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // tether up on a fake CSI driver of raw block volumes that demands each
@@ -64,7 +65,7 @@ func TestUpCSIVolumeFields(t *testing.T) {
 	if o, err := tether("apply", "-f", spec("one.yaml", "blk-1", "")); err != nil {
 		t.Fatalf("apply: %v\n%s", err, o)
 	}
-	poll(t, "app-blk-1 running", 20*time.Second, func() bool { r, n := running(t, data); return n == 1 && r == 1 })
+	testkit.Eventually(t, 20*time.Second, func() bool { r, n := running(t, data); return n == 1 && r == 1 }, "app-blk-1 running")
 	target := filepath.Join(data, "nodes", "n1", "pods", "app-blk-1", "volumes", process.CSIPlugin, "blk-1")
 	if fi, err := os.Lstat(target); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("target %s: %v, %v; want the plugin's device file", target, fi, err)
@@ -118,7 +119,7 @@ func TestUpCSIVolumeFields(t *testing.T) {
 	if o, err := tether("delete", "workload", "app-blk-1"); err != nil {
 		t.Fatalf("delete: %v, %s", err, o)
 	}
-	poll(t, "blk-1 unpublished", 20*time.Second, func() bool { return len(d.PublishedTo("blk-1")) == 0 && len(d.Staged("blk-1", "node-1")) == 0 })
+	testkit.Eventually(t, 20*time.Second, func() bool { return len(d.PublishedTo("blk-1")) == 0 && len(d.Staged("blk-1", "node-1")) == 0 }, "blk-1 unpublished")
 	if _, err := os.Lstat(target); !os.IsNotExist(err) {
 		t.Errorf("the target file is left: %v", err)
 	}

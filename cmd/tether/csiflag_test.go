@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/csi/csitest"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // sockets makes a listening unix socket and a regular file, both closed
@@ -138,7 +139,7 @@ func TestUpCSI(t *testing.T) {
 	}
 	d.AddVolume("data-1")
 	sh("apply", "-f", spec)
-	poll(t, "app-1 running", 20*time.Second, func() bool { r, n := running(t, data); return n == 1 && r == 1 })
+	testkit.Eventually(t, 20*time.Second, func() bool { r, n := running(t, data); return n == 1 && r == 1 }, "app-1 running")
 	if o := sh("get", "volumes"); !strings.Contains(o, "data-1") || !strings.Contains(o, "n1") {
 		t.Errorf("get volumes lacks data-1 attached to n1")
 	}
@@ -158,7 +159,7 @@ func TestUpCSI(t *testing.T) {
 		t.Errorf("node terminate: %v, %q; want refused", err, o)
 	}
 	sh("delete", "workload", "app-1")
-	poll(t, "data-1 unpublished", 20*time.Second, func() bool { return len(d.PublishedTo("data-1")) == 0 && len(d.Staged("data-1", "node-1")) == 0 })
+	testkit.Eventually(t, 20*time.Second, func() bool { return len(d.PublishedTo("data-1")) == 0 && len(d.Staged("data-1", "node-1")) == 0 }, "data-1 unpublished")
 	if err := up.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +191,6 @@ func startUpCSI(t *testing.T, data, ctl, nd, logLevel string) (*exec.Cmd, *syncB
 		}
 		t.Logf("tether up:\n%s", out.String())
 	})
-	poll(t, "tether up answering", 20*time.Second, func() bool { _, err := run(t, data, "get", "nodes"); return err == nil })
+	testkit.Eventually(t, 20*time.Second, func() bool { _, err := run(t, data, "get", "nodes"); return err == nil }, "tether up answering")
 	return up, out
 }

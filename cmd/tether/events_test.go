@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/cloud/testkit"
 )
 
 type eventsJSON struct {
@@ -55,11 +57,11 @@ func TestGetEvents(t *testing.T) {
 	t.Cleanup(func() { teardown(t, data) })
 	tetherUp(t, data)
 	applyYAML(t, data, "kind: Volume\nname: v1\n---\nkind: Workload\nname: w1\nnode: n1\nvolumes:\n  - name: v1\n")
-	poll(t, "v1 attached and w1 mounted, in get events", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		out, err := run(t, data, "get", "events")
 		return err == nil && strings.Contains(out, "SuccessfulAttachVolume") && strings.Contains(out, "volume/v1") &&
 			strings.Contains(out, "SuccessfulMountVolume") && strings.Contains(out, "workload/w1")
-	})
+	}, "v1 attached and w1 mounted, in get events")
 	out, _ := run(t, data, "get", "events")
 	if lines := strings.Split(out, "\n"); !strings.HasPrefix(lines[0], "TIME ") || !strings.Contains(lines[0], "REASON") {
 		t.Errorf("get events: first line %q, want the header", lines[0])
@@ -76,14 +78,14 @@ func TestGetEvents(t *testing.T) {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
 	applyYAML(t, data, "kind: Workload\nname: w1\nnode: n2\nvolumes:\n  - name: v1\n")
-	poll(t, "w1 mounted on n2", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		for _, e := range getEventsJSON(t, data, "workload/w1").Events {
 			if e.Type == "SuccessfulMountVolume" && e.Node == "n2" {
 				return true
 			}
 		}
 		return false
-	})
+	}, "w1 mounted on n2")
 	for _, e := range getEventsJSON(t, data, "workload/w1").Events {
 		if e.Node == "n1" {
 			t.Errorf("get events workload/w1 shows the deleted incarnation's %+v", e)

@@ -8,7 +8,7 @@ import (
 // apply must parse.
 func TestExamplesParse(t *testing.T) {
 	for _, f := range []string{"../../examples/three-nodes.yaml", "../../examples/move-app-1.json", "../../examples/two-nodes.yaml"} {
-		docs, err := readInputs([]string{f}, nil)
+		docs, _, err := readInputs([]string{f}, nil)
 		if err != nil || len(docs) == 0 {
 			t.Fatalf("%s: %d docs, %v", f, len(docs), err)
 		}

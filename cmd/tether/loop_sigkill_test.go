@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/bootstrap/process"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/layout"
 )
 
@@ -146,10 +147,10 @@ func restartHeld(t *testing.T, data, dev string, tools, after *stageTools) *exec
 	unmark := after.markHeld() // within the hold: a marked run certainly ran while dev was held
 	up := loopUp(t, data, after.bin)
 	var busy string
-	poll(t, "the restarted tether's stage on n2 refusing "+dev+" as in use by another program", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		busy = busyEvent(t, data, "n2", dev)
 		return busy != ""
-	})
+	}, "the restarted tether's stage on n2 refusing %s as in use by another program", dev)
 	t.Logf("while %s was held, the restarted tether reported: %s", dev, busy)
 	if c := checkedWhileHeld(after.calls()); len(c) > 0 {
 		t.Fatalf("the restarted tether ran, while another program held %s: %q", dev, c)
@@ -226,13 +227,13 @@ func loopUp(t *testing.T, data, bin string) *exec.Cmd {
 			t.Logf("tether up (pid %d) output:\n%s", cmd.Process.Pid, out.String())
 		}
 	})
-	poll(t, "tether up --cloud loop answering", 30*time.Second, func() bool {
+	testkit.Eventually(t, 30*time.Second, func() bool {
 		if cmd.ProcessState != nil {
 			t.Fatalf("tether up exited: %s\n%s", cmd.ProcessState, out.String())
 		}
 		_, err := run(t, data, "get", "nodes")
 		return err == nil
-	})
+	}, "tether up --cloud loop answering")
 	return cmd
 }
 
@@ -264,9 +265,9 @@ func waitWorkloadOn(t *testing.T, data, n string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the workload running on "+n+" with its volume mounted", 90*time.Second, func() bool {
+	testkit.Eventually(t, 90*time.Second, func() bool {
 		return workloadPhase(t, data, n) == "Running" && slices.Contains(mountPoints(t), pod)
-	})
+	}, "the workload running on %s with its volume mounted", n)
 	return pod
 }
 

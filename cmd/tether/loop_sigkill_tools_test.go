@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // The stage tools' wrappers of TestLoopUpSIGKILLMidStage, which make its
@@ -123,11 +125,11 @@ type started struct {
 func (s *stageTools) waitStarted(limit time.Duration) started {
 	s.t.Helper()
 	var b []byte
-	poll(s.t, "the armed stage tool started", limit, func() bool {
+	testkit.Eventually(s.t, limit, func() bool {
 		var err error
 		b, err = os.ReadFile(filepath.Join(s.dir, "started"))
 		return err == nil
-	})
+	}, "the armed stage tool started")
 	f := strings.Fields(string(b))
 	pid, err := strconv.Atoi(f[0])
 	if err != nil {
@@ -144,11 +146,11 @@ func (s *stageTools) release(limit time.Duration) int {
 		s.t.Fatal(err)
 	}
 	var b []byte
-	poll(s.t, "the released stage tool done", limit, func() bool {
+	testkit.Eventually(s.t, limit, func() bool {
 		var err error
 		b, err = os.ReadFile(filepath.Join(s.dir, "done"))
 		return err == nil
-	})
+	}, "the released stage tool done")
 	rc, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
 		s.t.Fatalf("done: %q: %v", b, err)

@@ -9,7 +9,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/messages"
 )
 
@@ -68,17 +67,14 @@ func (s docSpec) volumeFields() []string {
 	return out
 }
 
-// volumeDoc is s's volume document, checked as the server checks it
-// (api.VolumeSpecOf): an error names the volume and the field.
-func (s docSpec) volumeDoc() (*messages.VolumeDoc, error) {
+// volumeDoc is s's volume document, as written: the server checks its
+// fields (an apply is validated once, where it must be: see sources).
+func (s docSpec) volumeDoc() *messages.VolumeDoc {
 	d := &messages.VolumeDoc{Name: s.Name, AccessMode: s.AccessMode, VolumeMode: s.VolumeMode, FsType: s.FsType, MountOptions: s.MountOptions}
 	if s.CSI != nil {
 		d.Csi = &messages.VolumeCSIDoc{VolumeAttributes: s.CSI.VolumeAttributes, SecretRef: s.CSI.SecretRef}
 	}
-	if _, err := api.VolumeSpecOf(d); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return d
 }
 
 type volumeSpec struct {
@@ -194,59 +190,47 @@ func parseYAML(file string, data []byte) ([]entry, error) {
 	}
 }
 
-// toDocuments converts the objects of every file given; an object named
-// twice (in one file or two) is an error naming both places.
+// toDocuments converts the objects of every file given into the
+// documents of one apply. It refuses only what no document can say (a
+// missing or unknown kind, a field of another kind): whether the
+// documents are valid (names, modes, fields, an object named twice,
+// references) is the server's to say, once; sources.explain names the
+// file and document of what it refuses.
 func toDocuments(es []entry) ([]*messages.Document, error) {
-	seen := map[string]source{}
 	var docs []*messages.Document
 	for _, e := range es {
-		d, kind, err := toDocument(e.spec)
+		d, err := toDocument(e.spec)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.at, err)
 		}
-		key := kind + "/" + e.spec.Name
-		if first, dup := seen[key]; dup {
-			return nil, fmt.Errorf("%s: %s is also %s: one apply may name an object once", e.at, key, first)
-		}
-		seen[key] = e.at
 		docs = append(docs, d)
 	}
 	return docs, nil
 }
 
-func toDocument(s docSpec) (*messages.Document, string, error) {
-	if s.Name == "" {
-		return nil, "", errors.New("name is required")
-	}
+func toDocument(s docSpec) (*messages.Document, error) {
 	switch strings.ToLower(s.Kind) {
 	case "volume":
 		if s.Node != "" || s.Volumes != nil {
-			return nil, "", fmt.Errorf("volume %q: node and volumes are workload fields", s.Name)
+			return nil, fmt.Errorf("volume %q: node and volumes are workload fields", s.Name)
 		}
-		d, err := s.volumeDoc()
-		if err != nil {
-			return nil, "", err
-		}
-		return &messages.Document{Doc: &messages.Document_Volume{Volume: d}}, "volume", nil
+		return &messages.Document{Doc: &messages.Document_Volume{Volume: s.volumeDoc()}}, nil
 	case "node":
 		if s.Node != "" || s.Volumes != nil || len(s.volumeFields()) > 0 {
-			return nil, "", fmt.Errorf("node %q: only kind and name are allowed", s.Name)
+			return nil, fmt.Errorf("node %q: only kind and name are allowed", s.Name)
 		}
-		return &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: s.Name}}}, "node", nil
+		return &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: s.Name}}}, nil
 	case "workload":
 		if f := s.volumeFields(); len(f) > 0 {
-			return nil, "", fmt.Errorf("workload %q: %s: volume fields", s.Name, strings.Join(f, ", "))
-		}
-		if s.Node == "" {
-			return nil, "", fmt.Errorf("workload %q: node is required", s.Name)
+			return nil, fmt.Errorf("workload %q: %s: volume fields", s.Name, strings.Join(f, ", "))
 		}
 		w := &messages.WorkloadDoc{Name: s.Name, Node: s.Node}
 		for _, v := range s.Volumes {
 			w.Volumes = append(w.Volumes, &messages.WorkloadVolumeDoc{Name: v.Name, ReadOnly: v.ReadOnly})
 		}
-		return &messages.Document{Doc: &messages.Document_Workload{Workload: w}}, "workload", nil
+		return &messages.Document{Doc: &messages.Document_Workload{Workload: w}}, nil
 	case "":
-		return nil, "", errors.New("kind is required (Volume, Node or Workload)")
+		return nil, errors.New("kind is required (Volume, Node or Workload)")
 	}
-	return nil, "", fmt.Errorf("unknown kind %q (want Volume, Node or Workload)", s.Kind)
+	return nil, fmt.Errorf("unknown kind %q (want Volume, Node or Workload)", s.Kind)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/bootstrap/process"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // runBin runs the binary and returns its exit code and output.
@@ -129,10 +130,10 @@ func upTLS(t *testing.T, data string, args, clientArgs []string) *syncBuffer {
 			t.Logf("tether up output:\n%s", out.String())
 		}
 	})
-	poll(t, "tether up answering over TLS", 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		_, err := run(t, data, append([]string{"get", "nodes"}, clientArgs...)...)
 		return err == nil
-	})
+	}, "tether up answering over TLS")
 	return out
 }
 

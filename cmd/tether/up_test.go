@@ -19,6 +19,7 @@ import (
 
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/node/agent"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -99,10 +100,10 @@ func tetherUp(t *testing.T, data string) (*exec.Cmd, *syncBuffer) {
 			t.Logf("tether up output:\n%s", out.String())
 		}
 	})
-	poll(t, "tether up answering", 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, func() bool {
 		_, err := run(t, data, "get", "nodes")
 		return err == nil
-	})
+	}, "tether up answering")
 	return cmd, out
 }
 
@@ -112,17 +113,6 @@ func run(t *testing.T, data string, args ...string) (string, error) {
 	cmd := exec.Command(binary(t), append(args, "--data-dir", data, "--timeout", "5s")...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-func poll(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 type volumesJSON struct {
@@ -194,7 +184,7 @@ func TestUpSurvivesSIGKILL(t *testing.T) {
 	// The sim throttles the cloud to 8 calls/s: attaching takes a while,
 	// and tether is killed in the middle of it.
 	var before int
-	poll(t, "some volumes attached", 20*time.Second, func() bool { before = attachedCount(t, data); return before > 0 })
+	testkit.Eventually(t, 20*time.Second, func() bool { before = attachedCount(t, data); return before > 0 }, "some volumes attached")
 	if err := up.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -213,13 +203,13 @@ func TestUpSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 	})
-	poll(t, "all workloads running after the restart", 60*time.Second, func() bool {
+	testkit.Eventually(t, 60*time.Second, func() bool {
 		r, total := running(t, data)
 		return total == n && r == n
-	})
+	}, "all workloads running after the restart")
 	// Mounts come back from disk at once; the volume actors confirm their
 	// attachments with the cloud just after.
-	poll(t, "every volume attached where wanted", 30*time.Second, func() bool { return attachedCount(t, data) == n })
+	testkit.Eventually(t, 30*time.Second, func() bool { return attachedCount(t, data) == n }, "every volume attached where wanted")
 	c := readCounters(t, data)
 	if c.AttachNew != n || c.DetachNew != 0 {
 		t.Fatalf("cloud made %d attachments and removed %d; want %d and 0 (nothing attached twice)", c.AttachNew, c.DetachNew, n)

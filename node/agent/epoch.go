@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tether/tether/cloud/files/durable"
 	"github.com/tether/tether/node/layout"
 )
 
@@ -15,7 +16,8 @@ import (
 const epochFile = "agent-epoch"
 
 // nextEpoch reads the agent's start count, adds one, and writes it back
-// durably (temporary file, fsync, rename) before returning it.
+// durably (durable.WriteFile: the directory is synced too, so that a
+// crash cannot bring an older count back) before returning it.
 func nextEpoch(l layout.Layout) (uint64, error) {
 	path := filepath.Join(l.Root(), epochFile)
 	var epoch uint64
@@ -32,21 +34,10 @@ func nextEpoch(l layout.Layout) (uint64, error) {
 	if err := os.MkdirAll(l.Root(), 0o750); err != nil {
 		return 0, err
 	}
-	tmp, err := os.CreateTemp(l.Root(), ".epoch-*")
-	if err != nil {
+	var b8 [8]byte
+	binary.BigEndian.PutUint64(b8[:], epoch)
+	if err := durable.WriteFile(path, b8[:], 0o600); err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp.Name())
-	if err := binary.Write(tmp, binary.BigEndian, epoch); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return 0, err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, err
-	}
-	return epoch, os.Rename(tmp.Name(), path)
+	return epoch, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tether/tether/cloud"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // fakeLoopCloud records one attachment per volume for instance i-n1.
@@ -73,16 +74,10 @@ func release(t *testing.T, dev string) {
 // dev: a release is deferred while anyone (udev's probe) holds it open.
 func waitReleased(t *testing.T, dev string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, _, err := loopBacking(dev); errors.Is(err, cloud.ErrNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is still bound 5 s after its release", dev)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, func() bool {
+		_, _, err := loopBacking(dev)
+		return errors.Is(err, cloud.ErrNotFound)
+	}, "%s unbound after its release", dev)
 }
 
 // A device path is handed to the mounter only when the cloud records the

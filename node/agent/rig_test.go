@@ -22,6 +22,7 @@ import (
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/cloud"
 	"github.com/tether/tether/cloud/sim"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -212,12 +213,8 @@ func (r *rig) clean(n cloud.NodeName) func() bool {
 
 func (r *rig) eventually(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for: %s\ncloud: %v", what, r.cloud.Attachments())
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !testkit.Until(10*time.Second, cond) {
+		r.t.Fatalf("not within 10s: %s\ncloud: %v", what, r.cloud.Attachments())
 	}
 }
 
@@ -226,13 +223,15 @@ func (r *rig) eventually(what string, cond func() bool) {
 // one big advance can come before the timer exists and never fire it.
 func (r *rig) advanceUntil(what string, step time.Duration, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out advancing the clock until: %s\ncloud: %v", what, r.cloud.Attachments())
+	advanced := func() bool {
+		if cond() {
+			return true
 		}
 		r.clk.Advance(step)
-		time.Sleep(2 * time.Millisecond)
+		return false
+	}
+	if !testkit.Until(10*time.Second, advanced) {
+		r.t.Fatalf("not within 10s, advancing the clock until: %s\ncloud: %v", what, r.cloud.Attachments())
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // hangInspect blocks Inspect of one target until released.
@@ -73,13 +75,7 @@ func TestScanContextHungInspect(t *testing.T) {
 			t.Fatalf("%d hung Inspect calls running, want 1", h.stillRunning())
 		}
 		release()
-		deadline := time.Now().Add(5 * time.Second)
-		for h.stillRunning() != 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the released Inspect did not return")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testkit.Eventually(t, 5*time.Second, func() bool { return h.stillRunning() == 0 }, "the released Inspect returned")
 	})
 }
 

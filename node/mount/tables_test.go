@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // TestTableReaderFresh: a view gets a table read after it was made, and
@@ -77,17 +79,11 @@ func async(v *tableView) chan *table {
 // waitFlight waits (bounded) until read number seq is running.
 func waitFlight(t *testing.T, r *tableReader, seq uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	testkit.Eventually(t, 5*time.Second, func() bool {
 		r.mu.Lock()
-		ok := r.flight != nil && r.flight.seq == seq
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("read %d did not start", seq)
-		}
-	}
+		defer r.mu.Unlock()
+		return r.flight != nil && r.flight.seq == seq
+	}, "read %d started", seq)
 }
 
 func feed(t *testing.T, fifo, point string) {

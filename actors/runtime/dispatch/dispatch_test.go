@@ -12,19 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tether/tether/actors/runtime/slogrus"
+	"github.com/tether/tether/cloud/testkit"
 )
-
-// eventually polls cond until it holds, failing the test after a bound.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // parked counts the pool workers blocked in their wait for work, from a
 // dump of every goroutine.
@@ -60,7 +49,7 @@ func TestIdleWorkerIsReused(t *testing.T) {
 		}
 		// Counted idle is not yet waiting: wait until it is parked in
 		// its select, where a Schedule hands it the next run.
-		eventually(t, "the worker waits for work", func() bool { return p.Idle() == 1 && parked() == 1 })
+		testkit.Eventually(t, 10*time.Second, func() bool { return p.Idle() == 1 && parked() == 1 }, "the worker waits for work")
 	}
 	if got := p.Started(); got != 1 {
 		t.Fatalf("50 runs, each after the last ended: %d goroutines started, want 1", got)
@@ -89,7 +78,7 @@ func TestBlockedRunsNeverQueueOthers(t *testing.T) {
 	}
 	close(release)
 	// The other 9 end rather than wait: at most maxIdle wait for work.
-	eventually(t, "two workers left, both idle", func() bool { return p.Workers() == 2 && p.Idle() == 2 })
+	testkit.Eventually(t, 10*time.Second, func() bool { return p.Workers() == 2 && p.Idle() == 2 }, "two workers left, both idle")
 }
 
 func TestCloseEndsWorkersAndLaterRunsStillRun(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tether/tether/actors/runtime/slogrus"
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // ignoreThrottle is the goroutine an actor system's dead letters leave
@@ -595,18 +596,6 @@ func (a idleActor) Receive(c actor.Context) {
 	}
 }
 
-// waitFor waits for wg, failing the test if that takes too long.
-func waitFor(t *testing.T, wg *sync.WaitGroup, what string) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("not within 30s: %s", what)
-	}
-}
-
 // heapAfterGC is the live heap once garbage (and sync.Pool's caches) are
 // collected.
 func heapAfterGC() uint64 {
@@ -640,14 +629,14 @@ func TestMailboxBytesPerIdleActor(t *testing.T) {
 			for i := range pids {
 				pids[i] = sys.Root.Spawn(props)
 			}
-			waitFor(t, &started, "every actor started")
+			testkit.Wait(t, 30*time.Second, started.Wait, "every actor started")
 			after := heapAfterGC()
 			perActor[name] = float64(after-before) / actors
 			t.Logf("%s: %.0f bytes per idle actor", name, perActor[name])
 			for _, pid := range pids {
 				sys.Root.Stop(pid)
 			}
-			waitFor(t, &stopped, "every actor stopped")
+			testkit.Wait(t, 30*time.Second, stopped.Wait, "every actor stopped")
 			sys.Shutdown()
 			p.Close()
 			p.Wait()

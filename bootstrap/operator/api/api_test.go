@@ -146,7 +146,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		{"separator in a workload name", []*messages.Document{node("n1"), wl("a/b", "n1")}, "invalid workload UID"},
 		{"unknown node", []*messages.Document{vol("v1", ""), wl("w1", "nowhere", "v1")}, `unknown node "nowhere"`},
 		{"unknown volume", []*messages.Document{node("n1"), wl("w1", "n1", "ghost")}, `unknown volume "ghost"`},
-		{"duplicate names", []*messages.Document{vol("v1", ""), vol("v1", "ReadWriteMany")}, "appears in documents 1 and 2"},
+		{"duplicate names", []*messages.Document{vol("v1", ""), vol("v1", "ReadWriteMany")}, "document 2: volume/v1 is also document 1"},
 		{"unknown access mode", []*messages.Document{vol("v1", "ReadSometimes")}, "unknown access mode"},
 		{"empty document", []*messages.Document{vol("v1", ""), {}}, "empty document"},
 	}

@@ -12,8 +12,9 @@ package api
 //     left-over disks to recreate are deleted, then every disk is created
 //     at once (one durable write in the cloud, all or nothing), then the
 //     instances;
-//  4. commit (controller.ApplyAll); if provisioning or the commit fails,
-//     what step 3 created is removed again (undo).
+//  4. commit (controller.Commit, which validates again only if the
+//     desired state changed since step 1); if provisioning or the commit
+//     fails, what step 3 created is removed again (undo).
 //
 // A disk made in step 3 is tagged "uncommitted" in the cloud until its
 // apply has committed (step 5: the tag is removed). A process killed
@@ -313,7 +314,8 @@ func (s *service) undo(made created) error {
 func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
 	s.applying.Lock()
 	defer s.applying.Unlock()
-	if err := s.ctl.Validate(changes); err != nil {
+	valid, err := s.ctl.Validate(changes)
+	if err != nil {
 		return nil, err
 	}
 	steps, tagged, err := s.plan(changes)
@@ -324,7 +326,7 @@ func (s *service) applyChanges(changes []controller.Change) ([]string, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.undo(made))
 	}
-	applied, err := s.ctl.ApplyAll(changes)
+	applied, err := s.ctl.Commit(valid)
 	if err != nil && applied == nil { // not committed
 		return nil, errors.Join(err, s.undo(made))
 	}

@@ -81,7 +81,7 @@ func TestRefusedApplyCreatesNothingInTheCloud(t *testing.T) {
 	}{
 		{"unknown node", []*messages.Document{node("n9"), vol("x", ""), wl("w1", "nowhere", "x")}, `unknown node "nowhere"`},
 		{"unknown volume", []*messages.Document{vol("x", ""), node("n9"), wl("w1", "n9", "ghost")}, `unknown volume "ghost"`},
-		{"duplicate", []*messages.Document{node("n9"), vol("x", ""), node("n9")}, "appears in documents 1 and 3"},
+		{"duplicate", []*messages.Document{node("n9"), vol("x", ""), node("n9")}, "document 3: node/n9 is also document 1"},
 		{"empty document last", []*messages.Document{vol("x", ""), node("n9"), {}}, "empty document"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -180,7 +180,7 @@ func countApplied(lines []string) []*messages.ApplyCount {
 func changeOf(d *messages.Document) (controller.Change, error) {
 	switch x := d.GetDoc().(type) {
 	case *messages.Document_Volume:
-		v, err := VolumeSpecOf(x.Volume)
+		v, err := volumeSpecOf(x.Volume)
 		if err != nil {
 			return controller.Change{}, err
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // TokenFile is the name of the API token under the data directory.
@@ -42,17 +44,10 @@ func LoadOrCreateToken(dataDir string) (string, error) {
 		return "", err
 	}
 	tok := hex.EncodeToString(raw)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	// Created whole or not at all (a crash cannot leave a part that the
+	// next start refuses), and never over a token that exists.
+	if err := durable.Create(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("api: creating token: %w", err)
 	}
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
-		return "", err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return "", err
-	}
-	return tok, f.Close()
+	return tok, nil
 }

@@ -29,12 +29,12 @@ type DriverVolumes interface {
 	ProvisionVolumes(vols []store.VolumeSpec) error
 }
 
-// VolumeSpecOf converts and checks a volume document: its access mode
-// (ModeOf), its volume mode, and the fields a storage driver takes
-// (controller.CheckVolumeDriver). The error wraps controller.ErrInvalid
-// and names the volume and the field. tether apply checks its documents
-// with it before it sends them; the server converts them with it.
-func VolumeSpecOf(d *messages.VolumeDoc) (store.VolumeSpec, error) {
+// volumeSpecOf converts a volume document: its access mode (ModeOf) and
+// its volume mode, names that have no store value otherwise. The error
+// wraps controller.ErrInvalid and names the volume and the field. It
+// checks nothing else: the controller validates the apply, once (its
+// Validate, controller.CheckVolumeDriver included).
+func volumeSpecOf(d *messages.VolumeDoc) (store.VolumeSpec, error) {
 	mode, readOnly, err := ModeOf(d.GetAccessMode())
 	if err != nil {
 		return store.VolumeSpec{}, err
@@ -50,8 +50,7 @@ func VolumeSpecOf(d *messages.VolumeDoc) (store.VolumeSpec, error) {
 		return store.VolumeSpec{}, fmt.Errorf("%w: volume %q: volumeMode: unknown mode %q (want %s or %s)",
 			controller.ErrInvalid, d.GetName(), d.GetVolumeMode(), VolumeModeFilesystem, VolumeModeBlock)
 	}
-	v = v.Clone()
-	return v, controller.CheckVolumeDriver(v)
+	return v.Clone(), nil
 }
 
 // volumeDoc is v as get shows it, its access mode shown as accessMode.

@@ -24,14 +24,17 @@ func driverDoc(name string) *messages.VolumeDoc {
 		Csi: &messages.VolumeCSIDoc{VolumeAttributes: map[string]string{"csi.tether.test/share": "share-" + name}, SecretRef: "creds"}}
 }
 
+// volumeSpecOf converts a volume document, refusing only the modes that
+// have no store value; the fields it does not check are the controller's
+// to validate.
 func TestVolumeSpecOf(t *testing.T) {
-	v, err := VolumeSpecOf(driverDoc("b"))
+	v, err := volumeSpecOf(driverDoc("b"))
 	if err != nil || !v.Block || v.SecretRef != "creds" || v.VolumeAttributes["csi.tether.test/share"] != "share-b" {
-		t.Fatalf("VolumeSpecOf = %+v, %v", v, err)
+		t.Fatalf("volumeSpecOf = %+v, %v", v, err)
 	}
-	fs, err := VolumeSpecOf(&messages.VolumeDoc{Name: "f", VolumeMode: "Filesystem", FsType: "xfs", MountOptions: []string{"noatime"}})
+	fs, err := volumeSpecOf(&messages.VolumeDoc{Name: "f", VolumeMode: "Filesystem", FsType: "xfs", MountOptions: []string{"noatime"}})
 	if err != nil || fs.Block || fs.FsType != "xfs" || !slices.Equal(fs.MountOptions, []string{"noatime"}) {
-		t.Fatalf("VolumeSpecOf = %+v, %v", fs, err)
+		t.Fatalf("volumeSpecOf = %+v, %v", fs, err)
 	}
 	for _, tt := range []struct {
 		name string
@@ -39,15 +42,45 @@ func TestVolumeSpecOf(t *testing.T) {
 		want string
 	}{
 		{"mode", &messages.VolumeDoc{Name: "v", VolumeMode: "block"}, `volume "v": volumeMode: unknown mode "block" (want Filesystem or Block)`},
-		{"block fsType", &messages.VolumeDoc{Name: "v", VolumeMode: "Block", FsType: "ext4"}, "volumeMode Block volume is a raw device"},
-		{"fsType", &messages.VolumeDoc{Name: "v", FsType: "ext4;rm"}, `volume "v": fsType`},
-		{"option", &messages.VolumeDoc{Name: "v", MountOptions: []string{"a,b"}}, `volume "v": mountOptions: [0]`},
-		{"secret", &messages.VolumeDoc{Name: "v", Csi: &messages.VolumeCSIDoc{SecretRef: "../../../etc/shadow"}}, `volume "v": csi.secretRef`},
 		{"access", &messages.VolumeDoc{Name: "v", AccessMode: "Bogus"}, "unknown access mode"},
 	} {
-		if _, err := VolumeSpecOf(tt.doc); !errors.Is(err, controller.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+		if _, err := volumeSpecOf(tt.doc); !errors.Is(err, controller.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want ErrInvalid containing %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// An apply is validated once, by the controller (its Validate, then a
+// Commit that does not validate again), with each refusal naming the
+// document and field, and nothing applied.
+func TestApplyValidatedOnce(t *testing.T) {
+	f := newFixture(t)
+	doc := func(d *messages.VolumeDoc) *messages.Document {
+		return &messages.Document{Doc: &messages.Document_Volume{Volume: d}}
+	}
+	for _, tt := range []struct {
+		name string
+		doc  *messages.VolumeDoc
+		want string
+	}{
+		{"block fsType", &messages.VolumeDoc{Name: "v", VolumeMode: "Block", FsType: "ext4"}, `document 2: controller: invalid request: volume "v": fsType, mountOptions: a volumeMode Block volume is a raw device`},
+		{"fsType", &messages.VolumeDoc{Name: "v", FsType: "ext4;rm"}, `document 2: controller: invalid request: volume "v": fsType`},
+		{"option", &messages.VolumeDoc{Name: "v", MountOptions: []string{"a,b"}}, `document 2: controller: invalid request: volume "v": mountOptions: [0]`},
+		{"secret", &messages.VolumeDoc{Name: "v", Csi: &messages.VolumeCSIDoc{SecretRef: "../../../etc/shadow"}}, `document 2: controller: invalid request: volume "v": csi.secretRef`},
+	} {
+		before := f.ctl.Validations()
+		_, err := f.apply(vol("plain", ""), doc(tt.doc))
+		wantCode(t, err, codes.InvalidArgument, tt.want)
+		if n := f.ctl.Validations() - before; n != 1 {
+			t.Errorf("%s: refused after %d validations, want 1", tt.name, n)
+		}
+		f.nothingStored()
+		f.wantNoDisk("plain")
+	}
+	before := f.ctl.Validations()
+	f.mustApply(vol("plain", ""), vol("shared", "ReadWriteMany"))
+	if n := f.ctl.Validations() - before; n != 1 {
+		t.Fatalf("an apply validated %d times, want once", n)
 	}
 }
 

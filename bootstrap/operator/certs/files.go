@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tether/tether/cloud/files/durable"
 )
 
 // The files WriteSet makes in its directory.
@@ -194,35 +196,16 @@ func LoadCA(certFile, keyFile string) (*Pair, error) {
 	return &Pair{Cert: cert, Key: key}, nil
 }
 
-// WriteFile writes data to path through a temporary file in its
-// directory (mode set before the data goes in, synced), then renames it
-// over path (replace) or links it there (which fails, matching ErrExists,
-// if path exists): path holds the old content or the new, never a part.
+// WriteFile writes data to path durably (cloud/files/durable): path
+// holds the old content or the new, never a part. With replace it
+// replaces what is there; without, it refuses (matching ErrExists) a
+// path that exists, even one that appears meanwhile, and
+// leaves it as it was.
 func WriteFile(path string, data []byte, mode os.FileMode, replace bool) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
 	if replace {
-		return os.Rename(tmp.Name(), path)
+		return durable.WriteFile(path, data, mode)
 	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := durable.Create(path, data, mode); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%w: %s", ErrExists, path)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/tether/tether/bootstrap/process/distributed"
 	"github.com/tether/tether/cloud"
 	cloudremote "github.com/tether/tether/cloud/remote"
+	"github.com/tether/tether/cloud/testkit"
 	"github.com/tether/tether/messages"
 	"github.com/tether/tether/node/layout"
 	"github.com/tether/tether/node/mount"
@@ -556,12 +557,7 @@ func (r *rig) revokeMemberLeases() {
 // eventually polls cond until it holds or d passes.
 func (r *rig) eventually(what string, d time.Duration, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out after %v waiting for: %s", d, what)
-		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
-	}
-	r.t.Logf("%s after %v", what, time.Since(deadline.Add(-d)).Round(10*time.Millisecond))
+	start := time.Now()
+	testkit.Eventually(r.t, d, cond, "%s", what)
+	r.t.Logf("%s after %v", what, time.Since(start).Round(10*time.Millisecond))
 }

@@ -1,11 +1,14 @@
 // Package durable writes files so that a crash leaves the old content or
-// the new, whole, and the change survives once the call returns. A leaf:
-// the store, the clouds, the node and the process share it.
+// the new, whole, and the change survives once the call returns. It is
+// the module's one temporary-file-and-rename (or link) writer: the store,
+// the clouds, the node, the certificates and the process share it. A
+// leaf: it imports nothing of tether's.
 package durable
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,15 +29,57 @@ func WriteFile(path string, data []byte, mode os.FileMode) error {
 // failed: a crash may bring the old content back). Each call that
 // renamed made two fsyncs, the file's and the directory's.
 func Replace(path string, data []byte, mode os.FileMode) (renamed bool, err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, TempPrefix(filepath.Base(path))+"*")
+	name, err := writeTemp(path, mode, writeData(data))
 	if err != nil {
 		return false, err
+	}
+	if err := os.Rename(name, path); err != nil {
+		return false, errors.Join(err, removeTemp(name))
+	}
+	return true, syncDirOf(path)
+}
+
+// Create writes data to path, which must not exist: as WriteFile, but the
+// temporary file is linked to path, which fails if anything is there (a
+// file, a directory, a dangling symlink), even one that appears while
+// Create runs. Then the error matches fs.ErrExist, what is at path is
+// left as it was, and no temporary file is left. For files that must
+// never be replaced: keys, certificates, tokens.
+func Create(path string, data []byte, mode os.FileMode) error {
+	return CreateFrom(path, mode, writeData(data))
+}
+
+// CreateFrom is Create with the content written by fill, given the open
+// temporary file (fill may also open it again by its name, as a database
+// does; it must not close f). What fill wrote is fsynced before the link.
+func CreateFrom(path string, mode os.FileMode, fill func(f *os.File) error) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("create %s: %w", path, fs.ErrExist)
+	}
+	name, err := writeTemp(path, mode, fill)
+	if err != nil {
+		return err
+	}
+	err = os.Link(name, path)
+	rerr := removeTemp(name)
+	if err != nil { // matches fs.ErrExist if path exists
+		return fmt.Errorf("create %s: %w", path, errors.Join(err, rerr))
+	}
+	return errors.Join(rerr, syncDirOf(path))
+}
+
+// writeTemp makes a temporary file beside path with mode (set before
+// anything goes in), has fill write it, fsyncs and closes it, and returns
+// its name. On failure it removes the file.
+func writeTemp(path string, mode os.FileMode, fill func(f *os.File) error) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), TempPrefix(filepath.Base(path))+"*")
+	if err != nil {
+		return "", err
 	}
 	name := tmp.Name()
 	err = tmp.Chmod(mode)
 	if err == nil {
-		_, err = tmp.Write(data)
+		err = fill(tmp)
 	}
 	if err == nil {
 		err = tmp.Sync()
@@ -42,20 +87,21 @@ func Replace(path string, data []byte, mode os.FileMode) (renamed bool, err erro
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
 	if err != nil {
-		return false, errors.Join(err, removeTemp(name))
+		return "", errors.Join(err, removeTemp(name))
 	}
-	if err := SyncDir(dir); err != nil {
-		return true, fmt.Errorf("sync directory %s: %w", dir, err)
+	return name, nil
+}
+
+func writeData(data []byte) func(f *os.File) error {
+	return func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
 	}
-	return true, nil
 }
 
 // TempPrefix is the name prefix of the temporary files that WriteFile
-// makes for the file named base.
+// and Create make for the file named base.
 func TempPrefix(base string) string { return "." + base + ".tmp-" }
 
 // RemoveStaleTemps removes (best effort) the temporary files that a
@@ -83,6 +129,20 @@ func removeTemp(name string) error {
 	}
 	return nil
 }
+
+// syncDirOf fsyncs path's directory, which makes a rename or link there
+// durable.
+func syncDirOf(path string) error {
+	dir := filepath.Dir(path)
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// syncDir is SyncDir; the package's tests replace it to see each
+// directory sync, or fail it.
+var syncDir = SyncDir
 
 // SyncDir makes the creations, renames and removals in dir durable.
 func SyncDir(dir string) error {
