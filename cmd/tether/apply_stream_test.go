@@ -128,11 +128,11 @@ func wantListed(t testing.TB, client []string, want map[string]bool) {
 func TestApplyPastOneRequest(t *testing.T) {
 	client := startTether(t)
 	file, want := fleetYAML(t, 10, 3500, 110)
-	docs, err := readInputs([]string{file}, nil)
+	in, err := readInputs([]string{file}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size := proto.Size(&messages.ApplyRequest{Documents: docs}); size <= api.MaxRequestBytes {
+	if size := in.batch.Size(); size <= api.MaxRequestBytes {
 		t.Fatalf("the apply is %d bytes: want more than one request takes", size)
 	}
 	code, out := execute("", append([]string{"apply", "-f", file, "--timeout", "2m"}, client...)...)
@@ -162,7 +162,7 @@ func TestApplyStreamRefusedAppliesNothing(t *testing.T) {
 	fmt.Fprintf(f, "---\nkind: Workload\nname: stray\nnode: nowhere\n")
 	f.Close()
 	code, out := execute("", append([]string{"apply", "-f", file, "--timeout", "2m"}, client...)...)
-	if code != 1 || !strings.Contains(out, `InvalidArgument: document 7011: controller: invalid request: workload "stray" names unknown node "nowhere"`) {
+	if code != 1 || !strings.Contains(out, "InvalidArgument: "+file+`: document 7011: controller: invalid request: workload "stray" names unknown node "nowhere"`) {
 		t.Fatalf("apply: exit %d: %.2000s", code, out)
 	}
 	wantListed(t, client, map[string]bool{})
@@ -211,11 +211,11 @@ func TestApplyAtScale(t *testing.T) {
 	st, _ := os.Stat(file)
 	t.Logf("wrote %d bytes of YAML: %s", st.Size(), time.Since(t0))
 	t0 = time.Now()
-	docs, err := readInputs([]string{file}, nil)
+	in, err := readInputs([]string{file}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("parsed %d documents (%d bytes encoded): %s", len(docs), proto.Size(&messages.ApplyRequest{Documents: docs}), time.Since(t0))
+	t.Logf("parsed %d documents (%d bytes encoded): %s", in.batch.Len(), in.batch.Size(), time.Since(t0))
 	t0 = time.Now()
 	code, out := execute("", append([]string{"apply", "-f", file, "--timeout", "60m"}, client...)...)
 	if code != 0 {
