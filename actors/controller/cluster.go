@@ -437,10 +437,16 @@ func (e *env) resyncAll(sel func(kind, identity string) bool) error {
 }
 
 // agentFor is where messages for node's agent go: in embedded mode its
-// fixed local name; in distributed mode the address its node actor on
-// this member learned (nil: not known here).
+// fixed local name, if it runs; in distributed mode the address its node
+// actor on this member learned. nil: nowhere. An agent not running gets
+// nothing (a send would be a dead letter: a first start applies its nodes
+// before their agents start); it asks for its state when it starts
+// (AgentStarted).
 func (e *env) agentFor(node cloud.NodeName) *actor.PID {
 	if e.cluster == nil {
+		if !e.guard.Exists(AgentPrefix + string(node)) {
+			return nil
+		}
 		return e.lookup.Agent(node)
 	}
 	return e.agents.get(node)

@@ -50,11 +50,15 @@ func (c *Controller) tellAgent(node cloud.NodeName) error {
 		c.env.guard.Send(c.env.lookup.Node(node), &messages.AgentStarted{Node: string(node)})
 		return nil
 	}
+	pid := c.env.agentFor(node)
+	if pid == nil {
+		return nil // not running: it asks for its state when it starts
+	}
 	msg, err := nodeWorkloads(c.env, node)
 	if err != nil {
 		return err
 	}
-	c.env.guard.Send(c.env.lookup.Agent(node), msg)
+	c.env.guard.Send(pid, msg)
 	return nil
 }
 
@@ -74,7 +78,9 @@ func (c *Controller) tellAgents(nodes []cloud.NodeName) error {
 		return err
 	}
 	for i, n := range nodes {
-		c.env.guard.Send(c.env.lookup.Agent(n), msgs[i])
+		if pid := c.env.agentFor(n); pid != nil {
+			c.env.guard.Send(pid, msgs[i])
+		}
 	}
 	return nil
 }

@@ -103,9 +103,14 @@ var _ Store = (*Bolt)(nil)
 // to do. It waits for bbolt's file lock at most lockTimeout (1 s), so a
 // second process gets an error matching ErrInUse ("store: <path> is in use
 // by another process") instead of hanging. Objects of a file written before
-// ObjectUIDs existed get theirs here, before anyone reads.
-func OpenBolt(path string) (*Bolt, error) {
-	if err := verify(path); err != nil {
+// ObjectUIDs existed get theirs here, before anyone reads. A file whose
+// newer meta page is damaged is refused with ErrRollback, saying what
+// opening it would lose (OpenBoltWith can accept that).
+func OpenBolt(path string) (*Bolt, error) { return OpenBoltWith(path, OpenOptions{}) }
+
+// OpenBoltWith is OpenBolt with options.
+func OpenBoltWith(path string, o OpenOptions) (*Bolt, error) {
+	if err := verify(path, o.AcceptRollback); err != nil {
 		return nil, err
 	}
 	db, err := openDB(path, false)

@@ -114,12 +114,20 @@ func openDB(path string, readOnly bool) (db *bolt.DB, err error) {
 // the lock wait (at most lockTimeout) plus work linear in the file's size:
 // each page is read once by the walk and once or twice by tx.Check, and the
 // walk refuses a page referenced twice, so no cycle can make it loop.
-func verify(path string) error {
+//
+// Unless acceptRollback, it also refuses a file whose newer meta page is
+// damaged (checkRollback): bbolt would open it one commit back.
+func verify(path string, acceptRollback bool) error {
 	db, err := openDB(path, true)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if !acceptRollback {
+		if err := checkRollback(path, db.Info().PageSize); err != nil {
+			return err
+		}
+	}
 	if err := readView(db, path, func(tx *bolt.Tx) error { return check(db, tx) }); err != nil {
 		var ce *corruptError
 		if errors.As(err, &ce) {

@@ -125,18 +125,50 @@ func TestOpenBoltRefusesTruncatedStore(t *testing.T) {
 	}
 }
 
-// TestOpenBoltOneBadMeta: one bad meta page is how a crash during a commit
-// looks; bbolt then uses the other one (the commit is lost, and it was
-// never acknowledged), and so does OpenBolt, after verifying that tree.
+// TestOpenBoltOneBadMeta: with one meta page damaged bbolt opens the file
+// at the other. If the damaged one is the older, nothing is lost and
+// OpenBolt opens the file. If it is the newer, that would roll back the
+// last commit, an acknowledged write: OpenBolt refuses, saying which
+// transactions; OpenBoltWith(AcceptRollback) opens at the older one, and
+// its first write mends the file.
 func TestOpenBoltOneBadMeta(t *testing.T) {
 	good := smallStore(t)
 	page := os.Getpagesize()
-	for meta := range 2 {
-		path := storeFile(t, damaged(good, meta*page+pageHeader, 64, uint64(meta)))
-		b := openBolt(t, path)
-		if vs, err := b.Volumes(); err != nil || len(vs) != 5000 {
-			t.Fatalf("meta %d damaged: %d volumes, %v; want 5000", meta, len(vs), err)
+	cur := storeMeta(t, good)
+	newer, older := int(cur.txid%2), int(1-cur.txid%2)
+	body := func(meta int) int { return meta*page + pageHeader }
+
+	// The older page's checksum damaged, its transaction ID still legible.
+	// (Damage to its ID too looks like the newer page's: refused.)
+	path := storeFile(t, damaged(good, body(older)+56, 8, 1))
+	if vs, err := openBolt(t, path).Volumes(); err != nil || len(vs) != 5000 {
+		t.Fatalf("older meta %d damaged: %d volumes, %v; want 5000", older, len(vs), err)
+	}
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"checksum only", damaged(good, body(newer)+56, 8, 2),
+			fmt.Sprintf("meta page %d, the newer of the two, is damaged: opening would go back to transaction %d and lose transaction %d, the last commit", newer, cur.txid-1, cur.txid)},
+		{"whole meta", damaged(good, body(newer), 64, 3),
+			fmt.Sprintf("meta page %d, the newer of the two, is damaged: opening would go back to transaction %d and lose the transaction after %d (its meta page is unreadable)", newer, cur.txid-1, cur.txid-1)},
+	} {
+		path := storeFile(t, tt.data)
+		err := openRefused(t, path, ErrRollback)
+		if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "--accept-rollback") {
+			t.Fatalf("%s: err = %v, want %q and the flag that goes on", tt.name, err, tt.want)
 		}
+		b, err := OpenBoltWith(path, OpenOptions{AcceptRollback: true})
+		if err != nil {
+			t.Fatalf("%s: accepting the rollback: %v", tt.name, err)
+		}
+		vs, err := b.Volumes()
+		must(t, errors.Join(err, b.Close()))
+		if len(vs) != 5000 {
+			t.Fatalf("%s: after the rollback: %d volumes; want 5000", tt.name, len(vs))
+		}
+		openBolt(t, path) // mended: opens without accepting anything
 	}
 }
 
@@ -266,7 +298,7 @@ func TestOpenBoltCheckTime(t *testing.T) {
 func BenchmarkVerify40MB(b *testing.B) {
 	path := storeFile(b, bigStore(b))
 	for b.Loop() {
-		if err := verify(path); err != nil {
+		if err := verify(path, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ func BenchmarkOpenBolt(b *testing.B) {
 		path := fleetStore(b, v)
 		b.Run(fmt.Sprintf("V=%d/verify", v), func(b *testing.B) {
 			for range b.N {
-				if err := verify(path); err != nil {
+				if err := verify(path, false); err != nil {
 					b.Fatal(err)
 				}
 			}

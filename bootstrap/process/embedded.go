@@ -82,6 +82,10 @@ type Config struct {
 	// RebuildStore (durable only) moves tether.db aside and rebuilds the
 	// desired state from the cloud and the mounts on disk (rebuild.go).
 	RebuildStore bool
+	// AcceptRollback (durable only) opens a store whose newer meta page is
+	// damaged at the older one, losing its last commit (store.ErrRollback,
+	// which a start refuses otherwise).
+	AcceptRollback bool
 	// Metrics, if set, is fed by every part of the process.
 	Metrics *metrics.Metrics
 	// WrapMounter, if set, wraps each agent's mounter (invariant checks).

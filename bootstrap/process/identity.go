@@ -146,7 +146,7 @@ func writeIdentityFile(dir, id string) error {
 // the node directories. A fresh directory gets a new store and identity.
 // Anything else that does not add up is ErrUntrusted, and the store file
 // is left as it was.
-func openTrusted(path string, ev evidence) (*store.Bolt, string, error) {
+func openTrusted(path string, ev evidence, acceptRollback bool) (*store.Bolt, string, error) {
 	dataDir := filepath.Dir(path)
 	fi, err := os.Lstat(path)
 	create := false
@@ -171,7 +171,9 @@ func openTrusted(path string, ev evidence) (*store.Bolt, string, error) {
 		}
 		create = true
 	}
-	open := store.OpenBolt
+	open := func(path string) (*store.Bolt, error) {
+		return store.OpenBoltWith(path, store.OpenOptions{AcceptRollback: acceptRollback})
+	}
 	if create {
 		open = store.CreateBolt
 	}
@@ -180,7 +182,7 @@ func openTrusted(path string, ev evidence) (*store.Bolt, string, error) {
 		switch {
 		case errors.Is(err, store.ErrInUse):
 			return nil, "", err
-		case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrEmpty):
+		case errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrEmpty), errors.Is(err, store.ErrRollback):
 			return nil, "", fmt.Errorf("%w: %w", ErrUntrusted, err) // it says what to do
 		}
 		return nil, "", fmt.Errorf("%w: %s cannot be opened: %w; %s", ErrUntrusted, path, err, rebuildHint)

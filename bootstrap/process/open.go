@@ -108,7 +108,7 @@ func (e *Embedded) openStore() error {
 		}
 		e.Rebuilt = &rep
 		e.logRebuild(path, rep)
-	} else if st, id, err = openTrusted(path, ev); err != nil {
+	} else if st, id, err = openTrusted(path, ev, cfg.AcceptRollback); err != nil {
 		return err
 	}
 	e.Store, e.bolt, e.identity = st, st, id

@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -343,8 +344,14 @@ func TestRestartWithUntrustedStore(t *testing.T) {
 
 // A second start on a data directory that a running tether holds fails at
 // once and touches nothing there: not the cloud's temporary files (whose
-// removal broke the first one's writes), not the store.
+// removal broke the first one's writes), not the cloud's state, not the
+// store; tether.lock present or not.
 func TestSecondStartTouchesNothing(t *testing.T) {
+	t.Run("lock file present", func(t *testing.T) { secondStartTouchesNothing(t, false) })
+	t.Run("lock file removed", func(t *testing.T) { secondStartTouchesNothing(t, true) })
+}
+
+func secondStartTouchesNothing(t *testing.T, removeLock bool) {
 	dir := t.TempDir()
 	cleanupMounts(t, dir)
 	e, err := startDurable(t, dir, false)
@@ -358,6 +365,16 @@ func TestSecondStartTouchesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	lockBefore, err := os.ReadFile(filepath.Join(dir, LockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removeLock {
+		if err := os.Remove(filepath.Join(dir, LockFile)); err != nil {
+			t.Fatal(err)
+		}
+		lockBefore = nil
+	}
+	stateBefore, err := os.Stat(filepath.Join(dir, simStateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,8 +394,11 @@ func TestSecondStartTouchesNothing(t *testing.T) {
 	if b, err := os.ReadFile(tmp); err != nil || string(b) != "{}" {
 		t.Errorf("the second start touched the first's temporary cloud state: %q %v", b, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, LockFile)); err != nil || string(b) != string(lockBefore) {
+	if b, err := os.ReadFile(filepath.Join(dir, LockFile)); (removeLock && !errors.Is(err, fs.ErrNotExist)) || (!removeLock && (err != nil || string(b) != string(lockBefore))) {
 		t.Errorf("the second start rewrote the lock file: %q, was %q (%v)", b, lockBefore, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, simStateFile)); err != nil || !os.SameFile(stateBefore, st) || !st.ModTime().Equal(stateBefore.ModTime()) {
+		t.Errorf("the second start rewrote the cloud's state (%v)", err)
 	}
 	if dbAfter, err := os.Stat(filepath.Join(dir, StoreFile)); err != nil || !os.SameFile(dbBefore, dbAfter) {
 		t.Errorf("the second start replaced the store (%v)", err)

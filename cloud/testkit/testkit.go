@@ -9,7 +9,9 @@
 package testkit
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -74,4 +76,23 @@ func Until(within time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(min(max(interval, time.Since(start)), time.Until(deadline)))
 	}
+}
+
+// Buffer is a bytes.Buffer that one goroutine may write (a logger, a
+// child's output) while the test reads it. Its zero value is empty.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

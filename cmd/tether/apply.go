@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +18,8 @@ import (
 // maxInputBytes bounds what one tether apply reads, over all its -f files
 // together. Documents encode smaller than the text they are read from, so
 // input within this bound stays within the server's api.MaxApplyBytes.
+// The bound is enforced while reading (input.go), and so is
+// api.MaxApplyDocuments.
 const maxInputBytes = api.MaxApplyBytes
 
 // applyTimeout is apply's default --timeout: 200,000 documents take a
@@ -40,7 +41,7 @@ func applyCommand() *cobra.Command {
 			if err := validateClient(cmd.Flags()); err != nil {
 				return err
 			}
-			docs, at, err := readInputs(files, cmd.InOrStdin())
+			in, err := readInputs(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -49,11 +50,11 @@ func applyCommand() *cobra.Command {
 				return err
 			}
 			defer done()
-			res, err := api.Send(ctx, c, docs)
+			res, err := api.SendBatch(ctx, c, &in.batch)
 			if err != nil {
-				return at.explain(applyError(err))
+				return in.at.explain(applyError(err))
 			}
-			printApplied(cmd.OutOrStdout(), res, len(docs))
+			printApplied(cmd.OutOrStdout(), res, in.batch.Len())
 			return nil
 		},
 	}
@@ -90,48 +91,6 @@ func printApplied(w io.Writer, res *messages.ApplyResponse, docs int) {
 	fmt.Fprintf(w, "%d documents applied: %s\n", docs, strings.Join(parts, ", "))
 }
 
-// readInputs reads every file in order (- is stdin, at most once), at most
-// maxInputBytes in all, and returns the documents of all of them, or an
-// error naming the file and document: never some of them. It refuses more
-// documents than the server takes in one apply. It returns where each
-// document was read, for the server's errors.
-func readInputs(files []string, stdin io.Reader) ([]*messages.Document, sources, error) {
-	return readInputsWithin(files, stdin, maxInputBytes)
-}
-
-// readInputsWithin is readInputs reading at most limit bytes.
-func readInputsWithin(files []string, stdin io.Reader, limit int) ([]*messages.Document, sources, error) {
-	if err := checkFiles(files); err != nil {
-		return nil, nil, err
-	}
-	var all []entry
-	left := limit
-	for _, f := range files {
-		name, data, err := readInput(f, stdin, left, limit)
-		if err != nil {
-			return nil, nil, err
-		}
-		left -= len(data)
-		es, err := parseInput(name, data)
-		if err != nil {
-			return nil, nil, err
-		}
-		all = append(all, es...)
-		if len(all) > api.MaxApplyDocuments {
-			return nil, nil, fmt.Errorf("%s: the -f files hold more than %d documents, the bound of one apply (split them over several applies)", name, api.MaxApplyDocuments)
-		}
-	}
-	docs, err := toDocuments(all)
-	if err != nil {
-		return nil, nil, err
-	}
-	at := make(sources, len(all))
-	for i, e := range all {
-		at[i] = e.at
-	}
-	return docs, at, nil
-}
-
 // checkFiles refuses -f lists that cannot mean what they say.
 func checkFiles(files []string) error {
 	if len(files) == 0 {
@@ -150,31 +109,4 @@ func checkFiles(files []string) error {
 		given[filepath.Clean(f)] = true
 	}
 	return nil
-}
-
-// readInput reads one file (- is stdin), refusing more than left bytes of
-// the limit of all files together.
-func readInput(file string, stdin io.Reader, left, limit int) (string, []byte, error) {
-	name, r := file, stdin
-	if file == "-" {
-		name = "stdin"
-	} else {
-		f, err := os.Open(file)
-		if err != nil {
-			return "", nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, int64(left)+1))
-	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if len(data) > left {
-		if left == limit {
-			return "", nil, fmt.Errorf("%s: larger than %d bytes, the bound of one apply (split it over several applies)", name, limit)
-		}
-		return "", nil, fmt.Errorf("%s: the -f files together are larger than %d bytes, the bound of one apply (split them over several applies)", name, limit)
-	}
-	return name, data, nil
 }

@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/bootstrap/process"
-	"github.com/tether/tether/messages"
 )
 
 // startTether starts a durable embedded tether without nodes (an apply
@@ -128,11 +125,11 @@ func wantListed(t testing.TB, client []string, want map[string]bool) {
 func TestApplyPastOneRequest(t *testing.T) {
 	client := startTether(t)
 	file, want := fleetYAML(t, 10, 3500, 110)
-	docs, _, err := readInputs([]string{file}, nil)
+	in, err := readInputs([]string{file}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if size := proto.Size(&messages.ApplyRequest{Documents: docs}); size <= api.MaxRequestBytes {
+	if size := in.batch.Size(); size <= api.MaxRequestBytes {
 		t.Fatalf("the apply is %d bytes: want more than one request takes", size)
 	}
 	code, out := execute("", append([]string{"apply", "-f", file, "--timeout", "2m"}, client...)...)
@@ -168,34 +165,6 @@ func TestApplyStreamRefusedAppliesNothing(t *testing.T) {
 	wantListed(t, client, map[string]bool{})
 }
 
-// The chunks of a stream stay within their bound and carry every document
-// once, in order, the total in the last.
-func TestChunks(t *testing.T) {
-	var docs []*messages.Document
-	for i := range 1000 {
-		docs = append(docs, &messages.Document{Doc: &messages.Document_Node{Node: &messages.NodeDoc{Name: fmt.Sprintf("node-%04d", i)}}})
-	}
-	chs := api.Chunks(docs, 1000)
-	i := 0
-	for k, ch := range chs {
-		if size := proto.Size(ch); size > 1000+20 {
-			t.Fatalf("chunk %d is %d bytes", k, size)
-		}
-		if ch.Last != (k == len(chs)-1) {
-			t.Fatalf("chunk %d of %d: last %v", k, len(chs), ch.Last)
-		}
-		for _, d := range ch.Documents {
-			if d != docs[i] {
-				t.Fatalf("chunk %d: document %d out of order", k, i)
-			}
-			i++
-		}
-	}
-	if i != len(docs) || chs[len(chs)-1].Total != int64(len(docs)) || len(chs) < 10 {
-		t.Fatalf("%d chunks carry %d documents, total %d; want %d", len(chs), i, chs[len(chs)-1].Total, len(docs))
-	}
-}
-
 // TestApplyAtScale applies 100,000 volumes and 100,000 workloads over
 // 10,000 nodes with tether apply through the real server, then lists them
 // with tether get. A measurement, not part of the default suite:
@@ -211,11 +180,11 @@ func TestApplyAtScale(t *testing.T) {
 	st, _ := os.Stat(file)
 	t.Logf("wrote %d bytes of YAML: %s", st.Size(), time.Since(t0))
 	t0 = time.Now()
-	docs, _, err := readInputs([]string{file}, nil)
+	in, err := readInputs([]string{file}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("parsed %d documents (%d bytes encoded): %s", len(docs), proto.Size(&messages.ApplyRequest{Documents: docs}), time.Since(t0))
+	t.Logf("parsed %d documents (%d bytes encoded): %s", in.batch.Len(), in.batch.Size(), time.Since(t0))
 	t0 = time.Now()
 	code, out := execute("", append([]string{"apply", "-f", file, "--timeout", "60m"}, client...)...)
 	if code != 0 {

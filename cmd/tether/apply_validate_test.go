@@ -67,7 +67,9 @@ func TestApplyValidatedByServer(t *testing.T) {
 // explain names the file and place of each document the server names;
 // a number that is no document of the apply is left as it is.
 func TestSourcesExplain(t *testing.T) {
-	at := sources{{file: "a.yaml", doc: 1, pos: "line 1"}, {file: "b.json", doc: 2, item: 3, pos: "offset 9"}}
+	var at sources
+	at.add(source{file: "a.yaml", doc: 1, unit: "line", pos: 1})
+	at.add(source{file: "b.json", doc: 2, item: 3, unit: "offset", pos: 9})
 	inner := errors.New("InvalidArgument: controller: invalid request: document 2: node/x is also document 1; document 3 and document 0 are not")
 	err := at.explain(inner)
 	want := "InvalidArgument: controller: invalid request: b.json: document 2, item 3 (offset 9): node/x is also a.yaml: document 1 (line 1); document 3 and document 0 are not"

@@ -42,6 +42,12 @@ func getCommand() *cobra.Command {
 			if watch {
 				return usageError{fmt.Errorf("--watch: only get events watches")}
 			}
+			if err := checkKind(args[0]); err != nil {
+				return err
+			}
+			if err := checkNames(args[1:]); err != nil {
+				return err
+			}
 			req := &messages.GetRequest{Kind: args[0]}
 			if len(args) == 2 {
 				req.Name = args[1]
@@ -84,6 +90,12 @@ func describeCommand() *cobra.Command {
 			if err := validateClient(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := checkKind(args[0]); err != nil {
+				return err
+			}
+			if err := checkNames(args[1:]); err != nil {
+				return err
+			}
 			c, ctx, done, err := cf.open()
 			if err != nil {
 				return err
@@ -108,6 +120,12 @@ func deleteCommand() *cobra.Command {
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := checkKind(args[0]); err != nil {
+				return err
+			}
+			if err := checkNames(args[1:]); err != nil {
 				return err
 			}
 			c, ctx, done, err := cf.open()
@@ -137,6 +155,9 @@ func nodeCommand() *cobra.Command {
 		ValidArgs: []string{"terminate", "start", "out-of-service", "in-service"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateClient(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := checkNames(args[1:]); err != nil {
 				return err
 			}
 			c, ctx, done, err := cf.open()

@@ -8,9 +8,9 @@ import (
 // apply must parse.
 func TestExamplesParse(t *testing.T) {
 	for _, f := range []string{"../../examples/three-nodes.yaml", "../../examples/move-app-1.json", "../../examples/two-nodes.yaml"} {
-		docs, _, err := readInputs([]string{f}, nil)
-		if err != nil || len(docs) == 0 {
-			t.Fatalf("%s: %d docs, %v", f, len(docs), err)
+		in, err := readInputs([]string{f}, nil)
+		if err != nil || in.batch.Len() == 0 {
+			t.Fatalf("%s: %v", f, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tether/tether/bootstrap/operator/api"
 	"github.com/tether/tether/messages"
 )
 
@@ -89,8 +91,9 @@ type volumeSpec struct {
 type source struct {
 	file string
 	doc  int
-	item int // 0: the document is one object
-	pos  string
+	item int    // 0: the document is one object
+	unit string // of pos: "line", "offset", or "" (not known)
+	pos  int
 }
 
 func (s source) String() string {
@@ -98,8 +101,8 @@ func (s source) String() string {
 	if s.item > 0 {
 		b += fmt.Sprintf(", item %d", s.item)
 	}
-	if s.pos != "" {
-		b += " (" + s.pos + ")"
+	if s.unit != "" {
+		b += fmt.Sprintf(" (%s %d)", s.unit, s.pos)
 	}
 	return b
 }
@@ -110,20 +113,49 @@ type entry struct {
 	at   source
 }
 
-// parseInput reads one file's content completely: JSON if it starts with {
-// or [, YAML otherwise. Every document (YAML) or top-level value (JSON) is
-// one object or a list of objects; nothing in the input is skipped but
-// whitespace, comments and empty YAML documents. Unknown or repeated fields
-// are errors naming the document. A file with no object is an error.
+// maxYAMLDocument bounds one YAML document's text: a YAML document is
+// decoded whole (a JSON array is read item by item), so a longer list is
+// to be split into documents (---).
+const maxYAMLDocument = 8 << 20
+
+// decodeInput reads one input as a stream, calling fn with each object in
+// order: JSON if it starts with { or [, YAML otherwise. Every document
+// (YAML) or top-level value (JSON) is one object or a list of objects;
+// nothing in the input is skipped but whitespace, comments and empty YAML
+// documents. Objects are read strictly (specOf). It holds one YAML
+// document, or one JSON object, at a time.
+func decodeInput(file string, r io.Reader, fn func(entry) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if isJSON(br) {
+		return decodeJSON(file, br, fn)
+	}
+	return decodeYAML(file, br, fn)
+}
+
+// isJSON peeks at the first byte that is not whitespace (within the
+// reader's buffer).
+func isJSON(br *bufio.Reader) bool {
+	for n := 1; n <= br.Size(); n *= 2 {
+		b, err := br.Peek(n)
+		t := bytes.TrimLeft(b, " \t\r\n")
+		if len(t) > 0 {
+			return t[0] == '{' || t[0] == '['
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// parseInput reads one file's content completely (decodeInput); a file
+// with no object is an error.
 func parseInput(file string, data []byte) ([]entry, error) {
 	var es []entry
-	var err error
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		es, err = parseJSON(file, data)
-	} else {
-		es, err = parseYAML(file, data)
-	}
+	err := decodeInput(file, bytes.NewReader(data), func(e entry) error {
+		es = append(es, e)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -133,77 +165,96 @@ func parseInput(file string, data []byte) ([]entry, error) {
 	return es, nil
 }
 
-// parseYAML reads a stream of documents. It decodes it twice in step: once
-// into nodes, to learn each document's shape and lines, and once strictly
-// (unknown fields are errors, which yaml.Node.Decode cannot check) into the
-// type that shape calls for.
-func parseYAML(file string, data []byte) ([]entry, error) {
-	shape := yaml.NewDecoder(bytes.NewReader(data))
-	strict := yaml.NewDecoder(bytes.NewReader(data))
-	strict.KnownFields(true)
-	var es []entry
+// docReader bounds what the YAML decoder reads for one document.
+type docReader struct {
+	r        io.Reader
+	left     int
+	exceeded bool
+}
+
+func (d *docReader) Read(p []byte) (int, error) {
+	if d.left <= 0 {
+		d.exceeded = true
+		return 0, errors.New("document too large")
+	}
+	n, err := d.r.Read(p[:min(len(p), d.left)])
+	d.left -= n
+	return n, err
+}
+
+// decodeYAML reads a stream of YAML documents one at a time.
+func decodeYAML(file string, r io.Reader, fn func(entry) error) error {
+	dr := &docReader{r: r}
+	dec := yaml.NewDecoder(dr)
 	for doc := 1; ; doc++ {
 		at := source{file: file, doc: doc}
+		dr.left = maxYAMLDocument
 		var n yaml.Node
-		err := shape.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return es, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
+		err := dec.Decode(&n)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case dr.exceeded:
+			return fmt.Errorf("%s: a YAML document larger than %d bytes: split it into documents (---)", at, maxYAMLDocument)
+		case err != nil:
+			return fmt.Errorf("%s: invalid YAML: %w", at, err)
 		}
 		body := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
 		if len(n.Content) == 1 {
 			body = n.Content[0]
 		}
-		at.pos = fmt.Sprintf("line %d", body.Line)
+		at.unit, at.pos = "line", body.Line
 		switch {
-		case body.Kind == yaml.MappingNode:
-			var s docSpec
-			if err := strict.Decode(&s); err != nil {
-				return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
+		case body.Kind == yaml.MappingNode || body.Kind == yaml.AliasNode:
+			if err := yamlObject(body, at, fn); err != nil {
+				return err
 			}
-			es = append(es, entry{s, at})
 		case body.Kind == yaml.SequenceNode:
-			var ss []docSpec
-			if err := strict.Decode(&ss); err != nil {
-				return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
-			}
-			for i, s := range ss {
+			for i, c := range body.Content {
 				item := at
-				item.item = i + 1
-				if i < len(body.Content) {
-					item.pos = fmt.Sprintf("line %d", body.Content[i].Line)
+				item.item, item.unit, item.pos = i+1, "line", c.Line
+				if err := yamlObject(c, item, fn); err != nil {
+					return err
 				}
-				es = append(es, entry{s, item})
 			}
 		case body.ShortTag() == "!!null" && body.Value == "":
 			// An empty document (a trailing ---, or only comments) holds
 			// nothing; an explicit null or ~ is refused below.
-			var skip yaml.Node
-			if err := strict.Decode(&skip); err != nil {
-				return nil, fmt.Errorf("%s: invalid YAML: %w", at, err)
-			}
 		default:
-			return nil, fmt.Errorf("%s: want an object (kind: ..., name: ...) or a list of objects, found %s %q", at, body.ShortTag(), body.Value)
+			return fmt.Errorf("%s: want an object (kind: ..., name: ...) or a list of objects, found %s %q", at, body.ShortTag(), body.Value)
 		}
 	}
 }
 
+// yamlObject reads one object and passes it to fn.
+func yamlObject(n *yaml.Node, at source, fn func(entry) error) error {
+	s, err := specOf(n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return fn(entry{s, at})
+}
+
 // toDocuments converts the objects of every file given into the
-// documents of one apply. It refuses only what no document can say (a
-// missing or unknown kind, a field of another kind): whether the
-// documents are valid (names, modes, fields, an object named twice,
-// references) is the server's to say, once; sources.explain names the
-// file and document of what it refuses.
+// documents of one apply, as an apply does (input.add). It refuses only
+// what no document can say (a missing or unknown kind, a field of another
+// kind): whether the documents are valid (names, modes, fields, an object
+// named twice, references) is the server's to say, once; sources.explain
+// names the file and document of what it refuses.
 func toDocuments(es []entry) ([]*messages.Document, error) {
-	var docs []*messages.Document
+	in := &input{max: api.MaxApplyDocuments}
 	for _, e := range es {
-		d, err := toDocument(e.spec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", e.at, err)
+		if err := in.add(e); err != nil {
+			return nil, err
 		}
-		docs = append(docs, d)
+	}
+	docs := make([]*messages.Document, in.batch.Len())
+	for i := range docs {
+		d, err := in.batch.Document(i)
+		if err != nil {
+			return nil, err
+		}
+		docs[i] = d
 	}
 	return docs, nil
 }
@@ -233,4 +284,17 @@ func toDocument(s docSpec) (*messages.Document, error) {
 		return nil, errors.New("kind is required (Volume, Node or Workload)")
 	}
 	return nil, fmt.Errorf("unknown kind %q (want Volume, Node or Workload)", s.Kind)
+}
+
+// documentKey returns a document's kind/name.
+func documentKey(d *messages.Document) string {
+	switch {
+	case d.GetVolume() != nil:
+		return "volume/" + d.GetVolume().GetName()
+	case d.GetNode() != nil:
+		return "node/" + d.GetNode().GetName()
+	case d.GetWorkload() != nil:
+		return "workload/" + d.GetWorkload().GetName()
+	}
+	return ""
 }

@@ -44,7 +44,7 @@ func TestParseInput(t *testing.T) {
 		{"malformed yaml", "kind: Node\nname: [n1\n", "in: document 1: invalid YAML"},
 		{"malformed json", `{"kind":"Node","name":}`, "in: document 1 (offset 0): invalid JSON"},
 		{"truncated json", `[` + node, "in: document 1 (offset 0): invalid JSON: unexpected EOF"},
-		{"unknown field yaml", "kind: Node\nname: n1\ncolor: blue\n", "field color not found"},
+		{"unknown field yaml", "kind: Node\nname: n1\ncolor: blue\n", `in: document 1 (line 1): the object: unknown field "color" (want kind, name, accessMode, volumeMode, fsType, mountOptions, csi, node or volumes)`},
 		{"unknown field json", `{"kind":"Node","name":"n1","color":"blue"}`, `unknown field "color"`},
 		{"unknown kind", "kind: Pod\nname: p\n", `unknown kind "Pod"`},
 		{"missing kind", "name: p\n", "kind is required"},
@@ -58,15 +58,15 @@ func TestParseInput(t *testing.T) {
 		{"non-object in json array", "[" + node + ", 7]", "in: document 1, item 2 (offset 30): want an object"},
 		{"error names the array item", "[" + node + `,{"kind":"Nod","name":"x"}]`, `in: document 1, item 2 (offset 29): unknown kind "Nod"`},
 		{"repeated json field", `{"kind":"Node","name":"a","name":"b"}`, `field "name" is given twice`},
-		{"json field repeated in another case", `{"kind":"Node","name":"a","Name":"b"}`, `field "Name" is given twice`},
+		{"json key in another case", `{"kind":"Node","name":"a","Name":"b"}`, `in: document 1 (offset 0): the object: unknown field "Name"`},
 		{"repeated nested json field", `{"kind":"Workload","name":"w","node":"n1","volumes":[{"name":"v","name":"u"}]}`, `field "name" is given twice`},
-		{"repeated yaml field", "kind: Node\nname: a\nname: b\n", `"name" already defined`},
+		{"repeated yaml field", "kind: Node\nname: a\nname: b\n", `in: document 1 (line 1): the object: field "name" is given twice`},
 		{"empty yaml object", "kind: Node\nname: n1\n---\n{}\n", "in: document 2 (line 4): kind is required"},
 		{"blank yaml fields", "kind: ''\nname: ''\n", "in: document 1 (line 1): kind is required"},
 		{"yaml scalar document", "kind: Node\nname: n1\n---\ngarbage\n", `in: document 2 (line 4): want an object (kind: ..., name: ...) or a list of objects, found !!str "garbage"`},
 		{"yaml null document", "kind: Node\nname: n1\n--- ~\n", `document 2 (line 3): want an object`},
 		{"garbage after yaml end", "kind: Node\nname: n1\n...\ngarbage\n", "in: document 2: invalid YAML"},
-		{"yaml list with a scalar", "- kind: Node\n  name: a\n- x\n", "in: document 1 (line 1): invalid YAML"},
+		{"yaml list with a scalar", "- kind: Node\n  name: a\n- x\n", `in: document 1, item 2 (line 3): want an object (kind: ..., name: ...), found the string "x"`},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,13 +99,13 @@ func TestReadInputsBound(t *testing.T) {
 		{"together", []string{file, "-"}, strings.Replace(big, "n1", "n2", 1), "stdin: the -f files together are larger than 4096 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			docs, _, err := readInputsWithin(tt.files, strings.NewReader(tt.stdin), limit)
-			if err == nil || !strings.Contains(err.Error(), tt.want) || docs != nil {
-				t.Fatalf("%d docs, err = %v; want none and an error with %q", len(docs), err, tt.want)
+			in, err := readInputsWithin(tt.files, strings.NewReader(tt.stdin), limit, 10)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || in != nil {
+				t.Fatalf("err = %v; want no documents and an error with %q", err, tt.want)
 			}
 		})
 	}
-	if docs, _, err := readInputsWithin([]string{file}, nil, limit); err != nil || len(docs) != 1 {
-		t.Fatalf("half the bound: %d docs, %v", len(docs), err)
+	if in, err := readInputsWithin([]string{file}, nil, limit, 10); err != nil || in.batch.Len() != 1 {
+		t.Fatalf("half the bound: %v", err)
 	}
 }

@@ -47,12 +47,13 @@ func TestParseVolumeDriverFields(t *testing.T) {
 // fields are valid is the server's to say (TestApplyValidatedByServer).
 func TestParseVolumeDriverFieldsRefused(t *testing.T) {
 	for _, tt := range []struct{ name, in, want string }{
-		{"unknown csi field yaml", "kind: Volume\nname: v\ncsi:\n  secrets: {a: b}\n", "field secrets not found"},
+		{"unknown csi field yaml", "kind: Volume\nname: v\ncsi:\n  secrets: {a: b}\n", `csi: unknown field "secrets" (want volumeAttributes or secretRef)`},
 		{"unknown csi field json", `{"kind":"Volume","name":"v","csi":{"secrets":{"a":"b"}}}`, `unknown field "secrets"`},
-		{"attributes not strings", `{"kind":"Volume","name":"v","csi":{"volumeAttributes":{"a":1}}}`, "invalid JSON"},
+		{"attributes not strings", `{"kind":"Volume","name":"v","csi":{"volumeAttributes":{"a":1}}}`, `in: document 1 (offset 0): csi.volumeAttributes.a: want a string (a value), found the number 1 (quote it: "1")`},
 		{"repeated attribute", `{"kind":"Volume","name":"v","csi":{"volumeAttributes":{"a":"1","a":"2"}}}`, `field "a" is given twice`},
-		{"repeated attribute yaml", "kind: Volume\nname: v\ncsi:\n  volumeAttributes:\n    a: \"1\"\n    a: \"2\"\n", `"a" already defined`},
-		{"repeated csi field", `{"kind":"Volume","name":"v","csi":{"secretRef":"a","SecretRef":"b"}}`, `field "SecretRef" is given twice`},
+		{"repeated attribute yaml", "kind: Volume\nname: v\ncsi:\n  volumeAttributes:\n    a: \"1\"\n    a: \"2\"\n", `csi.volumeAttributes: field "a" is given twice`},
+		{"repeated csi field", `{"kind":"Volume","name":"v","csi":{"secretRef":"a","secretRef":"b"}}`, `csi: field "secretRef" is given twice`},
+		{"csi key in another case", `{"kind":"Volume","name":"v","csi":{"SecretRef":"b"}}`, `csi: unknown field "SecretRef"`},
 		{"node with volume fields", "kind: Node\nname: n\nfsType: ext4\n", "in: document 1 (line 1): node \"n\": only kind and name are allowed"},
 		{"workload with volume fields", "kind: Workload\nname: w\nnode: n1\nvolumeMode: Block\ncsi: {secretRef: x}\n", `workload "w": volumeMode, csi: volume fields`},
 	} {

@@ -1,142 +1,142 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
-// parseJSON reads a stream of JSON values one after another (whitespace
-// between them, nothing else), each an object or an array of objects.
-// Whatever follows a value must be another such value: trailing bytes are
-// an error naming the document and its byte offset.
-func parseJSON(file string, data []byte) ([]entry, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var es []entry
+// maxJSONDepth bounds the nesting of a JSON value: objects nest four deep
+// at most (a workload's volumes).
+const maxJSONDepth = 32
+
+// decodeJSON reads a stream of JSON values one after another (whitespace
+// between them, nothing else), each an object or an array of objects, an
+// array item by item. Whatever follows a value must be another such value:
+// trailing bytes are an error naming the document and its byte offset.
+func decodeJSON(file string, r io.Reader, fn func(entry) error) error {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
 	for doc := 1; ; doc++ {
-		start := skip(data, int(dec.InputOffset()), " \t\r\n")
-		at := source{file: file, doc: doc, pos: fmt.Sprintf("offset %d", start)}
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
+		at := source{file: file, doc: doc, unit: "offset", pos: int(nextOffset(dec))}
+		t, err := dec.Token()
 		if errors.Is(err, io.EOF) {
-			return es, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: invalid JSON: %w", at, err)
+			return fmt.Errorf("%s: invalid JSON: %w", at, err)
 		}
-		if raw[0] != '[' {
-			s, err := jsonObject(raw)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", at, err)
+		if t != json.Delim('[') {
+			if err := jsonObject(dec, t, at, fn); err != nil {
+				return err
 			}
-			es = append(es, entry{s, at})
 			continue
 		}
-		items, err := jsonArray(raw, at, start)
+		for i := 1; dec.More(); i++ {
+			item := at
+			item.item, item.unit, item.pos = i, "offset", int(nextOffset(dec))
+			t, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("%s: invalid JSON: %w", item, err)
+			}
+			if err := jsonObject(dec, t, item, fn); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // ]
+			return fmt.Errorf("%s: invalid JSON: %w", at, unexpectedEOF(err))
+		}
+	}
+}
+
+// jsonObject reads the value that starts with t as one object.
+func jsonObject(dec *json.Decoder, t json.Token, at source, fn func(entry) error) error {
+	n, err := jsonNode(dec, t, 0)
+	if err != nil {
+		return fmt.Errorf("%s: invalid JSON: %w", at, unexpectedEOF(err))
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s: want an object (\"kind\": ..., \"name\": ...), found %s", at, describe(n))
+	}
+	s, err := specOf(n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	return fn(entry{s, at})
+}
+
+// jsonNode reads the value that starts with t as a node tree, for specOf:
+// strings, numbers, booleans and null keep their JSON types; keys keep
+// their order and spelling.
+func jsonNode(dec *json.Decoder, t json.Token, depth int) (*yaml.Node, error) {
+	if depth > maxJSONDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxJSONDepth)
+	}
+	scalar := func(tag, v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: v} }
+	switch v := t.(type) {
+	case string:
+		return scalar("!!str", v), nil
+	case json.Number:
+		if strings.ContainsAny(string(v), ".eE") {
+			return scalar("!!float", string(v)), nil
+		}
+		return scalar("!!int", string(v)), nil
+	case bool:
+		return scalar("!!bool", fmt.Sprint(v)), nil
+	case nil:
+		return scalar("!!null", "null"), nil
+	}
+	n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	if t == json.Delim('{') {
+		n.Kind, n.Tag = yaml.MappingNode, "!!map"
+	}
+	for dec.More() {
+		if n.Kind == yaml.MappingNode {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			n.Content = append(n.Content, scalar("!!str", k.(string)))
+		}
+		t, err := dec.Token()
 		if err != nil {
 			return nil, err
 		}
-		es = append(es, items...)
-	}
-}
-
-// jsonArray reads the objects of one array, raw, found at offset base.
-func jsonArray(raw []byte, at source, base int) ([]entry, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // [
-		return nil, fmt.Errorf("%s: invalid JSON: %w", at, err)
-	}
-	var es []entry
-	for i := 1; dec.More(); i++ {
-		item := at
-		item.item = i
-		item.pos = fmt.Sprintf("offset %d", base+skip(raw, int(dec.InputOffset()), " \t\r\n,"))
-		var r json.RawMessage
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("%s: invalid JSON: %w", item, err)
-		}
-		s, err := jsonObject(r)
+		c, err := jsonNode(dec, t, depth+1)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", item, err)
+			return nil, err
 		}
-		es = append(es, entry{s, item})
+		n.Content = append(n.Content, c)
 	}
-	return es, nil
+	_, err := dec.Token() // } or ]
+	return n, err
 }
 
-// jsonObject decodes one object strictly: unknown fields are errors, and so
-// are repeated ones, which encoding/json would quietly let the last win.
-func jsonObject(raw []byte) (docSpec, error) {
-	var s docSpec
-	if raw[0] != '{' {
-		return s, fmt.Errorf("want an object (\"kind\": ..., \"name\": ...), found %.20s", raw)
+// unexpectedEOF: the end of the input inside a value.
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
 	}
-	if key, err := repeatedKey(json.NewDecoder(bytes.NewReader(raw)), false); err != nil || key != "" {
-		if err == nil {
-			err = fmt.Errorf("field %q is given twice", key)
-		}
-		return s, fmt.Errorf("invalid JSON: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return s, fmt.Errorf("invalid JSON: %w", err)
-	}
-	return s, nil
+	return err
 }
 
-// repeatedKey returns the first key that an object in the next value
-// repeats, or "". Keys are compared as encoding/json matches them to
-// fields: without regard to case (ToLower of ToUpper also folds the
-// Kelvin sign and the long s, as encoding/json does); those of a map
-// (exact: a volume's volumeAttributes) exactly, as encoding/json keys a
-// map.
-func repeatedKey(dec *json.Decoder, exact bool) (string, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return "", err
+// nextOffset returns the offset of the next value: past the whitespace and
+// comma the decoder has buffered but not read.
+func nextOffset(dec *json.Decoder) int64 {
+	off := dec.InputOffset()
+	br, ok := dec.Buffered().(io.ByteReader)
+	if !ok {
+		return off
 	}
-	switch t {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			key, _ := k.(string)
-			folded := strings.ToLower(strings.ToUpper(key))
-			if exact {
-				folded = key
-			}
-			if seen[folded] {
-				return key, nil
-			}
-			seen[folded] = true
-			if r, err := repeatedKey(dec, !exact && folded == "volumeattributes"); r != "" || err != nil {
-				return r, err
-			}
+	for {
+		b, err := br.ReadByte()
+		if err != nil || !strings.ContainsRune(" \t\r\n,", rune(b)) {
+			return off
 		}
-	case json.Delim('['):
-		for dec.More() {
-			if r, err := repeatedKey(dec, false); r != "" || err != nil {
-				return r, err
-			}
-		}
-	default:
-		return "", nil
-	}
-	_, err = dec.Token() // the closing } or ]
-	return "", err
-}
-
-// skip returns the offset of the first byte at or after off not in set.
-func skip(data []byte, off int, set string) int {
-	for off < len(data) && strings.IndexByte(set, data[off]) >= 0 {
 		off++
 	}
-	return off
 }

@@ -127,8 +127,14 @@ func tlsHint(msg string, useTLS, clientCert bool) string {
 		}
 		return false
 	}
+	// A connection that broke after the server's first frame (a server
+	// that died mid-call: "error reading from server") was past any TLS
+	// handshake: no TLS hint applies.
+	if has("error reading from server", "transport is closing") {
+		return ""
+	}
 	switch {
-	case !useTLS && has("server preface", "connection reset", "EOF"):
+	case !useTLS && has("server preface"):
 		return "the API may speak TLS: use its tls:// address (tether up writes it in <data-dir>/api-addr) or pass --tls-ca FILE"
 	case !useTLS:
 		return ""

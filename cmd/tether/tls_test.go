@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/tether/tether/bootstrap/operator/certs"
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud/testkit"
+	"github.com/tether/tether/messages"
 )
 
 // runBin runs the binary and returns its exit code and output.
@@ -267,5 +272,43 @@ func TestClientRefusesPlainTextBeyondLoopback(t *testing.T) {
 	code, out := execute("", "get", "nodes", "--addr", "10.0.0.5:7070", "--token", "secret", "--data-dir", dir)
 	if code != exitError || !strings.Contains(out, "tls://10.0.0.5:7070") {
 		t.Fatalf("tether get --addr 10.0.0.5:7070: exit %d\n%s", code, out)
+	}
+}
+
+// dyingAPI stops its server in the middle of an Apply.
+type dyingAPI struct {
+	messages.UnimplementedTetherServer
+	stop func()
+}
+
+func (d *dyingAPI) Apply(ctx context.Context, _ *messages.ApplyRequest) (*messages.ApplyResponse, error) {
+	go d.stop()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A plain-text server that dies mid-apply gets no TLS hint: the
+// connection was up, so TLS is not what failed.
+func TestServerDyingMidApplyNoTLSHint(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	messages.RegisterTetherServer(g, &dyingAPI{stop: g.Stop})
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	file := writeFile(t, "n.yaml", "kind: Node\nname: n1\n")
+	code, out := execute("", "apply", "-f", file, "--addr", lis.Addr().String(), "--token", "t")
+	if code != 1 || !strings.Contains(out, "Unavailable") || strings.Contains(out, "TLS") || strings.Contains(out, "check:") {
+		t.Fatalf("apply to a dying server: exit %d: %s; want Unavailable and no TLS hint", code, out)
+	}
+	t.Logf("%s", out)
+	for _, msg := range []string{"error reading from server: EOF", "error reading from server: read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer", "transport is closing"} {
+		for _, useTLS := range []bool{false, true} {
+			if hint := tlsHint(msg, useTLS, false); hint != "" {
+				t.Errorf("%q (TLS %v): hint %q, want none", msg, useTLS, hint)
+			}
+		}
 	}
 }

@@ -52,6 +52,7 @@ func upCommand() *cobra.Command {
 	f.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow non-loopback listen addresses (the API then needs --tls-cert and --tls-key)")
 	registerUpTLS(f, &cfg)
 	f.BoolVar(&cfg.Embedded.RebuildStore, "rebuild-store", false, "move tether.db aside and rebuild the desired state from what the cloud has attached and the nodes have mounted (see docs/operating.md: Recovery)")
+	f.BoolVar(&cfg.Embedded.AcceptRollback, "accept-rollback", false, "open a store whose newer meta page is damaged at the older one, losing its last commit (tether up refuses such a store otherwise and says what it would lose; see docs/operating.md: Recovery)")
 	cloudFlags(f, &cfg.Embedded.Cloud, &cfg.Embedded.Loop.VolumeSize)
 	csiFlags(f, &cfg.Embedded.CSI)
 	f.IntVar(&cfg.Embedded.Nodes, "nodes", 3, "how many nodes (n1..nN) to run, each with its own agent (1 to 1000)")

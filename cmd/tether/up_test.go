@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,23 +51,8 @@ func binary(t *testing.T) string {
 	return binPath
 }
 
-// syncBuffer is a bytes.Buffer safe for the child's output goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is safe for a child's output goroutines and the test at once.
+type syncBuffer = testkit.Buffer
 
 // metricsURL finds the metrics address tether up printed.
 func metricsURL(out string) string {

@@ -46,6 +46,7 @@ func validateUp(fs *pflag.FlagSet) error {
 	v.nonEmpty("data-dir")
 	v.hostPort("api-addr")
 	v.hostPort("metrics-addr")
+	v.distinctAddrs("metrics-addr", "api-addr")
 	v.count("nodes", 1, maxNodes, "tether up runs every node's agent in this one process")
 	v.controllerFlags()
 	v.eventFlags()
@@ -176,6 +177,21 @@ func (v *validator) hostPort(name string) {
 	_, port, err := net.SplitHostPort(v.fs.Lookup(name).Value.String())
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
 		v.refuse(name, "want host:port with a port from 0 to 65535 (0: any free port)")
+	}
+}
+
+// distinctAddrs refuses two listen addresses that are the same host and
+// port (port 0, any free port, may repeat): the second listener could
+// only fail, after the first had started.
+func (v *validator) distinctAddrs(name, other string) {
+	a, b := v.fs.Lookup(name).Value.String(), v.fs.Lookup(other).Value.String()
+	ha, pa, erra := net.SplitHostPort(a)
+	hb, pb, errb := net.SplitHostPort(b)
+	if erra != nil || errb != nil || pa != pb || pa == "0" {
+		return
+	}
+	if ha == hb || ha == "" || hb == "" || ha == "0.0.0.0" || hb == "0.0.0.0" || ha == "::" || hb == "::" {
+		v.refuse(name, "the same address as --"+other+": want another port")
 	}
 }
 

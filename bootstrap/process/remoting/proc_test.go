@@ -1,14 +1,14 @@
 package remoting
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tether/tether/cloud/testkit"
 )
 
 // proc is a node process (see node_test.go), as the test drives it.
@@ -143,21 +143,5 @@ func (p *proc) close() {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that exec's copying goroutine and the test
-// may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+// syncBuffer is safe for a child's output goroutines and the test at once.
+type syncBuffer = testkit.Buffer
