@@ -29,6 +29,7 @@ type hub struct {
 
 	dirtyVols, dirtyNodes map[string]bool
 	wake                  chan struct{} // a dirty set was added to
+	loaded                chan struct{} // closed after the first full read
 }
 
 // feedLen and noticeLen bound what a snapshot repeats of the past.
@@ -47,7 +48,7 @@ type sub struct {
 func newHub(now func() time.Time) *hub {
 	return &hub{now: now, nodes: map[string]string{}, vols: map[string]map[string]string{},
 		byNode: map[string]map[string]bool{}, refused: map[string]map[string]bool{}, subs: map[*sub]bool{},
-		dirtyVols: map[string]bool{}, dirtyNodes: map[string]bool{}, wake: make(chan struct{}, 1)}
+		dirtyVols: map[string]bool{}, dirtyNodes: map[string]bool{}, wake: make(chan struct{}, 1), loaded: make(chan struct{})}
 }
 
 // subscribe registers a browser and queues its snapshot first.

@@ -44,6 +44,11 @@ const heartbeat = 15 * time.Second
 
 // handleEvents streams the fleet: a snapshot, then what changes.
 func (u *UI) handleEvents(w http.ResponseWriter, r *http.Request) {
+	select { // a snapshot before the first read would show an empty fleet
+	case <-u.hub.loaded:
+	case <-r.Context().Done():
+		return
+	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -24,6 +24,7 @@ func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, 
 		}
 	}()
 	h.full(ctx, src, logf)
+	close(h.loaded)
 	tick := time.NewTicker(o.Tick)
 	defer tick.Stop()
 	nodes := time.NewTicker(o.NodeEvery)
