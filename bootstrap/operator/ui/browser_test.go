@@ -46,6 +46,11 @@ func browser(t *testing.T, timeout time.Duration) context.Context {
 		cancelTab()
 		cancelAlloc() // waits for the browser process to exit
 	})
+	// Start the browser on ctx itself: started on a derived context, it
+	// would close with that context.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
 	return ctx
 }
 
