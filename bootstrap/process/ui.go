@@ -10,10 +10,11 @@ import (
 // ServeUI serves the operator's page (bootstrap/operator/ui) on msrv for
 // e, logging in with the API's token, reading e's controller, cloud and
 // events and m's counters. On a listener the token must not cross (plain
-// text beyond loopback) the page is not served: the returned Closer is
-// then a no-op and the address says why. Close it before e stops.
-func ServeUI(msrv *metrics.Server, token string, e *Embedded, m *metrics.Metrics) (Closer, string, error) {
-	src := &ui.Controller{Ctl: e.Controller, Cloud: e.Account, Metrics: m, Subscribe: e.Events.Subscribe}
+// text beyond loopback) the page is not served: the returned UI is then
+// nil (its methods do nothing) and the address says why. Close it before
+// e stops.
+func ServeUI(msrv *metrics.Server, token string, e *Embedded, m *metrics.Metrics) (*ui.UI, string, error) {
+	src := &ui.Controller{Ctl: e.Ctl, Cloud: e.Account, Metrics: m, Subscribe: e.Events.Subscribe}
 	page, err := ui.Start(src, ui.Options{Token: token, Logf: e.Log.Warnf})
 	if err != nil {
 		return nil, "", err
@@ -22,16 +23,9 @@ func ServeUI(msrv *metrics.Server, token string, e *Embedded, m *metrics.Metrics
 		page.Close()
 		if errors.Is(err, ui.ErrNotPrivate) {
 			e.Log.Warn(err)
-			return nopCloser{}, "not served (metrics in plain text beyond loopback: give them TLS)", nil
+			return nil, "not served (metrics in plain text beyond loopback: give them TLS)", nil
 		}
 		return nil, "", err
 	}
 	return page, ui.URL(msrv), nil
 }
-
-// Closer stops what it serves.
-type Closer interface{ Close() }
-
-type nopCloser struct{}
-
-func (nopCloser) Close() {}

@@ -28,7 +28,8 @@ type Instances interface {
 // from its store and its actors, readiness from the cloud, events from
 // the durable log, cloud calls and operations from the metrics registry.
 type Controller struct {
-	Ctl *controller.Controller
+	// Ctl is the controller now (a process may restart its controller).
+	Ctl func() *controller.Controller
 	// Cloud, if set, marks a node whose instance does not run as lost.
 	Cloud Instances
 	// Metrics, if set, is read for Stats.
@@ -49,7 +50,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeView, error) {
 	var out []NodeView
 	var after cloud.NodeName
 	for {
-		specs, err := c.Ctl.Store().NodesAfter(after, page)
+		specs, err := c.Ctl().Store().NodesAfter(after, page)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +69,7 @@ func (c *Controller) Nodes(ctx context.Context) ([]NodeView, error) {
 
 // Node implements Source.
 func (c *Controller) Node(_ context.Context, name string) (NodeView, bool, error) {
-	_, ok, err := c.Ctl.Store().Node(cloud.NodeName(name))
+	_, ok, err := c.Ctl().Store().Node(cloud.NodeName(name))
 	if err != nil || !ok {
 		return NodeView{}, false, err
 	}
@@ -85,7 +86,7 @@ func (c *Controller) nodeView(name cloud.NodeName) NodeView {
 			return v
 		}
 	}
-	if st, err := c.Ctl.NodeStatus(name, actorTimeout); err == nil && st.Ready {
+	if st, err := c.Ctl().NodeStatus(name, actorTimeout); err == nil && st.Ready {
 		v.State = NodeReady
 	}
 	return v
@@ -96,7 +97,7 @@ func (c *Controller) Volumes(ctx context.Context) ([]VolumeView, error) {
 	var out []VolumeView
 	var after cloud.VolumeID
 	for {
-		specs, err := c.Ctl.Store().VolumesAfter(after, page)
+		specs, err := c.Ctl().Store().VolumesAfter(after, page)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +105,7 @@ func (c *Controller) Volumes(ctx context.Context) ([]VolumeView, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			st, err := c.Ctl.VolumeStatus(v.ID, actorTimeout)
+			st, err := c.Ctl().VolumeStatus(v.ID, actorTimeout)
 			if err != nil {
 				return nil, err
 			}
@@ -119,10 +120,10 @@ func (c *Controller) Volumes(ctx context.Context) ([]VolumeView, error) {
 
 // Volume implements Source.
 func (c *Controller) Volume(_ context.Context, id string) (VolumeView, bool, error) {
-	if _, ok, err := c.Ctl.Store().Volume(cloud.VolumeID(id)); err != nil || !ok {
+	if _, ok, err := c.Ctl().Store().Volume(cloud.VolumeID(id)); err != nil || !ok {
 		return VolumeView{}, false, err
 	}
-	st, err := c.Ctl.VolumeStatus(cloud.VolumeID(id), actorTimeout)
+	st, err := c.Ctl().VolumeStatus(cloud.VolumeID(id), actorTimeout)
 	if err != nil {
 		return VolumeView{}, false, err
 	}
@@ -157,7 +158,7 @@ func (c *Controller) History(ctx context.Context, kind events.Kind, name string)
 	if err != nil {
 		return nil, err
 	}
-	evs, _, err := c.Ctl.ListEvents(ctx, events.Query{Kind: kind, Name: name, UID: uid})
+	evs, _, err := c.Ctl().ListEvents(ctx, events.Query{Kind: kind, Name: name, UID: uid})
 	return evs, err
 }
 
@@ -165,7 +166,7 @@ func (c *Controller) History(ctx context.Context, kind events.Kind, name string)
 var errUnknown = errors.New("ui: no such object")
 
 func (c *Controller) currentUID(kind events.Kind, name string) (string, error) {
-	st := c.Ctl.Store()
+	st := c.Ctl().Store()
 	var uid string
 	var ok bool
 	var err error
@@ -195,9 +196,9 @@ func (c *Controller) currentUID(kind events.Kind, name string) (string, error) {
 // member's and agent's), or the recorder's when there is no log.
 func (c *Controller) Watch(ctx context.Context, fn func(events.Event)) error {
 	// A name no object has: the answer is empty, its cursor the log's end.
-	_, cursor, err := c.Ctl.ListEvents(ctx, events.Query{Kind: events.KindNode, Name: "\x00"})
+	_, cursor, err := c.Ctl().ListEvents(ctx, events.Query{Kind: events.KindNode, Name: "\x00"})
 	if err == nil && cursor > 0 {
-		return c.Ctl.WatchEvents(ctx, events.Query{}, cursor, fn)
+		return c.Ctl().WatchEvents(ctx, events.Query{}, cursor, fn)
 	}
 	if c.Subscribe == nil {
 		if err == nil {

@@ -97,8 +97,12 @@ func Start(src Source, opt Options) (*UI, error) {
 	return u, nil
 }
 
-// Close stops reading the source and cuts off every browser.
+// Close stops reading the source and cuts off every browser. A nil *UI
+// (a page not served) does nothing.
 func (u *UI) Close() {
+	if u == nil {
+		return
+	}
 	u.stopOnce.Do(func() {
 		u.cancel()
 		<-u.done
@@ -132,8 +136,12 @@ func URL(s *metrics.Server) string {
 }
 
 // Notice shows a chaos kill or fault on every page (kind: "kill",
-// "fault", ...).
-func (u *UI) Notice(kind, text string) { u.hub.notice(kind, text) }
+// "fault", ...). A nil *UI does nothing.
+func (u *UI) Notice(kind, text string) {
+	if u != nil {
+		u.hub.notice(kind, text)
+	}
+}
 
 // csp lets the page load its own script and style and talk to its own
 // origin, nothing else.
