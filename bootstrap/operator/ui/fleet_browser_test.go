@@ -126,6 +126,15 @@ func TestBrowserFleetLive(t *testing.T) {
 	wait(t, ctx, "the loss in the live feed", `#feed li[data-type="AttachmentLost"]`)
 	wait(t, ctx, "data-1 mounted on n1 again (healed)", dotOf("n1", "data-1", "mounted"))
 
+	// A second workload wants the exclusive data-1 on n2: refused there
+	// (Multi-Attach) while n1 has it.
+	if _, err := e.Ctl().ApplyAll([]controller.Change{
+		{Workload: &store.Workload{UID: "app-2", Node: "n2", Volumes: []cloud.VolumeID{"data-1"}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, ctx, "data-1 refused on n2 (Multi-Attach)", dotOf("n2", "data-1", "refused"))
+
 	// History: the volume's events, from the store, in the side panel.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(dotOf("n1", "data-1", "mounted")))); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tether/tether/actors/events"
@@ -12,7 +13,11 @@ import (
 // nodeEvery, everything read again every fullEvery (what no event
 // announced: a safety net), and stats every statsEvery.
 func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, ...any)) {
+	var watching sync.WaitGroup
+	defer watching.Wait() // Close returns with nothing of the hub left running
+	watching.Add(1)
 	go func() { // before the first read: what changes during it is read again
+		defer watching.Done()
 		for ctx.Err() == nil {
 			if err := src.Watch(ctx, h.onEvent); err != nil && ctx.Err() == nil {
 				logf("ui: watching events: %v (again in %v)", err, o.FullEvery)
