@@ -32,9 +32,9 @@ func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, 
 	close(h.loaded)
 	tick := time.NewTicker(o.Tick)
 	defer tick.Stop()
-	nodes := time.NewTicker(o.NodeEvery)
+	nodes := time.NewTimer(o.NodeEvery)
 	defer nodes.Stop()
-	full := time.NewTicker(o.FullEvery)
+	full := time.NewTimer(o.FullEvery)
 	defer full.Stop()
 	stats := time.NewTicker(o.StatsEvery)
 	defer stats.Stop()
@@ -53,13 +53,26 @@ func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, 
 			}
 			h.refresh(ctx, src, logf)
 		case <-nodes.C:
-			h.sweepNodes(ctx, src, logf)
+			took := timed(func() { h.sweepNodes(ctx, src, logf) })
+			nodes.Reset(max(o.NodeEvery, sweepShare*took))
 		case <-full.C:
-			h.full(ctx, src, logf)
+			took := timed(func() { h.full(ctx, src, logf) })
+			full.Reset(max(o.FullEvery, sweepShare*took))
 		case now := <-stats.C:
 			last, lastAt = h.sendStats(src.Stats(), last, now.Sub(lastAt)), now
 		}
 	}
+}
+
+// sweepShare spaces the sweeps by this many times their own length at
+// least: on a fleet large enough for a sweep to take long, the page takes
+// no more than a tenth of the controller's time for them.
+const sweepShare = 10
+
+func timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
 }
 
 // full reads every node and volume, and sends what changed.

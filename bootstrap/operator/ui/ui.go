@@ -39,7 +39,8 @@ type Options struct {
 	Now func() time.Time
 	// Tick gathers events into one read of what they name (250 ms);
 	// NodeEvery sweeps the nodes' states (2 s); FullEvery reads every
-	// node and volume again (30 s); StatsEvery sends stats (1 s).
+	// node and volume again (30 s); StatsEvery sends stats (1 s). A
+	// sweep waits ten of its own lengths at least (sweepShare).
 	Tick, NodeEvery, FullEvery, StatsEvery time.Duration
 	// Logf logs what went wrong reading the source (dropped if nil).
 	Logf func(format string, args ...any)
