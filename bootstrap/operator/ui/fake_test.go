@@ -15,7 +15,7 @@ type fakeSource struct {
 	nodes map[string]string
 	vols  map[string]map[string]string
 	evs   chan events.Event
-	reads int // Volume and Node reads
+	reads int // reads of any kind
 }
 
 func newFake() *fakeSource {
@@ -37,6 +37,7 @@ func (f *fakeSource) setNode(name, state string) {
 func (f *fakeSource) Nodes(context.Context) ([]NodeView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	var out []NodeView
 	for n, s := range f.nodes {
 		out = append(out, NodeView{Name: n, State: s})
@@ -55,6 +56,7 @@ func (f *fakeSource) Node(_ context.Context, name string) (NodeView, bool, error
 func (f *fakeSource) Volumes(context.Context) ([]VolumeView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	var out []VolumeView
 	for id, on := range f.vols {
 		out = append(out, VolumeView{ID: id, On: maps.Clone(on)})

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -9,9 +10,11 @@ import (
 )
 
 // hub keeps one model of the fleet for every browser: it reads the
-// Source once at start, then only what events say changed (and sweeps
-// the nodes, whose loss the cloud does not announce), and sends each
-// browser a snapshot followed by the tiles that changed. A browser that
+// Source whole when a browser comes, then only what events say changed
+// (and sweeps the nodes, whose loss the cloud does not announce), and
+// sends each browser a snapshot followed by the tiles that changed.
+// While no browser watches it reads nothing: the model goes stale, and
+// the next browser waits for a whole read. A browser that
 // cannot keep up is cut off; its EventSource reconnects and gets a fresh
 // snapshot, so a slow page never slows the hub.
 type hub struct {
@@ -29,7 +32,9 @@ type hub struct {
 
 	dirtyVols, dirtyNodes map[string]bool
 	wake                  chan struct{} // a dirty set was added to
-	loaded                chan struct{} // closed after the first full read
+	need                  chan struct{} // a browser waits for a fresh model
+	stale                 bool          // reads stopped: no browser watched
+	fresh                 chan struct{} // closed once the model is read after stale
 }
 
 // feedLen and noticeLen bound what a snapshot repeats of the past.
@@ -48,7 +53,57 @@ type sub struct {
 func newHub(now func() time.Time) *hub {
 	return &hub{now: now, nodes: map[string]string{}, vols: map[string]map[string]string{},
 		byNode: map[string]map[string]bool{}, refused: map[string]map[string]bool{}, subs: map[*sub]bool{},
-		dirtyVols: map[string]bool{}, dirtyNodes: map[string]bool{}, wake: make(chan struct{}, 1), loaded: make(chan struct{})}
+		dirtyVols: map[string]bool{}, dirtyNodes: map[string]bool{}, wake: make(chan struct{}, 1),
+		need: make(chan struct{}, 1), stale: true, fresh: make(chan struct{})}
+}
+
+// attach waits for a fresh model (asking the run loop for a whole read if
+// it is stale), then subscribes.
+func (h *hub) attach(ctx context.Context) (*sub, error) {
+	h.mu.Lock()
+	fresh := h.fresh
+	h.mu.Unlock()
+	select {
+	case h.need <- struct{}{}:
+	default: // already asked
+	}
+	select {
+	case <-fresh:
+		return h.subscribe(), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// watched reports whether a browser watches; if none does, the model is
+// marked stale (its reads stop).
+func (h *hub) watched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) > 0 {
+		return true
+	}
+	if !h.stale {
+		h.stale, h.fresh = true, make(chan struct{})
+	}
+	return false
+}
+
+// isStale reports whether the model needs a whole read.
+func (h *hub) isStale() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stale
+}
+
+// markFresh records a whole read and lets waiting browsers in.
+func (h *hub) markFresh() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stale {
+		h.stale = false
+		close(h.fresh)
+	}
 }
 
 // subscribe registers a browser and queues its snapshot first.

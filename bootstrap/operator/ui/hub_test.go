@@ -2,7 +2,9 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +21,19 @@ func startFake(t *testing.T, f *fakeSource) *UI {
 		t.Fatal(err)
 	}
 	t.Cleanup(u.Close)
-	select {
-	case <-u.hub.loaded:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the hub did not read the source within 10s")
-	}
 	return u
+}
+
+// attach is a browser arriving, within a deadline.
+func attach(t *testing.T, u *UI) *sub {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := u.hub.attach(ctx)
+	if err != nil {
+		t.Fatalf("the hub did not read the source within 10s: %v", err)
+	}
+	return s
 }
 
 // next reads s's next frame of the named kind (skipping others), within
@@ -67,7 +76,7 @@ func TestHubSnapshotThenTiles(t *testing.T) {
 	f.setNode("n2", NodeReady)
 	f.setVol("v1", map[string]string{"n1": VolMounted})
 	u := startFake(t, f)
-	s := u.hub.subscribe()
+	s := attach(t, u)
 	defer u.hub.unsubscribe(s)
 	var snap snapshotJSON
 	next(t, s, "snapshot", &snap)
@@ -124,7 +133,7 @@ func TestHubCutsOffSlowBrowser(t *testing.T) {
 	f := newFake()
 	f.setNode("n1", NodeReady)
 	u := startFake(t, f)
-	slow := u.hub.subscribe()
+	slow := attach(t, u)
 	for i := 0; i <= subBuffer; i++ {
 		u.Notice("kill", "volume actor v1")
 	}
@@ -133,7 +142,7 @@ func TestHubCutsOffSlowBrowser(t *testing.T) {
 	default:
 		t.Fatalf("a browser %d frames behind was not cut off", subBuffer+1)
 	}
-	fresh := u.hub.subscribe()
+	fresh := attach(t, u)
 	defer u.hub.unsubscribe(fresh)
 	var snap snapshotJSON
 	next(t, fresh, "snapshot", &snap)
@@ -154,5 +163,39 @@ func TestHubStatsRate(t *testing.T) {
 	next(t, s, "stats", &st)
 	if st.Calls["attach"] != 10 || st.Calls["detach"] != 0 || st.InFlight != 3 || st.Total != 34 {
 		t.Errorf("stats %+v: want attach 10/s, detach 0/s, 3 in flight, 34 in all", st)
+	}
+}
+
+// While no browser watches, the hub reads nothing (events only mark what
+// to read); the next browser gets a whole read, with what changed
+// meanwhile.
+func TestHubIdleReadsNothing(t *testing.T) {
+	f := newFake()
+	f.setNode("n1", NodeReady)
+	f.setVol("v1", map[string]string{"n1": VolAttaching})
+	u, err := Start(f, Options{Token: strings.Repeat("t", 64), Tick: time.Millisecond,
+		NodeEvery: time.Millisecond, FullEvery: time.Millisecond, StatsEvery: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(u.Close)
+	f.evs <- events.Event{Object: events.Ref{Kind: events.KindVolume, Name: "v1"}, Type: "SuccessfulAttachVolume"}
+	f.setVol("v1", map[string]string{"n1": VolMounted})
+	// Bounded: an idle hub's loop runs its (1 ms) timers many times over.
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+		f.mu.Lock()
+		reads := f.reads
+		f.mu.Unlock()
+		if reads != 0 {
+			t.Fatalf("%d reads with no browser watching", reads)
+		}
+		runtime.Gosched()
+	}
+	s := attach(t, u)
+	defer u.hub.unsubscribe(s)
+	var snap snapshotJSON
+	next(t, s, "snapshot", &snap)
+	if len(snap.Nodes) != 1 || stateOf(snap.Nodes[0], "v1") != VolMounted {
+		t.Fatalf("snapshot %+v: want n1 with v1 mounted", snap.Nodes)
 	}
 }

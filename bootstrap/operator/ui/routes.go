@@ -44,17 +44,15 @@ const heartbeat = 15 * time.Second
 
 // handleEvents streams the fleet: a snapshot, then what changes.
 func (u *UI) handleEvents(w http.ResponseWriter, r *http.Request) {
-	select { // a snapshot before the first read would show an empty fleet
-	case <-u.hub.loaded:
-	case <-r.Context().Done():
-		return
+	s, err := u.hub.attach(r.Context()) // after a whole read if the model is stale
+	if err != nil {
+		return // the browser left while it waited
 	}
+	defer u.hub.unsubscribe(s)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
-	s := u.hub.subscribe()
-	defer u.hub.unsubscribe(s)
 	w.WriteHeader(http.StatusOK)
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()

@@ -8,15 +8,16 @@ import (
 	"github.com/tether/tether/actors/events"
 )
 
-// run feeds h from src until ctx ends: a full read, then the events, the
-// objects they name read again every tick, the nodes swept every
-// nodeEvery, everything read again every fullEvery (what no event
-// announced: a safety net), and stats every statsEvery.
+// run feeds h from src until ctx ends: the events from the start, and
+// while a browser watches, what they name read again every tick, the
+// nodes swept every nodeEvery, everything read again every fullEvery
+// (what no event announced: a safety net), and stats every statsEvery.
+// A browser arriving at a stale model gets a whole read first.
 func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, ...any)) {
 	var watching sync.WaitGroup
 	defer watching.Wait() // Close returns with nothing of the hub left running
 	watching.Add(1)
-	go func() { // before the first read: what changes during it is read again
+	go func() {
 		defer watching.Done()
 		for ctx.Err() == nil {
 			if err := src.Watch(ctx, h.onEvent); err != nil && ctx.Err() == nil {
@@ -28,8 +29,6 @@ func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, 
 			}
 		}
 	}()
-	h.full(ctx, src, logf)
-	close(h.loaded)
 	tick := time.NewTicker(o.Tick)
 	defer tick.Stop()
 	nodes := time.NewTimer(o.NodeEvery)
@@ -40,10 +39,29 @@ func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, 
 	defer stats.Stop()
 	var last Stats
 	lastAt := time.Now()
+	// ready reads everything if the model is stale, and reports whether
+	// a browser watches (nothing else is worth reading otherwise).
+	ready := func() bool {
+		if !h.watched() {
+			return false
+		}
+		if h.isStale() {
+			h.takeDirty() // the whole read covers them
+			h.full(ctx, src, logf)
+			h.markFresh()
+		}
+		return true
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-h.need:
+			if h.isStale() {
+				h.takeDirty()
+				h.full(ctx, src, logf)
+				h.markFresh()
+			}
 		case <-h.wake:
 			// Gather what else arrives within a tick into one read.
 			select {
@@ -51,15 +69,30 @@ func (h *hub) run(ctx context.Context, src Source, o Options, logf func(string, 
 				return
 			case <-tick.C:
 			}
-			h.refresh(ctx, src, logf)
+			if ready() {
+				h.refresh(ctx, src, logf)
+			}
 		case <-nodes.C:
-			took := timed(func() { h.sweepNodes(ctx, src, logf) })
+			took := timed(func() {
+				if ready() {
+					h.sweepNodes(ctx, src, logf)
+				}
+			})
 			nodes.Reset(max(o.NodeEvery, sweepShare*took))
 		case <-full.C:
-			took := timed(func() { h.full(ctx, src, logf) })
+			took := timed(func() {
+				if ready() {
+					h.full(ctx, src, logf)
+				}
+			})
 			full.Reset(max(o.FullEvery, sweepShare*took))
 		case now := <-stats.C:
-			last, lastAt = h.sendStats(src.Stats(), last, now.Sub(lastAt)), now
+			if ready() {
+				last = h.sendStats(src.Stats(), last, now.Sub(lastAt))
+			} else {
+				last = Stats{}
+			}
+			lastAt = now
 		}
 	}
 }
