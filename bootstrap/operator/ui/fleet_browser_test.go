@@ -68,8 +68,8 @@ func dotOf(node, vol, state string) string {
 // without a reload; a screenshot is kept.
 func TestBrowserFleetLive(t *testing.T) {
 	const nodes = 4
+	ctx := browser(t, 4*time.Minute) // first: without chromium, nothing else starts
 	e, url, token := startTether(t, nodes)
-	ctx := browser(t, 4*time.Minute)
 
 	// A wrong token is refused with a message, and no session.
 	if err := chromedp.Do(ctx,
