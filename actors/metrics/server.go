@@ -20,6 +20,8 @@ var ErrNotLoopback = errors.New("metrics: refusing to listen on a non-loopback a
 type Server struct {
 	ln   net.Listener
 	srv  *http.Server
+	mux  *http.ServeMux
+	tls  bool          // ln speaks TLS
 	done chan struct{} // closed when the serving goroutine has returned
 }
 
@@ -51,7 +53,7 @@ func Serve(addr string, m *Metrics, ready func() error) (*Server, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("%w: %q resolved to %s", ErrNotLoopback, addr, ln.Addr())
 	}
-	return start(ln, m, ready), nil
+	return start(ln, m, ready, false), nil
 }
 
 // ServeExposed is Serve without the loopback check: it listens on addr
@@ -62,7 +64,7 @@ func ServeExposed(addr string, m *Metrics, ready func() error) (*Server, error) 
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen: %w", err)
 	}
-	return start(ln, m, ready), nil
+	return start(ln, m, ready, false), nil
 }
 
 // loopbackHost reports whether host names a loopback interface without
@@ -75,11 +77,14 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func start(ln net.Listener, m *Metrics, ready func() error) *Server {
+func start(ln net.Listener, m *Metrics, ready func() error, tls bool) *Server {
+	mux := newMux(m, ready)
 	s := &Server{
-		ln: ln,
+		ln:  ln,
+		mux: mux,
+		tls: tls,
 		srv: &http.Server{
-			Handler:           newMux(m, ready),
+			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
 		},
 		done: make(chan struct{}),
@@ -122,6 +127,25 @@ func writeText(w http.ResponseWriter, code int, body string) {
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
 }
+
+// Handle serves pattern (http.ServeMux syntax) with h beside /metrics,
+// /healthz and /readyz: the operator's web page (bootstrap/operator/ui)
+// shares this listener. It may be called while serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Private reports whether only this machine can read what is served: the
+// listener speaks TLS, or is bound to a loopback address. A secret such
+// as the API token may cross it only then.
+func (s *Server) Private() bool {
+	if s.tls {
+		return true
+	}
+	tcp, ok := s.ln.Addr().(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// TLS reports whether the listener speaks TLS.
+func (s *Server) TLS() bool { return s.tls }
 
 // Addr is the address actually listened on, such as "127.0.0.1:40123".
 func (s *Server) Addr() string { return s.ln.Addr().String() }

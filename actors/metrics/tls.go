@@ -19,5 +19,5 @@ func ServeTLS(addr string, m *Metrics, ready func() error, cfg *tls.Config) (*Se
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen: %w", err)
 	}
-	return start(tls.NewListener(ln, cfg.Clone()), m, ready), nil
+	return start(tls.NewListener(ln, cfg.Clone()), m, ready, true), nil
 }

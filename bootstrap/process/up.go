@@ -82,14 +82,20 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	if err != nil {
 		return errors.Join(err, srv.Stop(), e.Stop())
 	}
+	page, pageURL, err := ServeUI(msrv, token, e, m)
+	if err != nil {
+		return errors.Join(err, srv.Stop(), msrv.Close(context.Background()), e.Stop())
+	}
 	addrFile := filepath.Join(ec.DataDir, AddrFile)
 	if err := writeClientFiles(ec.DataDir, srv.Addr(), x); err != nil {
+		page.Close()
 		return errors.Join(err, srv.Stop(), msrv.Close(context.Background()), e.Stop())
 	}
 	state.Store("")
 	fmt.Fprintf(out, "tether is up: %d nodes (%v), data in %s\n", len(e.NodeNames), e.NodeNames, ec.DataDir)
 	fmt.Fprintf(out, "  API      %s (%s; bearer token in %s)\n", srv.Addr(), x.apiProtocol(), filepath.Join(ec.DataDir, api.TokenFile))
 	fmt.Fprintf(out, "  metrics  %s://%s/metrics  (and /healthz, /readyz)\n", x.metricsScheme(), msrv.Addr())
+	fmt.Fprintf(out, "  UI       %s\n", pageURL)
 	if e.kind == CloudLoop {
 		fmt.Fprintf(out, "  cloud    loop: disks are image files in %s, attached as loop devices\n", filepath.Join(ec.DataDir, LoopDir, "images"))
 	}
@@ -102,5 +108,6 @@ func Up(ctx context.Context, cfg UpConfig, out io.Writer) error {
 	state.Store("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	page.Close() // before the controller it reads stops
 	return errors.Join(os.Remove(addrFile), srv.Stop(), msrv.Close(sctx), e.Stop(), m.Shutdown(sctx))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -58,6 +59,18 @@ and whose plugins restart; the checkers judge the driver's own timeline.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			cfg.Log = cmd.ErrOrStderr()
+			if cfg.UI {
+				if dist {
+					return usageError{errors.New("--ui: the page follows embedded runs only (not --distributed)")}
+				}
+				out := cmd.OutOrStdout()
+				if asJSON { // stdout is the report's alone
+					out = cmd.ErrOrStderr()
+				}
+				cfg.OnUI = func(url, tokenFile string) {
+					fmt.Fprintf(out, "  UI       %s  (token in %s; served while the run lasts)\n", url, tokenFile)
+				}
+			}
 			var rep chaos.Report
 			var err error
 			deadline := chaos.Deadline()
@@ -99,6 +112,7 @@ and whose plugins restart; the checkers judge the driver's own timeline.`,
 	f.BoolVar(&dist, "distributed", false, "run distributed tether, each part in its own process of this binary")
 	f.IntVar(&controllers, "controllers", 3, "with --distributed: how many controller members")
 	f.BoolVar(&csi, "csi", false, "run embedded tether on a fake CSI driver served in this process (not with --cloud or --distributed)")
+	f.BoolVar(&cfg.UI, "ui", false, "serve the operator's web page for the run (loopback) and print its address: the fleet, kills and faults as they happen")
 	cloudFlags(f, &cfg.Cloud, &cfg.LoopVolumeSize)
 	return cmd
 }

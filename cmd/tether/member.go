@@ -34,6 +34,9 @@ func runMember(ctx context.Context, out io.Writer, cfg distributed.MemberConfig)
 	pause, started := time.Second, time.Now()
 	for {
 		fmt.Fprintf(out, "tether controller member: remote %s, API %s\n", m.System.Address(), m.APIAddr())
+		if u := m.UIAddr(); u != "" {
+			fmt.Fprintf(out, "  UI       %s\n", u)
+		}
 		select {
 		case <-ctx.Done():
 			return stopWithin(m, memberStopBound)

@@ -133,6 +133,7 @@ func TestInvalidFlagsExit2(t *testing.T) {
 		{"demo", "--sync-period", "0s"},
 		{"demo", "--step-timeout", "0s"},
 		{"chaos", "--duration", "1ms"},
+		{"chaos", "--distributed", "--ui"},
 		{"get", "volumes", "--timeout", "0s"},
 		{"describe", "volume", "v", "--timeout", "-1s"},
 		{"delete", "volume", "v", "--timeout", "-1s"},

@@ -31,6 +31,9 @@ func (m *Member) serveDebug(cfg MemberConfig) (err error) {
 		if m.msrv, err = metrics.Serve(cfg.MetricsAddr, m.metrics, ready); err != nil {
 			return fmt.Errorf("controller: --metrics-addr: %w", err)
 		}
+		if err := m.servePage(cfg); err != nil {
+			return err
+		}
 	}
 	if cfg.PprofAddr != "" {
 		if m.pprof, err = servePprof(cfg.PprofAddr); err != nil {
@@ -45,6 +48,7 @@ func (m *Member) stopDebug() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var errs []error
+	m.page.Close() // first: it ends the streams the listener's Close waits for
 	if m.msrv != nil {
 		errs = append(errs, m.msrv.Close(ctx))
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/tether/tether/actors/runtime/spawn"
 	"github.com/tether/tether/actors/store"
 	"github.com/tether/tether/bootstrap/operator/api"
+	"github.com/tether/tether/bootstrap/operator/ui"
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/bootstrap/verify/journal"
 	"github.com/tether/tether/cloud"
@@ -139,6 +140,7 @@ type Member struct {
 	faulty  *faultyCloud  // with control
 	metrics *metrics.Metrics
 	msrv    *metrics.Server // MetricsAddr
+	page    *ui.UI          // the operator's page on msrv (page.go)
 	pprof   *pprofServer    // PprofAddr
 	lost    chan error
 	stopped bool

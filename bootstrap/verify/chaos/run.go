@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/tether/tether/actors/metrics"
 	"github.com/tether/tether/actors/runtime/backoff"
 	"github.com/tether/tether/bootstrap/process"
 	"github.com/tether/tether/cloud"
@@ -50,6 +51,10 @@ type Config struct {
 	// LoopVolumeSize is the size of each disk on the loop cloud (0:
 	// process.DefaultLoopVolumeSize).
 	LoopVolumeSize int64
+	// UI serves the operator's page for the run (embedded runs, page.go):
+	// OnUI, if set, is told its address and the token's file.
+	UI   bool
+	OnUI func(url, tokenFile string)
 }
 
 // Report of a run; tether chaos --json prints it.
@@ -208,9 +213,18 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		}
 		drv.configure(&ec)
 	}
+	var m *metrics.Metrics
+	if cfg.UI {
+		if m, err = metrics.New(); err != nil {
+			removeDir()
+			return rep, err
+		}
+		ec.Metrics = m
+	}
+	var pg *page
 	e, err := process.StartEmbedded(ec)
 	defer func() {
-		ferr := errors.Join(finish(e, dir, rep.Cloud), drv.close()) // tether first, then its driver
+		ferr := errors.Join(pg.close(), finish(e, dir, rep.Cloud), drv.close()) // the page, tether, then its driver
 		if ferr == nil {
 			removeDir()
 		}
@@ -219,7 +233,12 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep, csi: drv}
+	if cfg.UI {
+		if pg, err = servePage(cfg, e, m, dir); err != nil {
+			return rep, err
+		}
+	}
+	r := &runner{cfg: cfg, e: e, chk: chk, rep: &rep, csi: drv, page: pg}
 	if err := r.wire(faults); err != nil {
 		return rep, err
 	}

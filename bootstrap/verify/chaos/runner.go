@@ -28,6 +28,7 @@ type runner struct {
 	seq   int
 	down  map[cloud.NodeName]bool // machines powered off
 	csi   *csiRig                 // the CSI driver, on CSI (csi.go)
+	page  *page                   // the operator's page, with Config.UI (page.go)
 }
 
 func volName(i int) cloud.VolumeID { return cloud.VolumeID(fmt.Sprintf("v%03d", i)) }
@@ -86,6 +87,7 @@ func runPlan(ctx context.Context, plan []Action, do func(Action) error) error {
 
 func (r *runner) do(a Action) error {
 	n := r.e.NodeNames[a.Node]
+	r.page.action(a, n)
 	switch a.Kind {
 	case KillVolume:
 		r.chk.Note(volName(a.Volume), "volume actor killed (%s)", a.How)
