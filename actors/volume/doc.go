@@ -1,19 +1,17 @@
 // Package volume is the pure state machine of one volume on the controller
-// side: where it is wanted, where it is attached, and which cloud operation
-// to start next. It never calls the cloud, never reads the clock, never
-// starts goroutines and never sees protobuf: its caller (the volume actor)
-// feeds it events with the current time and carries out the effects it
-// returns, in order.
+// side: where it is wanted, where it is attached, and which cloud
+// operation to start next. It never calls the cloud, never reads the
+// clock, never starts goroutines and never sees protobuf: the volume
+// actor feeds it events with the current time and carries out the effects
+// it returns, in order.
 //
-// The rules it enforces (DESIGN.md):
-//   - I1: an exclusive volume is attached to a second node only when no
-//     attachment of any state exists elsewhere (Multi-Attach otherwise).
-//   - I2: a volume the node reports in use is detached only when the node is
-//     out of service, or NotReady (and detach requested) for longer than
-//     MaxWaitForUnmount, unless force detach is disabled.
-//   - I4: a detach starts with PrepareDetach; CallDetach follows only after
-//     DetachPrepared{OK}.
-//   - I6: a failed attach or detach leaves the attachment Uncertain.
-//   - one cloud operation at a time for an exclusive volume, one per node
-//     for a multi-node volume; failures back off per (node, operation).
+// It enforces I1 (no second attachment of an exclusive volume while any
+// other exists: Multi-Attach), I2 (a volume in use is detached only from
+// a node out of service, or NotReady past MaxWaitForUnmount with force
+// detach enabled), I4 (PrepareDetach, then CallDetach only after
+// DetachPrepared{OK}) and I6 (a failed call leaves the attachment
+// Uncertain); one cloud operation at a time for an exclusive volume, one
+// per node for a multi-node one; failures back off per (node, operation).
+//
+// See docs/design.md#the-safety-invariants.
 package volume
