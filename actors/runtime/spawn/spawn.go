@@ -9,6 +9,13 @@ import (
 )
 
 // Guard serialises spawns of named actors against sends to them.
+//
+// Every spawn of a named actor holds the lock of that name for writing and
+// every send, request, stop or poison holds the lock of its target's name
+// for reading, so no message can reach a half-built mailbox. The locks are
+// sharded by name: the race is between a spawn and a send to the same
+// name, and one lock for the whole system made every send of a fleet wait
+// behind every spawn.
 type Guard struct {
 	sys    *actor.ActorSystem
 	shards [shards]shard

@@ -55,6 +55,12 @@ func DefaultConfig() Config {
 // the child's mailbox stays suspended: user messages queue up and are
 // processed after the restart; system messages (Stop) still go through.
 // One strategy may supervise many parents, or be a guardian.
+//
+// Proto.Actor's NewExponentialBackoffStrategy is linear, uncapped, with
+// nanoseconds of jitter, and calls time.AfterFunc directly; this one
+// schedules restarts on an injected clock.Clock and counts failures
+// itself, because actor.RestartStatistics reads the wall clock and keeps a
+// timestamp per failure forever.
 func NewStrategy(cfg Config) actor.SupervisorStrategy {
 	def := DefaultConfig()
 	if cfg.Policy == (backoff.Policy{}) {
