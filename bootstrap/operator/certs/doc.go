@@ -4,8 +4,9 @@
 // from such files for servers (optionally requiring client certificates)
 // and clients (trusting a given CA).
 //
-// It never listens, dials or decides whether TLS is needed: its callers
-// (tether up, the client commands, later the distributed processes) do.
-// It never overwrites a file unless told to, and writes private keys with
-// mode 0600 only.
+// It never listens, dials or decides whether TLS is needed (its callers
+// do), never overwrites a file unless told to, and writes private keys
+// with mode 0600 only.
+//
+// See docs/operating.md#tls-and-tokens-tether-certs---allow-remote.
 package certs

@@ -4,4 +4,6 @@
 // that starts a remote in its process must do it while no gRPC goroutine
 // of an earlier test is still running; and a leaked connection shows as a
 // goroutine that never ends.
+//
+// See CONTRIBUTING.md#tests.
 package grpcstacks
