@@ -1,6 +1,8 @@
 // Package messages holds every protobuf message that crosses an actor
-// boundary in tether. The .pb.go files are generated and committed; never
-// edit them by hand. Regenerate with `go generate ./messages` (needs protoc
-// from Debian's protobuf-compiler; protoc-gen-go and protoc-gen-go-grpc are
-// pinned below and installed into .bin/).
+// boundary in tether, and the operator API and cloud services. The .pb.go
+// files are generated and committed; never edit them by hand: regenerate
+// with `go generate ./messages` (protoc-gen-go and protoc-gen-go-grpc are
+// pinned in gen.go and installed into .bin/).
+//
+// See CONTRIBUTING.md#protobuf.
 package messages

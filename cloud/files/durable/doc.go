@@ -3,4 +3,6 @@
 // the module's one temporary-file-and-rename (or link) writer: the store,
 // the clouds, the node, the certificates and the process share it. A
 // leaf: it imports nothing of tether's.
+//
+// See docs/design.md#layering.
 package durable

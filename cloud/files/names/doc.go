@@ -5,4 +5,6 @@
 // could point elsewhere: separators, ".", "..", NUL, spaces, non-ASCII.
 // It holds the rules for what a volume hands its storage driver too
 // (driver.go: file system type, mount options, attributes, secret name).
+//
+// See docs/operating.md#documents.
 package names
