@@ -9,5 +9,5 @@
 // target; Calls logs what a CO asked, the ground truth for tests. It
 // stands in for csi-test's stateful mock driver, which v5 no longer ships.
 //
-// See docs/storage.md#any-csi-driver-csi-controller-socket-csi-node-socket.
+// See docs/storage.md#any-csi-driver---csi-controller-socket---csi-node-socket.
 package csitest

@@ -9,6 +9,6 @@
 // received, until SIGINT or SIGTERM. A test tool: the fake mounts nothing
 // and forgets everything when it exits.
 //
-// See docs/storage.md#any-csi-driver-csi-controller-socket-csi-node-socket
+// See docs/storage.md#any-csi-driver---csi-controller-socket---csi-node-socket
 // for --node-id, --max-volumes and --loose.
 package main
