@@ -11,5 +11,5 @@
 //     simulation, chaos, bench, demo, and their helpers (journal,
 //     datatest).
 //
-// See docs/design.md for the layering these rooms keep.
+// See docs/design.md#layering for the rules these rooms keep.
 package bootstrap

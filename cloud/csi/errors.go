@@ -14,7 +14,7 @@ import (
 // ErrUnknownOutcome marks a call that may or may not have been carried
 // out: the driver (or gRPC on its behalf) answered with a code that does
 // not say. Errors wrapping it also wrap cloud.ErrRetryable and
-// context.DeadlineExceeded (see the package doc).
+// context.DeadlineExceeded (see docs/storage.md#errors).
 var ErrUnknownOutcome = errors.New("csi: outcome unknown")
 
 // class is what a status code of a CSI driver means to tether: the

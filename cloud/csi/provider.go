@@ -14,9 +14,9 @@ import (
 
 // Provider is a cloud.Provider over a CSI controller plugin. It is safe
 // for concurrent use. Its only state is the node registry (which the
-// wiring must seed at start, see the package doc) and the device paths of
-// the attaches it made (lost with it: tether then keeps the paths it
-// recorded).
+// wiring must seed at start, see docs/storage.md#nodes-and-instances)
+// and the device paths of the attaches it made (lost with it: tether then
+// keeps the paths it recorded).
 type Provider struct {
 	cfg    config
 	conn   *grpc.ClientConn

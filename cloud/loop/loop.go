@@ -69,7 +69,8 @@ var _ cloud.Provider = (*Cloud)(nil)
 
 // Open opens the cloud whose data directory is cfg.Dir (a new, empty one
 // if the directory holds no state yet) and reconciles its recorded
-// attachments with the host's loop devices (see the package doc). It
+// attachments with the host's loop devices (see
+// docs/storage.md#the-loop-cloud-inside). It
 // fails with ErrNotRoot unless the process runs as root, with
 // ErrUnavailable when loop devices cannot be used here (not Linux, no
 // /dev/loop-control), with ErrInUse while another Cloud has the directory

@@ -100,7 +100,7 @@ func (c *Cloud) bindLocked(ctx context.Context, what string, w *world, vol cloud
 
 // unbind releases dev, just bound to image, after cause made its call
 // fail, and returns cause; if dev cannot be released the error says so
-// (it is then an orphan: see the package doc).
+// (it is then an orphan: see docs/storage.md#the-loop-cloud-inside).
 func (c *Cloud) unbind(dev, image string, cause error) error {
 	if _, err := c.dev.release(dev, ofImage(image)); err != nil {
 		return fmt.Errorf("%w (and %s stays bound to %s until released: %v)", cause, dev, image, err)

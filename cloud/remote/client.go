@@ -15,9 +15,10 @@ import (
 )
 
 // DeadlineMargin is how much earlier than its caller's deadline a sent
-// call's deadline is (see the package doc): an upper bound on the transit
-// time of a request, generous for a data centre, so that the provider
-// never carries out a call after the caller's deadline.
+// call's deadline is (see
+// docs/distributed.md#the-provider-contract-over-the-wire): an upper bound
+// on the transit time of a request, generous for a data centre, so that
+// the provider never carries out a call after the caller's deadline.
 const DeadlineMargin = 20 * time.Millisecond
 
 // DialTimeout bounds Dial's wait for the server's batch size.

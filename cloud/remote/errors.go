@@ -19,8 +19,8 @@ import (
 
 // ErrUnknownOutcome marks a call that may or may not have been carried
 // out: it was (or may have been) sent and no answer from the provider came
-// back. Errors wrapping it also wrap context.DeadlineExceeded (see the
-// package doc).
+// back. Errors wrapping it also wrap context.DeadlineExceeded (see
+// docs/distributed.md#errors).
 var ErrUnknownOutcome = errors.New("remote: outcome unknown")
 
 // sentinels are the errors, besides the kinds' sentinels, that keep their

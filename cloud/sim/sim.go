@@ -36,8 +36,8 @@ const (
 type Config struct {
 	// Latency is added to every provider call. The caller stops waiting
 	// when its ctx ends, but a call once sent is carried out all the same,
-	// unless its ctx's deadline passes first (see Provider calls in the
-	// package doc).
+	// unless its ctx's deadline passes first (see
+	// docs/storage.md#the-sim-cloud-inside).
 	Latency time.Duration
 	// HangMargin is how long before its deadline a hung call is sent
 	// (faulty.Config.HangMargin; 0: a tenth of what is left, at most
@@ -104,7 +104,7 @@ type Cloud struct {
 	// Faults are the knobs of its calls' faults (FailNext, SetErrorRate,
 	// SetReplyLoss, SetHangRate, SetLatency, SetThrottle), drawn from
 	// Config.Seed, throttled at Config.Now; the calls are carried out as
-	// faulty.Plan.Run says (see Provider calls in the package doc).
+	// faulty.Plan.Run says (see docs/storage.md#the-sim-cloud-inside).
 	*faulty.Faults
 	batch    int              // immutable after New
 	now      func() time.Time // immutable after New

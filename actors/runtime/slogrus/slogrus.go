@@ -1,6 +1,3 @@
-// Package slogrus bridges Proto.Actor's log/slog output into logrus, so a
-// tether process has one log stream, one format and one level setting. It
-// never writes anywhere of its own.
 package slogrus
 
 import (

@@ -1,14 +1,3 @@
-// Package distributed wires tether's distributed mode: controller members
-// that form a Proto.Actor cluster with membership on etcd and the store on
-// etcd (`tether controller`), node agents in their own processes that talk
-// to the cluster over Proto.Actor remote (`tether agent`), and one cloud
-// shared over gRPC (`tether cloud serve`, process.ServeCloud).
-//
-// The actors are the embedded mode's: a member builds the same controller
-// (actors/controller) and hands its kinds to the cluster, an agent process
-// runs the same node agent (node). What differs is only how names resolve
-// (virtual actors instead of local spawns) and where the store and the
-// cloud live.
 package distributed
 
 import (

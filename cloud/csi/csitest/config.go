@@ -8,8 +8,26 @@ import (
 
 // Config of a fake driver. The zero value is a controller with
 // PUBLISH_UNPUBLISH_VOLUME and CREATE_DELETE_VOLUME and no way to verify
-// attachments, and no nodes. Each field is one axis of the matrix of
-// shapes real drivers take within the spec (see the package comment).
+// attachments, and no nodes: the plainest driver, and the shape the
+// sanity suite checks (with the optional capabilities on).
+//
+// Each field is one axis, independent of the others, of the matrix of
+// shapes real drivers take within the spec (v1.x csi.proto):
+//
+//   - capabilities: no controller (NoController), no controller publishing
+//     (NoPublish), no PUBLISH_READONLY (NoPublishReadOnly), LIST_VOLUMES
+//     with or without published nodes (List, ListPublished), GET_VOLUME
+//     (GetVolume), STAGE_UNSTAGE_VOLUME (StageUnstage);
+//   - what it reports: published_node_ids filled loosely without
+//     LIST_VOLUMES_PUBLISHED_NODES (LoosePublishedNodes,
+//     ExtraPublishedNodeIDs), a volume_context (VolumeContext);
+//   - what it demands: the volume_context back (RequireVolumeContext),
+//     secrets (RequireSecrets), supported access modes (Unsupported), raw
+//     block or mounted volumes only (BlockOnly, MountOnly);
+//   - how it holds: node attach limits (Nodes, EnforceNodeLimit),
+//     multi-attach disks (MultiAttach), ListVolumes pages (PageSize), a
+//     start-up during which it is not ready (ProbeFailures, InfoFailures),
+//     and any failure or delay a test injects (Before).
 type Config struct {
 	// Name is GetPluginInfo's name (default "csi.tether.test").
 	Name string
