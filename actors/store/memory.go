@@ -13,13 +13,17 @@ import (
 // Memory is an in-process Store. It loses everything with the process: use
 // it for tests and for the embedded mode's first stage.
 type Memory struct {
-	mu         sync.Mutex
-	volumes    map[cloud.VolumeID]VolumeSpec
-	nodes      map[cloud.NodeName]NodeSpec
-	workloads  map[string]Workload
-	byVolume   map[cloud.VolumeID]map[string]bool // volume -> workload UIDs
-	byNode     map[cloud.NodeName]map[string]bool // node -> workload UIDs
-	statuses   map[cloud.NodeName]nodestatus.Status
+	mu        sync.Mutex
+	volumes   map[cloud.VolumeID]VolumeSpec
+	nodes     map[cloud.NodeName]NodeSpec
+	workloads map[string]Workload
+	byVolume  map[cloud.VolumeID]map[string]bool // volume -> workload UIDs
+	byNode    map[cloud.NodeName]map[string]bool // node -> workload UIDs
+	statuses  map[cloud.NodeName]nodestatus.Status
+	// withVolume indexes statuses by the volumes they list (attached, in
+	// use or detaching), for StatusesWithVolume: a scan of every status
+	// per volume made a fleet's restore quadratic.
+	withVolume map[cloud.VolumeID]map[cloud.NodeName]struct{}
 	intents    map[cloud.VolumeID]map[cloud.NodeName]Intent
 	seq        uint64
 	rev        uint64
@@ -36,13 +40,14 @@ var _ Store = (*Memory)(nil)
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
 	return &Memory{
-		volumes:   map[cloud.VolumeID]VolumeSpec{},
-		nodes:     map[cloud.NodeName]NodeSpec{},
-		workloads: map[string]Workload{},
-		byVolume:  map[cloud.VolumeID]map[string]bool{},
-		byNode:    map[cloud.NodeName]map[string]bool{},
-		statuses:  map[cloud.NodeName]nodestatus.Status{},
-		intents:   map[cloud.VolumeID]map[cloud.NodeName]Intent{},
+		volumes:    map[cloud.VolumeID]VolumeSpec{},
+		nodes:      map[cloud.NodeName]NodeSpec{},
+		workloads:  map[string]Workload{},
+		byVolume:   map[cloud.VolumeID]map[string]bool{},
+		byNode:     map[cloud.NodeName]map[string]bool{},
+		statuses:   map[cloud.NodeName]nodestatus.Status{},
+		withVolume: map[cloud.VolumeID]map[cloud.NodeName]struct{}{},
+		intents:    map[cloud.VolumeID]map[cloud.NodeName]Intent{},
 	}
 }
 
@@ -335,7 +340,9 @@ func (m *Memory) PutNodeStatusAt(s nodestatus.Status, epoch uint64) error {
 			m.failStatus--
 			return ErrInjected
 		}
+		m.index(m.statuses[s.Name], false)
 		m.statuses[s.Name] = s.Clone()
+		m.index(s, true)
 		return nil
 	})
 	if err != nil {
@@ -359,11 +366,41 @@ func (m *Memory) StatusesWithVolume(vol cloud.VolumeID) ([]nodestatus.Status, er
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []nodestatus.Status
-	for _, s := range m.statuses {
-		if _, ok := s.VolumesAttached[vol]; ok || s.VolumesInUse[vol] || s.VolumesDetaching[vol] {
-			out = append(out, s.Clone())
-		}
+	for n := range m.withVolume[vol] {
+		out = append(out, m.statuses[n].Clone())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// index adds s's node under every volume s lists (or, with add false,
+// removes it). Caller holds mu.
+func (m *Memory) index(s nodestatus.Status, add bool) {
+	one := func(v cloud.VolumeID) {
+		nodes := m.withVolume[v]
+		switch {
+		case add && nodes == nil:
+			m.withVolume[v] = map[cloud.NodeName]struct{}{s.Name: {}}
+		case add:
+			nodes[s.Name] = struct{}{}
+		default:
+			delete(nodes, s.Name)
+			if len(nodes) == 0 {
+				delete(m.withVolume, v)
+			}
+		}
+	}
+	for v := range s.VolumesAttached {
+		one(v)
+	}
+	for v, in := range s.VolumesInUse {
+		if in {
+			one(v)
+		}
+	}
+	for v, d := range s.VolumesDetaching {
+		if d {
+			one(v)
+		}
+	}
 }

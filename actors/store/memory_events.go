@@ -17,6 +17,16 @@ type MemoryEvents struct {
 	mu   sync.Mutex
 	seq  uint64
 	list []memEvent // oldest first
+	// counts: how many events of each object list holds, so that an
+	// append prunes only when an object has gone over PerObject (a pass
+	// over the whole log on every append made a fleet's events quadratic).
+	counts map[eventObject]int
+}
+
+// eventObject is the object an event is about.
+type eventObject struct {
+	k events.Kind
+	n string
 }
 
 type memEvent struct {
@@ -44,30 +54,40 @@ func (m *MemoryEvents) AppendEvents(_ context.Context, evs []events.Event) error
 		}
 	}
 	m.mu.Lock()
+	if m.counts == nil {
+		m.counts = map[eventObject]int{}
+	}
+	over := false
 	for _, e := range evs {
 		m.seq++
 		m.list = append(m.list, memEvent{m.seq, e})
+		key := eventObject{e.Object.Kind, e.Object.Name}
+		m.counts[key]++
+		over = over || m.counts[key] > m.opts.PerObject
 	}
-	m.prune()
+	if over {
+		m.prune()
+	}
 	m.mu.Unlock()
 	m.notify.notify()
 	return nil
 }
 
-// prune drops the oldest events of names over PerObject.
+// prune drops the oldest events of objects over PerObject, and counts
+// what is left.
 func (m *MemoryEvents) prune() {
-	type obj struct {
-		k events.Kind
-		n string
-	}
-	count := map[obj]int{}
+	count := map[eventObject]int{}
 	drop := make([]bool, len(m.list))
 	for i := len(m.list) - 1; i >= 0; i-- {
 		o := m.list[i].e.Object
-		key := obj{o.Kind, o.Name}
+		key := eventObject{o.Kind, o.Name}
 		count[key]++
 		drop[i] = count[key] > m.opts.PerObject
+		if drop[i] {
+			count[key]--
+		}
 	}
+	m.counts = count
 	keep := m.list[:0]
 	for i, me := range m.list {
 		if !drop[i] {
@@ -87,6 +107,10 @@ func (m *MemoryEvents) SweepEvents(context.Context) (int, error) {
 	for _, me := range m.list {
 		if !m.opts.expired(me.e, now) {
 			keep = append(keep, me)
+		} else if key := (eventObject{me.e.Object.Kind, me.e.Object.Name}); m.counts[key] > 1 {
+			m.counts[key]--
+		} else {
+			delete(m.counts, key)
 		}
 	}
 	n := len(m.list) - len(keep)

@@ -93,6 +93,20 @@ func TestStatusesWithVolume(t *testing.T) {
 				t.Fatalf("StatusesWithVolume(%s) = %v, want %v", vol, got, want)
 			}
 		}
+		// A status written again without the volume no longer lists it;
+		// one that takes a volume up lists it.
+		must(t, s.PutNodeStatus(nodestatus.Status{Name: "n3", VolumesAttached: map[cloud.VolumeID]string{"v2": "/dev/c"}}))
+		for vol, want := range map[cloud.VolumeID][]cloud.NodeName{"v1": {"n1", "n2"}, "v2": {"n3", "n4"}} {
+			sts, err := s.StatusesWithVolume(vol)
+			must(t, err)
+			var got []cloud.NodeName
+			for _, st := range sts {
+				got = append(got, st.Name)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("after n3 moved: StatusesWithVolume(%s) = %v, want %v", vol, got, want)
+			}
+		}
 	})
 }
 
